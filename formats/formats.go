@@ -1,0 +1,50 @@
+// Package formats holds what the file readers and writers under it share:
+// the error type that names the file (and line) a problem was found in.
+package formats
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is an input-file error. It renders as "<path>:<line>: <msg>" for text
+// formats (Line > 0) and "<path>: <msg>" for binary formats (SPEC §6.4).
+type Error struct {
+	Path string
+	Line int // 1-based; 0 when not applicable
+	Msg  string
+	Err  error // optional cause
+}
+
+func (e *Error) Error() string {
+	msg := e.Msg
+	if e.Err != nil {
+		if msg == "" {
+			msg = e.Err.Error()
+		} else {
+			msg += ": " + e.Err.Error()
+		}
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error for a binary file.
+func Errorf(path string, format string, args ...any) error {
+	return &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// LineErrorf builds an *Error for a line of a text file.
+func LineErrorf(path string, line int, format string, args ...any) error {
+	return &Error{Path: path, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsInputError reports whether err is (or wraps) a file error.
+func IsInputError(err error) bool {
+	var fe *Error
+	return errors.As(err, &fe)
+}
