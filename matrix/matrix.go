@@ -324,3 +324,66 @@ func FirstNonFinite(m Matrix) (row, col int, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// Float64Data returns the values of a float64 CSR matrix (nil otherwise).
+func (m *CSR) Float64Data() []float64 { return m.f64 }
+
+// Float32Data returns the values of a float32 CSR matrix (nil otherwise).
+func (m *CSR) Float32Data() []float32 { return m.f32 }
+
+// Clone returns a deep copy.
+func (m *CSR) Clone() *CSR {
+	c := *m
+	c.indptr = append([]int64(nil), m.indptr...)
+	c.indices = append([]int32(nil), m.indices...)
+	c.f32 = append([]float32(nil), m.f32...)
+	c.f64 = append([]float64(nil), m.f64...)
+	return &c
+}
+
+// RowSlice returns rows [lo, hi) as a view sharing storage.
+func (m *Dense) RowSlice(lo, hi int) *Dense {
+	c := *m
+	c.rows = hi - lo
+	a, b := lo*m.cols, hi*m.cols
+	switch m.dtype {
+	case Float16:
+		c.f16 = m.f16[a:b:b]
+	case Float32:
+		c.f32 = m.f32[a:b:b]
+	default:
+		c.f64 = m.f64[a:b:b]
+	}
+	return &c
+}
+
+// RowSlice returns rows [lo, hi) as a new CSR sharing value storage.
+func (m *CSR) RowSlice(lo, hi int) *CSR {
+	c := *m
+	c.rows = hi - lo
+	base := m.indptr[lo]
+	c.indptr = make([]int64, hi-lo+1)
+	for i := range c.indptr {
+		c.indptr[i] = m.indptr[lo+i] - base
+	}
+	end := m.indptr[hi]
+	c.indices = m.indices[base:end:end]
+	if m.dtype == Float32 {
+		c.f32 = m.f32[base:end:end]
+	} else {
+		c.f64 = m.f64[base:end:end]
+	}
+	return &c
+}
+
+// Clone deep-copies any matrix of this package; other implementations are
+// returned as they are (they are expected to be immutable, e.g. mapped files).
+func Clone(m Matrix) Matrix {
+	switch t := m.(type) {
+	case *Dense:
+		return t.Clone()
+	case *CSR:
+		return t.Clone()
+	}
+	return m
+}

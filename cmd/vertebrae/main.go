@@ -1,0 +1,13 @@
+// Command vertebrae compares frozen embedding backbones under an exact
+// query–gallery ranking protocol. See README.md.
+package main
+
+import (
+	"os"
+
+	"github.com/vertebrae-eval/vertebrae/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,79 @@
+// Package demo provides a small, self-contained retrieval task for trying
+// vertebrae without downloading anything: a fixed Fashion-MNIST subset
+// (1,000 test images as queries, 5,000 training images as the gallery)
+// embedded in the binary, and three frozen pure-Go image descriptors
+// ("backbones") of clearly different quality and width.
+//
+// The data file is produced by internal/gen from the Debian package
+// dataset-fashion-mnist; see data/LICENSE-fashion-mnist.txt for its licence
+// and provenance.
+package demo
+
+//go:generate go run ./internal/gen
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+
+	"github.com/vertebrae-eval/vertebrae/demo/internal/subset"
+)
+
+// ImageSide is the width and height of every image; images are
+// ImageSide*ImageSide bytes, row-major, 0 = background.
+const ImageSide = 28
+
+const imageSize = ImageSide * ImageSide
+
+//go:embed data/fashion-mnist-subset.bin.gz
+var subsetFile []byte
+
+// classNames are the Fashion-MNIST label names, indexed by label.
+var classNames = [subset.NumClasses]string{
+	"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+	"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+}
+
+// ClassNames returns the ten Fashion-MNIST class names in label order.
+func ClassNames() []string { return append([]string(nil), classNames[:]...) }
+
+// Data is the demo retrieval task. Images are 784 bytes each (28x28,
+// row-major); labels are class names; IDs name the image's index in the
+// original split ("test-17", "train-4999").
+type Data struct {
+	QueryImages, GalleryImages [][]byte
+	QueryLabels, GalleryLabels []string
+	QueryIDs, GalleryIDs       []string
+}
+
+// Load decodes the embedded subset. Each call returns fresh slices that the
+// caller may modify.
+func Load() (*Data, error) {
+	s, err := subset.Decode(subsetFile)
+	if err != nil {
+		return nil, fmt.Errorf("demo: embedded data: %w", err)
+	}
+	if s.Rows != ImageSide || s.Cols != ImageSide {
+		return nil, fmt.Errorf("demo: embedded data: %w: images are %dx%d, want %dx%d",
+			subset.ErrFormat, s.Rows, s.Cols, ImageSide, ImageSide)
+	}
+	d := &Data{}
+	d.QueryImages, d.QueryLabels, d.QueryIDs = split(s.QueryPixels, s.QueryLabels, "test-")
+	d.GalleryImages, d.GalleryLabels, d.GalleryIDs = split(s.GalleryPixels, s.GalleryLabels, "train-")
+	return d, nil
+}
+
+// split cuts pixels into per-image slices (capacity-limited so that an
+// append to one cannot overwrite the next) and names labels and IDs.
+func split(pixels, labels []byte, idPrefix string) (images [][]byte, names, ids []string) {
+	n := len(labels)
+	images = make([][]byte, n)
+	names = make([]string, n)
+	ids = make([]string, n)
+	for i, l := range labels {
+		images[i] = pixels[i*imageSize : (i+1)*imageSize : (i+1)*imageSize]
+		names[i] = classNames[l] // subset.Decode checked l < NumClasses
+		ids[i] = idPrefix + strconv.Itoa(i)
+	}
+	return images, names, ids
+}

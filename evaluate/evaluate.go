@@ -1,0 +1,311 @@
+// Package evaluate runs the retrieval protocol end to end: it scores a
+// validated dataset with one or more backbones in both directions, computes
+// metrics and diagnostics, and assembles the ranked benchmark result of
+// SPEC §5.
+package evaluate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/metrics"
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// Backbone maps a dataset's endpoint inputs to embedding matrices.
+type Backbone struct {
+	Name   string
+	Type   string         // extractor_type; "" reports "unknown"
+	Recipe map[string]any // JSON-compatible; nil reports {}
+	// Encode embeds one endpoint ("query" or "gallery").
+	Encode func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error)
+}
+
+// Precomputed is the backbone for datasets whose endpoints already are
+// embedding matrices.
+func Precomputed(name string) Backbone {
+	return Backbone{
+		Name: name, Type: "precomputed",
+		Recipe: map[string]any{"name": name, "extractor_type": "precomputed"},
+		Encode: func(_ context.Context, side string, items retrieval.Items) (matrix.Matrix, error) {
+			e, ok := items.(retrieval.EmbeddingItems)
+			if !ok {
+				return nil, fmt.Errorf("Extractor %s does not support retrieval modality %s", name, items.Modality())
+			}
+			return e.Matrix(), nil
+		},
+	}
+}
+
+// Options are runtime settings outside the protocol.
+type Options struct {
+	Threads int // 0 = GOMAXPROCS
+	// RunDepth: < 0 no ranking kept; 0 full ranking; N > 0 top N (forward).
+	RunDepth int
+}
+
+// Run evaluates every backbone on ds under cfg and returns the ranked result.
+// An error in any backbone aborts the run.
+func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backbones []Backbone, opt Options) (*results.Benchmark, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.Clone()
+	seen := map[string]bool{}
+	for _, b := range backbones {
+		if seen[b.Name] {
+			return nil, fmt.Errorf("%w: %s", results.ErrDuplicateName, msgfmt.Quote(b.Name))
+		}
+		seen[b.Name] = true
+	}
+	if cfg.Bidirectional {
+		if err := ds.CheckBidirectional(); err != nil {
+			return nil, err
+		}
+	}
+	fp, err := ds.ProtocolFingerprint(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bench := &results.Benchmark{
+		DatasetSummary: ds.Summary(),
+		Metadata: results.Metadata{
+			RetrievalConfig:     cfg,
+			CompressionConfigs:  []map[string]any{NoCompressionConfig()},
+			EmbeddingConfig:     map[string]any{"batch_size": 128, "streaming_enabled": true},
+			MemoryConfig:        DefaultMemoryConfig(),
+			ProtocolFingerprint: fp,
+			VertebraeVersion:    version.Version,
+		},
+	}
+	for _, b := range backbones {
+		r, err := runBackbone(ctx, ds, cfg, b, opt)
+		if err != nil {
+			return nil, err
+		}
+		bench.ExtractorResults = append(bench.ExtractorResults, r)
+	}
+	if err := bench.Finalize(); err != nil {
+		return nil, err
+	}
+	return bench, nil
+}
+
+// NoCompressionConfig is the §8.1 "none" entry with every field present.
+func NoCompressionConfig() map[string]any {
+	return map[string]any{
+		"method": "none", "enabled": false, "n_components": nil, "preserve_variance": nil,
+		"whiten": false, "precision": nil, "assume_matryoshka": false, "random_state": 42, "dtype": nil,
+	}
+}
+
+// DefaultMemoryConfig is the §7.1 default configuration.
+func DefaultMemoryConfig() map[string]any {
+	return map[string]any{
+		"max_memory_bytes": nil, "reserve_system_bytes": nil, "max_fraction": 0.75,
+		"allow_disk_spill": true, "model_memory_bytes": 0, "raw_batch_memory_bytes": 0, "spill_dir": "",
+	}
+}
+
+func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, b Backbone, opt Options) (*results.ExtractorResult, error) {
+	t0 := time.Now()
+	q, err := b.Encode(ctx, "query", ds.Queries())
+	if err != nil {
+		return nil, fmt.Errorf("Retriever '%s' query embeddings: %w", b.Name, err)
+	}
+	g, err := b.Encode(ctx, "gallery", ds.Gallery())
+	if err != nil {
+		return nil, fmt.Errorf("Retriever '%s' gallery embeddings: %w", b.Name, err)
+	}
+	if q.Rows() != ds.NumQueries() {
+		return nil, fmt.Errorf("Retriever '%s' query embeddings returned %d embeddings for %d rows", b.Name, q.Rows(), ds.NumQueries())
+	}
+	if g.Rows() != ds.NumGallery() {
+		return nil, fmt.Errorf("Retriever '%s' gallery embeddings returned %d embeddings for %d rows", b.Name, g.Rows(), ds.NumGallery())
+	}
+	t1 := time.Now()
+	fwdProblem := rank.Problem{
+		Queries: q, Gallery: g, QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(),
+		Relevance: ds.RawRelevance(), Exclusions: ds.RawExclusions(),
+	}
+	fwd, err := Direction(ctx, fwdProblem, cfg, opt.Threads, opt.RunDepth)
+	if err != nil {
+		return nil, err
+	}
+	res := &results.ExtractorResult{
+		Name: b.Name, ExtractorType: b.Type, Forward: fwd, PrimaryScore: fwd.Score,
+		Recipe: b.Recipe,
+	}
+	if res.ExtractorType == "" {
+		res.ExtractorType = "unknown"
+	}
+	if res.Recipe == nil {
+		res.Recipe = map[string]any{}
+	}
+	if cfg.Bidirectional {
+		rev, err := Direction(ctx, Reverse(fwdProblem), cfg, opt.Threads, -1)
+		if err != nil {
+			return nil, err
+		}
+		res.Reverse = rev
+		res.PrimaryScore = (fwd.Score + rev.Score) / 2
+	}
+	res.CompressionMetadata = noCompressionMetadata(g)
+	res.Runtime = results.Runtime{
+		ExtractionSeconds: t1.Sub(t0).Seconds(),
+		ScoringSeconds:    time.Since(t1).Seconds(),
+	}
+	ws := append([]string(nil), fwd.Warnings...)
+	if res.Reverse != nil {
+		ws = append(ws, res.Reverse.Warnings...)
+	}
+	res.Warnings = sortedUnique(ws)
+	return res, nil
+}
+
+func noCompressionMetadata(g matrix.Matrix) map[string]any {
+	return map[string]any{
+		"enabled": false, "method": "none", "applied": false,
+		"original_dim": g.Cols(), "compressed_dim": g.Cols(),
+		"input_sparse": g.Sparse(), "output_sparse": g.Sparse(),
+		"dtype": g.DType().String(), "warnings": []any{},
+		"recipe":   map[string]any{"method": "none", "enabled": false},
+		"fit_side": "gallery",
+	}
+}
+
+// Reverse swaps the roles of queries and gallery (SPEC §4.8): relevance is
+// transposed and exclusions are swapped.
+func Reverse(p rank.Problem) rank.Problem {
+	ng := p.Gallery.Rows()
+	rel := make([][]retrieval.Positive, ng)
+	for q, ps := range p.Relevance { // ascending q keeps each list sorted
+		for _, x := range ps {
+			rel[x.Index] = append(rel[x.Index], retrieval.Positive{Index: q, Grade: x.Grade})
+		}
+	}
+	var ex [][]int
+	if p.Exclusions != nil {
+		ex = make([][]int, ng)
+		for q, gs := range p.Exclusions {
+			for _, g := range gs {
+				ex[g] = append(ex[g], q)
+			}
+		}
+	}
+	return rank.Problem{
+		Queries: p.Gallery, Gallery: p.Queries, QueryIDs: p.GalleryIDs, GalleryIDs: p.QueryIDs,
+		Relevance: rel, Exclusions: ex,
+	}
+}
+
+// Direction scores one direction and builds its score result (SPEC §5.1).
+// runDepth < 0 keeps no ranking, 0 the full ranking, N > 0 the top N.
+func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int) (*results.ScoreResult, error) {
+	sim, err := rank.ParseSimilarity(cfg.Similarity)
+	if err != nil {
+		return nil, err
+	}
+	prec := rank.Float64
+	if cfg.Precision == retrieval.PrecisionF32 {
+		prec = rank.Float32
+	}
+	gain := metrics.Exponential
+	if cfg.Gain == retrieval.GainLinear {
+		gain = metrics.Linear
+	}
+	opts := rank.Options{
+		Similarity: sim, Precision: prec, QueryBatch: cfg.QueryBatchSize, GalleryBatch: cfg.GalleryBatchSize,
+		Threads: threads, MaxPairwise: cfg.MaxPairwiseComparisons,
+		TopN: max(runDepth, 0), FullRanking: runDepth == 0,
+	}
+	qr, err := rank.Score(ctx, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	nq := len(qr)
+	rows := make([]results.QueryRow, nq)
+	var posScores, nearest, margins []float64
+	var warnings []string
+	for q, r := range qr {
+		grades := make([]float64, len(r.Positives))
+		for i, x := range r.Positives {
+			grades[i] = x.Grade
+		}
+		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: metrics.Query(r.Ranks, grades, cfg.Ks, gain)}
+		posScores = append(posScores, r.Scores...)
+		if r.HasNegative {
+			nearest = append(nearest, r.NearestNegative)
+			margins = append(margins, slices.Max(r.Scores)-r.NearestNegative)
+		} else {
+			warnings = append(warnings, fmt.Sprintf("Query %s has no negative candidates.", msgfmt.Quote(p.QueryIDs[q])))
+		}
+	}
+	perQuery := make([]metrics.Values, nq)
+	for i, r := range rows {
+		perQuery[i] = r.Metrics
+	}
+	mean := metrics.Mean(perQuery)
+	score, _ := mean.Get(cfg.PrimaryMetric)
+	worst := slices.Clone(rows)
+	sort.SliceStable(worst, func(a, b int) bool {
+		va, _ := worst[a].Metrics.Get(cfg.PrimaryMetric)
+		vb, _ := worst[b].Metrics.Get(cfg.PrimaryMetric)
+		return va < vb
+	})
+	worst = worst[:min(cfg.WorstQueries, len(worst))]
+	res := &results.ScoreResult{
+		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
+		Diagnostics: results.Diagnostics{
+			PositiveSimilarity:        metrics.Summarise(posScores),
+			NearestNegativeSimilarity: metrics.Summarise(nearest),
+			RetrievalMargin:           metrics.Summarise(margins),
+			EligibleQueries:           nq,
+			WorstQueries:              worst,
+		},
+		Warnings: sortedUnique(warnings),
+		Metadata: results.ScoreMetadata{
+			Config: cfg.Clone(), NQueries: nq, NGallery: p.Gallery.Rows(), Similarity: cfg.Similarity, Exact: true,
+		},
+		PerQuery: rows,
+	}
+	for _, s := range []metrics.Summary{res.Diagnostics.PositiveSimilarity, res.Diagnostics.NearestNegativeSimilarity, res.Diagnostics.RetrievalMargin} {
+		for _, v := range []*float64{s.Mean, s.Median, s.Min, s.Max} {
+			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				return nil, fmt.Errorf("non-finite similarity summary (scores too large for the summary statistics)")
+			}
+		}
+	}
+	if runDepth >= 0 {
+		run := &results.Run{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Float32: prec == rank.Float32,
+			Candidates: make([][]results.RankedCandidate, nq)}
+		for q, r := range qr {
+			cs := make([]results.RankedCandidate, len(r.Top))
+			for i, c := range r.Top {
+				cs[i] = results.RankedCandidate{Index: c.Index, Score: c.Score}
+			}
+			run.Candidates[q] = cs
+		}
+		res.Run = run
+	}
+	return res, nil
+}
+
+func sortedUnique(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+// Package idlist reads ID files (SPEC §6.4.2) and text/JSONL label files
+// (§6.4.4). IDs and labels are kept byte-exactly: only the line terminator
+// is removed. Errors are *formats.Error values naming the file and line.
+package idlist
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/vertebrae-eval/vertebrae/formats"
+)
+
+const readBufSize = 64 << 10
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// ReadIDs reads an ID file: one ID per line.
+func ReadIDs(path string) ([]string, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseIDs(path, f)
+}
+
+// ParseIDs parses an ID stream; path is used in messages only. An empty
+// stream gives an empty list (the dataset rejects empty ID lists).
+func ParseIDs(path string, r io.Reader) ([]string, error) {
+	return parseLines(path, "IDs", r)
+}
+
+// ReadLabels reads a label file; the extension (case-insensitive) selects
+// the syntax: .txt or .jsonl/.ndjson. .npy label files are read by the array
+// readers.
+func ReadLabels(path string) ([]string, error) {
+	ext := filepath.Ext(path)
+	if err := checkLabelExt(path, ext); err != nil {
+		return nil, err
+	}
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseLabels(path, ext, f)
+}
+
+// ParseLabels parses a label stream in the syntax named by ext (".txt",
+// ".jsonl" or ".ndjson"; the dot is optional, case is ignored); path is used
+// in messages only.
+func ParseLabels(path string, ext string, r io.Reader) ([]string, error) {
+	if err := checkLabelExt(path, ext); err != nil {
+		return nil, err
+	}
+	switch normExt(ext) {
+	case ".txt":
+		return parseLines(path, "labels", r)
+	default:
+		return parseJSONLabels(path, r)
+	}
+}
+
+func normExt(ext string) string {
+	return "." + strings.TrimPrefix(strings.ToLower(ext), ".")
+}
+
+func checkLabelExt(path, ext string) error {
+	switch normExt(ext) {
+	case ".txt", ".jsonl", ".ndjson":
+		return nil
+	case ".npy":
+		return formats.Errorf(path, ".npy label files are read by the array reader, not as text")
+	}
+	return formats.Errorf(path, "unsupported label file format %q; use .txt, .jsonl/.ndjson or .npy", ext)
+}
+
+func openFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already part of formats.Error
+		}
+		return nil, &formats.Error{Path: path, Msg: "cannot open file", Err: err}
+	}
+	return f, nil
+}
+
+// lineReader yields lines with one trailing LF or CRLF removed and nothing
+// else. Unlike bufio.Scanner it has no line-length limit. An empty remainder
+// after the last LF is not a line.
+type lineReader struct {
+	br   *bufio.Reader
+	path string
+	line int // 1-based number of the line last returned
+}
+
+func newLineReader(path, what string, r io.Reader) (*lineReader, error) {
+	br := bufio.NewReaderSize(r, readBufSize)
+	// IDs are compared byte-exactly, so a BOM would silently become part of
+	// the first one (SPEC §6.4.2).
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		return nil, formats.LineErrorf(path, 1, "file starts with a UTF-8 byte order mark; %s are compared byte-exactly, so save the file without one", what)
+	}
+	return &lineReader{br: br, path: path}, nil
+}
+
+func (lr *lineReader) next() (s string, ok bool, err error) {
+	s, err = lr.br.ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", false, &formats.Error{Path: lr.path, Line: lr.line + 1, Msg: "read failed", Err: err}
+	}
+	if s == "" {
+		return "", false, nil
+	}
+	lr.line++
+	if strings.HasSuffix(s, "\n") {
+		s = strings.TrimSuffix(s[:len(s)-1], "\r")
+	}
+	return s, true, nil
+}
+
+// parseLines reads one value per line; what ("IDs" or "labels") names the
+// values in messages.
+func parseLines(path, what string, r io.Reader) ([]string, error) {
+	lr, err := newLineReader(path, what, r)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for {
+		s, ok, err := lr.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		if err := checkValue(what, s); err != nil {
+			return nil, lineErr(path, lr.line, err)
+		}
+		out = append(out, s)
+	}
+}
+
+func checkValue(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("empty line: %s must be non-empty UTF-8 strings", what)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("invalid UTF-8: %s must be non-empty UTF-8 strings", what)
+	}
+	return nil
+}
+
+func lineErr(path string, line int, err error) error {
+	return &formats.Error{Path: path, Line: line, Err: err}
+}
+
+// parseJSONLabels reads one JSON string or integer per line; blank lines are
+// skipped.
+func parseJSONLabels(path string, r io.Reader) ([]string, error) {
+	lr, err := newLineReader(path, "labels", r)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for {
+		s, ok, err := lr.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		label, err := jsonLabel(s)
+		if err != nil {
+			return nil, lineErr(path, lr.line, err)
+		}
+		out = append(out, label)
+	}
+}
+
+func jsonLabel(line string) (string, error) {
+	if !utf8.ValidString(line) {
+		// encoding/json would silently replace the bad bytes with U+FFFD.
+		return "", errors.New("malformed JSON line: invalid UTF-8")
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return "", fmt.Errorf("malformed JSON line: %w", err)
+	}
+	var label string
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '[' {
+			return "", errors.New("label is a JSON array, but label-derived relevance is single-label: give one string or integer per line")
+		}
+		return "", errors.New("label must be a JSON string or integer; got an object")
+	case string:
+		label = v
+	case json.Number:
+		s := string(v)
+		if strings.ContainsAny(s, ".eE") {
+			return "", fmt.Errorf("label must be a JSON string or integer; got %s", shorten(s))
+		}
+		if s == "-0" {
+			s = "0"
+		}
+		label = s // JSON forbids leading zeros and '+', so this is canonical decimal
+	case bool:
+		return "", fmt.Errorf("label must be a JSON string or integer; got %s", strconv.FormatBool(v))
+	default:
+		return "", errors.New("label must be a JSON string or integer; got null")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", errors.New("malformed JSON line: unexpected data after the label")
+	}
+	if label == "" {
+		return "", errors.New("empty string: labels must be non-empty UTF-8 strings")
+	}
+	return label, nil
+}
+
+// shorten cuts a value for messages.
+func shorten(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

@@ -1,0 +1,237 @@
+// Package canonjson implements the JSON Canonicalization Scheme (RFC 8785)
+// and the content hash H(v) = hex(SHA-256(canonical(v))) that every
+// identity and fingerprint of SPEC §10.1 is built from.
+package canonjson
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Marshal returns the canonical JSON encoding of v. v may be any value that
+// encoding/json accepts; it is first reduced to the JSON data model.
+func Marshal(v any) ([]byte, error) {
+	generic, err := toGeneric(v)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := encode(&buf, generic); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Hash returns the lowercase hex SHA-256 of Marshal(v).
+func Hash(v any) (string, error) {
+	b, err := Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// toGeneric converts v to nil, bool, json.Number, string, []any or
+// map[string]any, rejecting non-finite floats (which encoding/json refuses).
+func toGeneric(v any) (any, error) {
+	switch t := v.(type) {
+	case nil, bool, string, json.Number:
+		return t, nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, fmt.Errorf("canonjson: non-finite number %v", t)
+		}
+		return json.Number(strconv.FormatFloat(t, 'g', -1, 64)), nil
+	case int:
+		return json.Number(strconv.Itoa(t)), nil
+	case int64:
+		return json.Number(strconv.FormatInt(t, 10)), nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			g, err := toGeneric(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = g
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			g, err := toGeneric(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = g
+		}
+		return out, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("canonjson: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var g any
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("canonjson: %w", err)
+	}
+	return g, nil
+}
+
+func encode(buf *bytes.Buffer, v any) error {
+	switch t := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		if t {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return fmt.Errorf("canonjson: number %q is not a finite binary64 value", string(t))
+		}
+		buf.WriteString(FormatNumber(f))
+	case string:
+		return encodeString(buf, t)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encode(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			if !utf8.ValidString(k) {
+				return fmt.Errorf("canonjson: object key is not valid UTF-8")
+			}
+			keys = append(keys, k)
+		}
+		// RFC 8785 orders keys by their UTF-16 code units.
+		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encodeString(buf, k); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := encode(buf, t[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("canonjson: unsupported value of type %T", v)
+	}
+	return nil
+}
+
+func lessUTF16(a, b string) bool {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+func encodeString(buf *bytes.Buffer, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("canonjson: string is not valid UTF-8")
+	}
+	buf.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			buf.WriteString(`\"`)
+		case '\\':
+			buf.WriteString(`\\`)
+		case '\b':
+			buf.WriteString(`\b`)
+		case '\f':
+			buf.WriteString(`\f`)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\r':
+			buf.WriteString(`\r`)
+		case '\t':
+			buf.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(buf, `\u%04x`, r)
+			} else {
+				buf.WriteRune(r)
+			}
+		}
+	}
+	buf.WriteByte('"')
+	return nil
+}
+
+// FormatNumber formats f as ECMAScript's Number.prototype.toString does
+// (RFC 8785 §3.2.2.3): shortest round-trip digits, plain notation for
+// decimal exponents in [-6, 21), exponent notation otherwise.
+func FormatNumber(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	sign := ""
+	if f < 0 {
+		sign = "-"
+		f = -f
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
+	mant, expStr, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expStr)
+	k := len(digits)
+	n := exp + 1 // position of the decimal point relative to the digits
+	var out string
+	switch {
+	case k <= n && n <= 21:
+		out = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		out = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		out = "0." + strings.Repeat("0", -n) + digits
+	default:
+		es := "+"
+		if n-1 < 0 {
+			es = "-"
+		}
+		ev := n - 1
+		if ev < 0 {
+			ev = -ev
+		}
+		if k == 1 {
+			out = digits + "e" + es + strconv.Itoa(ev)
+		} else {
+			out = digits[:1] + "." + digits[1:] + "e" + es + strconv.Itoa(ev)
+		}
+	}
+	return sign + out
+}

@@ -1,0 +1,75 @@
+package canonjson
+
+import (
+	"math"
+	"testing"
+)
+
+func TestFormatNumber(t *testing.T) {
+	// Values from RFC 8785 Appendix B and ECMAScript examples.
+	cases := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0"},
+		{math.Copysign(0, -1), "0"},
+		{1, "1"},
+		{-1.5, "-1.5"},
+		{1e21, "1e+21"},
+		{1e20, "100000000000000000000"},
+		{123456789012345680000, "123456789012345680000"},
+		{1e-6, "0.000001"},
+		{1e-7, "1e-7"},
+		{4.5, "4.5"},
+		{0.002, "0.002"},
+		{5e-324, "5e-324"},
+		{1.7976931348623157e308, "1.7976931348623157e+308"},
+		{9007199254740992, "9007199254740992"},
+		{333333333.3333333, "333333333.3333333"},
+	}
+	for _, c := range cases {
+		if got := FormatNumber(c.in); got != c.want {
+			t.Errorf("FormatNumber(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestMarshalCanonical(t *testing.T) {
+	v := map[string]any{
+		"b":          []any{1.0, "x\u001f\n", true, nil},
+		"a":          map[string]any{"\u20ac": 1, "\r": 2, "1": 3},
+		"\U0001F600": 0.5,
+		"\uffff":     1,
+	}
+	got, err := Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys sort by UTF-16 code units: the emoji (surrogate pair D83D...)
+	// sorts before U+FFFF although its UTF-8 bytes sort after.
+	want := `{"a":{"\r":2,"1":3,"€":1},"b":[1,"x\u001f\n",true,null],"😀":0.5,"` + "\uffff" + `":1}`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if _, err := Marshal(map[string]any{"x": math.NaN()}); err == nil {
+		t.Fatal("NaN must not be hashable")
+	}
+	if _, err := Marshal("\xff"); err == nil {
+		t.Fatal("invalid UTF-8 must not be hashable")
+	}
+	h, err := Hash(map[string]any{})
+	if err != nil || h != "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" {
+		t.Fatalf("Hash({}) = %s, %v", h, err)
+	}
+}
+
+func TestMarshalStruct(t *testing.T) {
+	type s struct {
+		Z int     `json:"z"`
+		A *string `json:"a"`
+	}
+	got, err := Marshal(s{Z: 2})
+	if err != nil || string(got) != `{"a":null,"z":2}` {
+		t.Fatalf("got %s, %v", got, err)
+	}
+}

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+	"github.com/vertebrae-eval/vertebrae/formats/npy"
+	"github.com/vertebrae-eval/vertebrae/formats/npz"
+	"github.com/vertebrae-eval/vertebrae/formats/qrels"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// readEmbeddings reads an embedding file chosen by extension (SPEC §6.4.1).
+func readEmbeddings(path, tensor string) (matrix.Matrix, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		if tensor != "" {
+			return nil, formats.Errorf(path, "a .npy file holds one array; --*-tensor does not apply")
+		}
+		return npy.ReadMatrix(path)
+	case ".npz":
+		a, err := npz.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		if a.IsSparse() {
+			if _, err := a.SparseFormat(); err != nil {
+				return nil, err
+			}
+			return a.CSRMatrix()
+		}
+		return a.DenseMatrix(tensor)
+	}
+	return nil, formats.Errorf(path, "unsupported embedding file format %q (supported here: .npy, .npz)", filepath.Ext(path))
+}
+
+// readRelevance reads a qrels file in any form of SPEC §6.4.3.
+func readRelevance(path, format string) (retrieval.Relevance, error) {
+	var f qrels.Format
+	var err error
+	if format != "" {
+		if f, err = qrels.ParseFormat(format); err != nil {
+			return nil, usagef("--qrels-format: %v", err)
+		}
+	} else if f, err = qrels.FormatFromPath(path); err != nil {
+		return nil, usagef("--qrels %s: %v (set --qrels-format)", path, err)
+	}
+	switch f {
+	case qrels.NPY:
+		a, err := npy.ReadArray(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(a.Shape) != 2 {
+			return nil, formats.Errorf(path, "dense relevance must be a 2D array; got shape %v", a.Shape)
+		}
+		if a.Kind == 'U' {
+			return nil, formats.Errorf(path, "unsupported dtype %s for relevance", a.Descr)
+		}
+		rows, cols := a.Shape[0], a.Shape[1]
+		m := make([][]float64, rows)
+		for i := range m {
+			m[i] = make([]float64, cols)
+			for j := range m[i] {
+				if a.Kind == 'f' {
+					m[i][j] = a.Floats[i*cols+j]
+				} else {
+					m[i][j] = float64(a.Ints[i*cols+j])
+				}
+			}
+		}
+		return retrieval.DenseRelevance(m), nil
+	case qrels.NPZ:
+		a, err := npz.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		s, err := a.CSRRelevance()
+		if err != nil {
+			return nil, err
+		}
+		return retrieval.CSRRelevance(retrieval.SparseRelevance{Rows: s.Rows, Cols: s.Cols, Indptr: s.Indptr, Indices: s.Indices, Data: s.Data}), nil
+	}
+	recs, err := qrels.ReadRecords(path, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retrieval.Record, len(recs))
+	for i, r := range recs {
+		out[i] = retrieval.Record{QueryID: r.QueryID, GalleryID: r.GalleryID, Grade: r.Grade, Origin: fmt.Sprintf("%s:%d", path, r.Line)}
+	}
+	return retrieval.RecordRelevance(out), nil
+}
+
+// readLabels reads a label file (SPEC §6.4.4).
+func readLabels(path string) ([]string, error) {
+	if strings.ToLower(filepath.Ext(path)) != ".npy" {
+		return idlist.ReadLabels(path)
+	}
+	a, err := npy.ReadArray(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.Shape) != 1 {
+		return nil, formats.Errorf(path, "label-derived relevance is single-label; got a %d-D label array", len(a.Shape))
+	}
+	switch a.Kind {
+	case 'U':
+		return a.Strings, nil
+	case 'i', 'u':
+		out := make([]string, len(a.Ints))
+		for i, v := range a.Ints {
+			out[i] = strconv.FormatInt(v, 10)
+		}
+		return out, nil
+	}
+	return nil, formats.Errorf(path, "unsupported dtype %s for labels (want integers or Unicode strings)", a.Descr)
+}
+
+// readExclusions reads an exclusion file (SPEC §6.4.5).
+func readExclusions(path string) ([]retrieval.Pair, error) {
+	ps, err := qrels.ReadExclusions(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retrieval.Pair, len(ps))
+	for i, p := range ps {
+		out[i] = retrieval.Pair{QueryID: p.QueryID, GalleryID: p.GalleryID, Origin: fmt.Sprintf("%s:%d", path, p.Line)}
+	}
+	return out, nil
+}

@@ -1,0 +1,121 @@
+// Package cli implements the vertebrae command line (SPEC §6): cobra
+// commands, flag parsing, input loading and report writing. It maps errors to
+// the exit codes of SPEC §6.1.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// Exit codes of SPEC §6.1.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130
+)
+
+// UsageError is a command-line mistake (exit code 2).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
+
+// Main runs the CLI with args and returns the process exit code. SIGINT and
+// SIGTERM cancel the run (exit 130).
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, stdout, stderr)
+}
+
+// Run is Main with an explicit context (tests call it in-process).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	msg := strings.TrimSpace(err.Error())
+	// One message line; continuation lines are indented context.
+	msg = strings.ReplaceAll(msg, "\n", "\n  ")
+	fmt.Fprintf(stderr, "vertebrae: %s\n", msg)
+	return exitCode(ctx, err)
+}
+
+func exitCode(ctx context.Context, err error) int {
+	var ue *UsageError
+	var ce *retrieval.ConfigError
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.As(err, &ue), errors.As(err, &ce):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "vertebrae",
+		Short:         "Compare frozen embedding backbones under an exact retrieval protocol",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("a command is required (try \"vertebrae --help\")")
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Msg: err.Error()} })
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	retrievalCmd := &cobra.Command{
+		Use:   "retrieval",
+		Short: "Evaluate embeddings under the exact retrieval protocol",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("a retrieval subcommand is required (try \"vertebrae retrieval --help\")")
+		},
+	}
+	retrievalCmd.AddCommand(newRunCmd(stdout, stderr))
+	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), retrievalCmd)
+	return root
+}
+
+// noArgs rejects positional arguments as usage errors (unknown commands).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, the Go version and the compiled-in adapters",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(stdout, "vertebrae %s\ngo %s %s/%s\nonnxruntime: not compiled in\nbeam: not compiled in\n",
+				version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// runFlags are the flags of `vertebrae retrieval run` (SPEC §6.3).
+type runFlags struct {
+	queries, gallery             string
+	queriesTensor, galleryTensor string
+	queryIDs, galleryIDs         string
+	qrels, qrelsFormat           string
+	queryLabels, galleryLabels   string
+	leaveOneOut                  bool
+	exclusions                   string
+	datasetID, datasetRevision   string
+	name                         string
+	config                       configFlags
+	threads                      int
+	out                          outputFlags
+}
+
+// configFlags map onto retrieval.Config (SPEC §3.1).
+type configFlags struct {
+	similarity, ks, primary, gain, precision string
+	bidirectional                            bool
+	worstQueries, queryBatch, galleryBatch   int
+	maxPairwise                              int64
+}
+
+func (c *configFlags) register(cmd *cobra.Command) {
+	def := retrieval.DefaultConfig()
+	f := cmd.Flags()
+	f.StringVar(&c.similarity, "similarity", def.Similarity, "cosine, dot or squared_l2")
+	f.StringVar(&c.ks, "k", "1,5,10", "comma-separated cut-offs k")
+	f.StringVar(&c.primary, "primary", def.PrimaryMetric, "primary metric, ndcg@K with K in --k")
+	f.StringVar(&c.gain, "gain", def.Gain, "NDCG gain: exponential or linear")
+	f.StringVar(&c.precision, "precision", def.Precision, "working precision: float64 or float32")
+	f.BoolVar(&c.bidirectional, "bidirectional", false, "also rank the queries for every gallery item")
+	f.IntVar(&c.worstQueries, "worst-queries", def.WorstQueries, "rows in diagnostics.worst_queries")
+	f.IntVar(&c.queryBatch, "query-batch-size", def.QueryBatchSize, "queries per score block (performance only)")
+	f.IntVar(&c.galleryBatch, "gallery-batch-size", def.GalleryBatchSize, "gallery rows per score block (performance only)")
+	f.Int64Var(&c.maxPairwise, "max-pairwise-comparisons", 0, "fail when n_queries × n_gallery exceeds this (0 = no guard)")
+}
+
+func (c *configFlags) build(cmd *cobra.Command) (retrieval.Config, error) {
+	cfg := retrieval.DefaultConfig()
+	cfg.Similarity, cfg.PrimaryMetric, cfg.Gain, cfg.Precision = c.similarity, c.primary, c.gain, c.precision
+	cfg.Bidirectional = c.bidirectional
+	cfg.WorstQueries, cfg.QueryBatchSize, cfg.GalleryBatchSize = c.worstQueries, c.queryBatch, c.galleryBatch
+	ks, err := parseKs(c.ks)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Ks = ks
+	if cmd.Flags().Changed("max-pairwise-comparisons") {
+		v := c.maxPairwise
+		cfg.MaxPairwiseComparisons = &v
+	}
+	return cfg, cfg.Validate()
+}
+
+func parseKs(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, usagef("--k: RetrievalConfig.ks must not be empty")
+	}
+	var ks []int
+	for _, part := range strings.Split(s, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return nil, usagef("--k: %q is not an integer", part)
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var fl runFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Evaluate a precomputed query/gallery embedding pair",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRetrieval(cmd.Context(), cmd, &fl, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz)")
+	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz)")
+	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "array to read from a multi-array .npz query file")
+	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "array to read from a multi-array .npz gallery file")
+	f.StringVar(&fl.queryIDs, "query-ids", "", "query ID file, one ID per line (default: row numbers)")
+	f.StringVar(&fl.galleryIDs, "gallery-ids", "", "gallery ID file, one ID per line (default: row numbers)")
+	f.StringVar(&fl.qrels, "qrels", "", "relevance file (TREC, TSV, CSV, JSONL, dense .npy, CSR .npz)")
+	f.StringVar(&fl.qrelsFormat, "qrels-format", "", "trec, tsv, csv, jsonl, npy or npz (default: from the extension)")
+	f.StringVar(&fl.queryLabels, "query-labels", "", "query label file for label-derived relevance")
+	f.StringVar(&fl.galleryLabels, "gallery-labels", "", "gallery label file for label-derived relevance")
+	f.BoolVar(&fl.leaveOneOut, "leave-one-out", false, "queries and gallery are one collection; self pairs are excluded")
+	f.StringVar(&fl.exclusions, "exclusions", "", "file of (query_id, gallery_id) pairs removed from ranking")
+	f.StringVar(&fl.datasetID, "dataset-id", "", "declared dataset identity (with --dataset-revision)")
+	f.StringVar(&fl.datasetRevision, "dataset-revision", "", "declared dataset revision (with --dataset-id)")
+	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
+	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
+	fl.config.register(cmd)
+	fl.out.register(cmd, true)
+	return cmd
+}
+
+func (fl *runFlags) check(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
+	if fl.queries == "" {
+		return usagef("--queries is required")
+	}
+	labels := fl.queryLabels != ""
+	switch {
+	case fl.qrels != "" && (labels || fl.galleryLabels != ""),
+		fl.qrels == "" && !labels,
+		labels && fl.galleryLabels == "" && !fl.leaveOneOut,
+		!labels && fl.galleryLabels != "":
+		return usagef("exactly one relevance source is required: --qrels, or --query-labels with --gallery-labels, or --query-labels with --leave-one-out")
+	}
+	if fl.leaveOneOut {
+		if !labels {
+			return usagef("--leave-one-out requires --query-labels")
+		}
+		same := func(a, b string) bool { return a == "" || a == b }
+		if !same(fl.gallery, fl.queries) || !same(fl.galleryIDs, fl.queryIDs) || !same(fl.galleryLabels, fl.queryLabels) || !same(fl.galleryTensor, fl.queriesTensor) {
+			return usagef("--leave-one-out requires the query and gallery inputs to be the same file")
+		}
+	} else if fl.gallery == "" {
+		return usagef("--gallery is required")
+	}
+	if changed("qrels-format") && fl.qrels == "" {
+		return usagef("--qrels-format requires --qrels")
+	}
+	if (fl.datasetID == "") != (fl.datasetRevision == "") {
+		return usagef("--dataset-id and --dataset-revision must be given together")
+	}
+	if fl.threads < 0 {
+		return usagef("--threads must be >= 0")
+	}
+	if strings.TrimSpace(fl.name) == "" {
+		return usagef("--name must not be blank")
+	}
+	return fl.out.check(cmd)
+}
+
+func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
+	if err := fl.check(cmd); err != nil {
+		return err
+	}
+	cfg, err := fl.config.build(cmd)
+	if err != nil {
+		return err
+	}
+	ds, err := fl.loadDataset()
+	if err != nil {
+		return err
+	}
+	bench, err := evaluate.Run(ctx, ds, cfg, []evaluate.Backbone{evaluate.Precomputed(fl.name)},
+		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption()})
+	if err != nil {
+		return err
+	}
+	return fl.out.emit(bench, ds, stdout, stderr)
+}
+
+func (fl *runFlags) loadDataset() (*retrieval.Dataset, error) {
+	var qids, gids []string
+	var err error
+	if fl.queryIDs != "" {
+		if qids, err = idlist.ReadIDs(fl.queryIDs); err != nil {
+			return nil, err
+		}
+	}
+	if fl.galleryIDs != "" {
+		if gids, err = idlist.ReadIDs(fl.galleryIDs); err != nil {
+			return nil, err
+		}
+	}
+	qm, err := readEmbeddings(fl.queries, fl.queriesTensor)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(fl.queries, "Query", qm, qids); err != nil {
+		return nil, err
+	}
+	identity := retrieval.FromContent()
+	if fl.datasetID != "" {
+		identity = retrieval.Declared(fl.datasetID, fl.datasetRevision)
+	}
+	var excl []retrieval.Pair
+	if fl.exclusions != "" {
+		if excl, err = readExclusions(fl.exclusions); err != nil {
+			return nil, err
+		}
+	}
+	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl)}
+	if fl.leaveOneOut {
+		labels, err := readLabels(fl.queryLabels)
+		if err != nil {
+			return nil, err
+		}
+		return retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
+	}
+	gm, err := readEmbeddings(fl.gallery, fl.galleryTensor)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(fl.gallery, "Gallery", gm, gids); err != nil {
+		return nil, err
+	}
+	if qm.Cols() != gm.Cols() {
+		return nil, fmt.Errorf("Query and gallery embedding dimensions must match: %s has width %d, %s has width %d (same width; got %d and %d)",
+			fl.queries, qm.Cols(), fl.gallery, gm.Cols(), qm.Cols(), gm.Cols())
+	}
+	var rel retrieval.Relevance
+	if fl.qrels != "" {
+		rel, err = readRelevance(fl.qrels, fl.qrelsFormat)
+	} else {
+		var ql, gl []string
+		if ql, err = readLabels(fl.queryLabels); err == nil {
+			if gl, err = readLabels(fl.galleryLabels); err == nil {
+				rel = retrieval.LabelRelevance(ql, gl)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return retrieval.NewDataset(retrieval.DatasetInputs{
+		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
+	}, rel, opts...)
+}
+
+// checkFinite reports the first NaN/Inf of a file with its row, ID and column.
+func checkFinite(path, endpoint string, m matrix.Matrix, ids []string) error {
+	r, c, bad := matrix.FirstNonFinite(m)
+	if !bad {
+		return nil
+	}
+	id := strconv.Itoa(r)
+	if r < len(ids) {
+		id = ids[r]
+	}
+	var v float64
+	if d, ok := m.(*matrix.Dense); ok {
+		v = d.At(r, c)
+	} else {
+		v = math.NaN()
+	}
+	return formats.Errorf(path, "%s embeddings must contain only finite numeric values; row %d (ID %s), column %d is %v", endpoint, r, msgfmt.Quote(id), c, v)
+}

@@ -1,0 +1,5 @@
+// Package version records the release this build reports.
+package version
+
+// Version is the vertebrae release, written into every report.
+const Version = "0.1.0"

@@ -1,0 +1,168 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/metrics"
+	"github.com/vertebrae-eval/vertebrae/results"
+)
+
+// mdEscaper applies the SPEC §5.5 rules in one pass. Because every rule
+// maps an input character (never text produced by an earlier rule), a
+// single-pass replacer is equivalent to applying them in the given order;
+// "\r\n" is listed first so it wins over the lone "\r".
+var mdEscaper = strings.NewReplacer(
+	"\r\n", "<br>",
+	"\r", "<br>",
+	"\n", "<br>",
+	`\`, `\\`,
+	"&", "&amp;",
+	"<", "&lt;",
+	">", "&gt;",
+	"|", `\|`,
+)
+
+// EscapeMarkdown escapes a dynamic value for the Markdown report so it can
+// neither break a table row nor start a new line or HTML tag.
+func EscapeMarkdown(s string) string { return mdEscaper.Replace(s) }
+
+// Markdown renders the report of SPEC §5.5. It holds no timings, so equal
+// inputs give byte-identical output.
+func Markdown(b *results.Benchmark) ([]byte, error) {
+	ranked := b.Ranked()
+	for _, r := range ranked {
+		if r.Forward == nil {
+			return nil, fmt.Errorf("markdown report: result %s has no forward score result", msgfmt.Quote(r.Name))
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteString("# vertebrae retrieval report\n\n## Dataset summary\n\n")
+	if err := writeSummary(&buf, b); err != nil {
+		return nil, err
+	}
+	buf.WriteString("\n## Ranking\n\n")
+	if err := writeRanking(&buf, b, ranked); err != nil {
+		return nil, err
+	}
+	buf.WriteString("\n## Details\n")
+	for i, r := range ranked {
+		if err := writeDetails(&buf, i+1, r); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func writeSummary(buf *bytes.Buffer, b *results.Benchmark) error {
+	s := b.DatasetSummary
+	identity, err := canonjson.Marshal(s.Identity)
+	if err != nil {
+		return fmt.Errorf("markdown report: dataset identity: %w", err)
+	}
+	metadata, err := canonjson.Marshal(s.Metadata)
+	if err != nil {
+		return fmt.Errorf("markdown report: dataset metadata: %w", err)
+	}
+	entries := []struct{ key, val string }{ // SPEC §2.11 order
+		{"modality", s.Modality},
+		{"query_modality", s.QueryModality},
+		{"gallery_modality", s.GalleryModality},
+		{"n_queries", strconv.Itoa(s.NQueries)},
+		{"n_gallery", strconv.Itoa(s.NGallery)},
+		{"n_relevance_pairs", strconv.Itoa(s.NRelevancePairs)},
+		{"n_exclusions", strconv.Itoa(s.NExclusions)},
+		{"identity", string(identity)},
+		{"metadata", string(metadata)},
+	}
+	for _, e := range entries {
+		fmt.Fprintf(buf, "- %s: %s\n", EscapeMarkdown(e.key), EscapeMarkdown(e.val))
+	}
+	return nil
+}
+
+func writeRanking(buf *bytes.Buffer, b *results.Benchmark, ranked []*results.ExtractorResult) error {
+	primary := b.Metadata.RetrievalConfig.PrimaryMetric
+	if len(ranked) > 0 {
+		primary = ranked[0].Forward.PrimaryMetric
+	}
+	fmt.Fprintf(buf, "| rank | extractor | primary score | %s | mrr | map |\n", EscapeMarkdown(primary))
+	buf.WriteString("| ---: | --- | ---: | ---: | ---: | ---: |\n")
+	for i, r := range ranked {
+		cells := []string{strconv.Itoa(i + 1), EscapeMarkdown(r.Name)}
+		score, err := fixed4(r.PrimaryScore, r.Name, "primary_score")
+		if err != nil {
+			return err
+		}
+		cells = append(cells, score)
+		for _, key := range []string{primary, "mrr", "map"} {
+			v, ok := r.Forward.Metrics.Get(key)
+			if !ok {
+				return fmt.Errorf("markdown report: result %s has no forward metric %s", msgfmt.Quote(r.Name), msgfmt.Quote(key))
+			}
+			s, err := fixed4(v, r.Name, key)
+			if err != nil {
+				return err
+			}
+			cells = append(cells, s)
+		}
+		fmt.Fprintf(buf, "| %s |\n", strings.Join(cells, " | "))
+	}
+	return nil
+}
+
+func writeDetails(buf *bytes.Buffer, rank int, r *results.ExtractorResult) error {
+	fmt.Fprintf(buf, "\n### %d. %s\n\n", rank, EscapeMarkdown(r.Name))
+	fwd, err := metricList(r.Forward.Metrics.Values, r.Name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(buf, "- Forward metrics: %s\n", fwd)
+	if r.Reverse != nil {
+		rev, err := metricList(r.Reverse.Metrics.Values, r.Name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(buf, "- Reverse metrics: %s\n", rev)
+	}
+	// Metadata read back from JSON holds plain strings and bools too, so
+	// type assertions cover both freshly built and reconstructed results.
+	if method, ok := r.CompressionMetadata["method"].(string); ok && method != "" && method != "none" {
+		applied, _ := r.CompressionMetadata["applied"].(bool)
+		fmt.Fprintf(buf, "- Compression: %s, applied=%t\n", EscapeMarkdown(method), applied)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(buf, "- Warning: %s\n", EscapeMarkdown(w))
+	}
+	return nil
+}
+
+// metricList renders "mrr=0.5000, map=…" in the values' (canonical) order.
+func metricList(v metrics.Values, name string) (string, error) {
+	if len(v.Keys) != len(v.Vals) {
+		return "", errors.New("markdown report: metric keys and values differ in length")
+	}
+	parts := make([]string, len(v.Keys))
+	for i, k := range v.Keys {
+		s, err := fixed4(v.Vals[i], name, k)
+		if err != nil {
+			return "", err
+		}
+		parts[i] = EscapeMarkdown(k) + "=" + s
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+// fixed4 formats a reported number with 4 decimals, refusing non-finite
+// values, which SPEC §5.4 treats as a bug that fails the write.
+func fixed4(f float64, name, what string) (string, error) {
+	if !finite(f) {
+		return "", fmt.Errorf("markdown report: result %s: non-finite %s %v", msgfmt.Quote(name), what, f)
+	}
+	return strconv.FormatFloat(f, 'f', 4, 64), nil
+}

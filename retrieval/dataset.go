@@ -1,0 +1,533 @@
+// Package retrieval defines the validated retrieval dataset (SPEC §2), the
+// retrieval configuration (SPEC §3) and the fingerprints that identify a
+// protocol (SPEC §10.3).
+package retrieval
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+)
+
+// InvalidError is a dataset that breaks a rule of SPEC §2. Its message
+// contains the SPEC fragment verbatim.
+type InvalidError struct{ Msg string }
+
+func (e *InvalidError) Error() string { return e.Msg }
+
+func invalid(format string, args ...any) error {
+	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// DatasetInputs carries both endpoints and everything else a dataset is built
+// from except relevance.
+type DatasetInputs struct {
+	Queries    Items
+	Gallery    Items
+	QueryIDs   []string // nil: "0".."n-1"
+	GalleryIDs []string // nil: "0".."n-1"
+	Exclusions []Pair
+	Metadata   map[string]any
+	Identity   Identity
+}
+
+// Option adjusts dataset construction.
+type Option func(*DatasetInputs)
+
+// WithExclusions adds exclusion pairs.
+func WithExclusions(p []Pair) Option {
+	return func(in *DatasetInputs) { in.Exclusions = append(in.Exclusions, p...) }
+}
+
+// WithMetadata sets the metadata object.
+func WithMetadata(m map[string]any) Option { return func(in *DatasetInputs) { in.Metadata = m } }
+
+// WithIdentity sets the identity policy.
+func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
+
+// Dataset is an immutable, validated retrieval dataset.
+type Dataset struct {
+	queries, gallery Items
+	queryIDs         []string
+	galleryIDs       []string
+	positives        [][]Positive // per query, ascending gallery index, grade > 0 (before exclusions)
+	exclusions       [][]int      // per query, ascending unique gallery indices
+	nExclusions      int
+	metadata         map[string]any
+	identity         Identity
+	identityKey      string
+}
+
+// NewDataset validates inputs and relevance in the order of SPEC §2.10 and
+// returns an immutable dataset holding deep copies of everything given.
+func NewDataset(inputs DatasetInputs, rel Relevance, opts ...Option) (*Dataset, error) {
+	for _, o := range opts {
+		o(&inputs)
+	}
+	return build(inputs, rel, false)
+}
+
+// NewLeaveOneOutDataset uses one collection as both endpoints with
+// label-derived relevance; every item's own pair is excluded (SPEC §2.7).
+func NewLeaveOneOutDataset(items Items, ids, labels []string, opts ...Option) (*Dataset, error) {
+	in := DatasetInputs{Queries: items, Gallery: items, QueryIDs: ids, GalleryIDs: ids}
+	for _, o := range opts {
+		o(&in)
+	}
+	return build(in, LabelRelevance(labels, labels), true)
+}
+
+func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) {
+	// (1) identity present.
+	if in.Identity.mode == "" {
+		return nil, invalid("dataset identity is required")
+	}
+	if rel == nil {
+		return nil, invalid("relevance is required")
+	}
+	// (2) endpoint inputs.
+	if err := checkEndpoint("Query", in.Queries, in.QueryIDs); err != nil {
+		return nil, err
+	}
+	if err := checkEndpoint("Gallery", in.Gallery, in.GalleryIDs); err != nil {
+		return nil, err
+	}
+	qe, qok := in.Queries.(EmbeddingItems)
+	ge, gok := in.Gallery.(EmbeddingItems)
+	if qok && gok && qe.m.Cols() != ge.m.Cols() {
+		return nil, invalid("Query and gallery embedding matrices must have the same width; got %d and %d", qe.m.Cols(), ge.m.Cols())
+	}
+	nq, ng := in.Queries.Len(), in.Gallery.Len()
+	// (3) IDs, query side then gallery side; (4) alignment.
+	qids, err := checkIDs("query", in.QueryIDs, nq)
+	if err != nil {
+		return nil, err
+	}
+	gids, err := checkIDs("gallery", in.GalleryIDs, ng)
+	if err != nil {
+		return nil, err
+	}
+	if len(qids) != nq {
+		return nil, invalid("query IDs must align with their input collections; got %d IDs for %d rows", len(qids), nq)
+	}
+	if len(gids) != ng {
+		return nil, invalid("gallery IDs must align with their input collections; got %d IDs for %d rows", len(gids), ng)
+	}
+	// (5) relevance.
+	d := &Dataset{queryIDs: qids, galleryIDs: gids}
+	labelForm := false
+	switch r := rel.(type) {
+	case denseRelevance:
+		d.positives, err = denseToPositives(r.m, qids, gids)
+	case csrRelevance:
+		d.positives, err = csrToPositives(r.s, qids, gids)
+	case recordRelevance:
+		d.positives, err = recordsToPositives(r.recs, qids, gids)
+	case labelRelevance:
+		labelForm = true
+		d.positives, err = labelsToPositives(r.query, r.gallery, nq, ng)
+	default:
+		err = invalid("unsupported relevance form %T", rel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// (6) exclusions.
+	pairs := in.Exclusions
+	if leaveOneOut {
+		self := make([]Pair, nq)
+		for i, id := range qids {
+			self[i] = Pair{QueryID: id, GalleryID: id}
+		}
+		pairs = append(self, pairs...)
+	}
+	if d.exclusions, d.nExclusions, err = resolveExclusions(pairs, qids, gids); err != nil {
+		return nil, err
+	}
+	// (7) metadata.
+	md, err := copyMetadata(in.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if qok && gok {
+		if _, ok := md["precomputed_embeddings"]; ok {
+			return nil, invalid("reserved metadata key %q", "precomputed_embeddings")
+		}
+		md["precomputed_embeddings"] = true
+	}
+	if labelForm {
+		for _, k := range []string{"relevance_source", "leave_one_out"} {
+			if _, ok := md[k]; ok {
+				return nil, invalid("reserved metadata key %q", k)
+			}
+		}
+		md["relevance_source"] = "labels"
+		md["leave_one_out"] = leaveOneOut
+	}
+	d.metadata = md
+	// (8) eligible positives.
+	if err := d.checkEligiblePositives(); err != nil {
+		return nil, err
+	}
+	d.queries = cloneItems(in.Queries)
+	d.gallery = cloneItems(in.Gallery)
+	if leaveOneOut {
+		d.gallery = d.queries
+	}
+	// (9) identity key.
+	d.identity = in.Identity
+	if d.identityKey, err = in.Identity.resolve(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func cloneItems(it Items) Items {
+	if e, ok := it.(EmbeddingItems); ok {
+		return EmbeddingItems{m: matrix.Clone(e.m)}
+	}
+	return it
+}
+
+func checkEndpoint(side string, it Items, ids []string) error {
+	if it == nil {
+		return invalid("%s inputs are required", side)
+	}
+	if !modalityRe.MatchString(it.Modality()) {
+		return invalid("%s modality %q must match [a-z][a-z0-9_]*", side, it.Modality())
+	}
+	e, ok := it.(EmbeddingItems)
+	if !ok {
+		return nil
+	}
+	if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
+		return invalid("%s embeddings must be a 2D array with at least one row and one column", side)
+	}
+	if r, c, bad := matrix.FirstNonFinite(e.m); bad {
+		id := strconv.Itoa(r)
+		if r < len(ids) {
+			id = ids[r]
+		}
+		return invalid("%s embeddings must contain only finite numeric values; row %d (ID %s), column %d", side, r, msgfmt.Quote(id), c)
+	}
+	return nil
+}
+
+func checkIDs(side string, ids []string, n int) ([]string, error) {
+	if ids == nil {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = strconv.Itoa(i)
+		}
+		if n == 0 {
+			return nil, invalid("%s IDs must not be empty", side)
+		}
+		return out, nil
+	}
+	if len(ids) == 0 {
+		return nil, invalid("%s IDs must not be empty", side)
+	}
+	seen := make(map[string]int, len(ids))
+	for i, id := range ids {
+		if id == "" || !utf8.ValidString(id) {
+			return nil, invalid("%s IDs must be non-empty UTF-8 strings; index %d is %s", side, i, msgfmt.Quote(id))
+		}
+		if j, dup := seen[id]; dup {
+			return nil, invalid("%s IDs must be unique; %s appears at index %d and %d", side, msgfmt.Quote(id), j, i)
+		}
+		seen[id] = i
+	}
+	return slices.Clone(ids), nil
+}
+
+func gradeErr(where string) error {
+	return invalid("Relevance grades must be finite and non-negative (%s)", where)
+}
+
+func validGrade(g float64) bool { return !math.IsNaN(g) && !math.IsInf(g, 0) && g >= 0 }
+
+func denseToPositives(m [][]float64, qids, gids []string) ([][]Positive, error) {
+	if len(m) != len(qids) {
+		return nil, invalid("Dense relevance must have shape (n_queries, n_gallery) = (%d, %d); got %d rows", len(qids), len(gids), len(m))
+	}
+	out := make([][]Positive, len(m))
+	for i, row := range m {
+		if len(row) != len(gids) {
+			return nil, invalid("Dense relevance must have shape (n_queries, n_gallery) = (%d, %d); row %d has %d columns", len(qids), len(gids), i, len(row))
+		}
+		for j, g := range row {
+			if !validGrade(g) {
+				return nil, gradeErr(fmt.Sprintf("query %s, gallery %s: %v", msgfmt.Quote(qids[i]), msgfmt.Quote(gids[j]), g))
+			}
+			if g > 0 {
+				out[i] = append(out[i], Positive{Index: j, Grade: g})
+			}
+		}
+	}
+	return out, nil
+}
+
+func csrToPositives(s SparseRelevance, qids, gids []string) ([][]Positive, error) {
+	if s.Rows != len(qids) || s.Cols != len(gids) {
+		return nil, invalid("Sparse relevance must have shape (n_queries, n_gallery) = (%d, %d); got (%d, %d)", len(qids), len(gids), s.Rows, s.Cols)
+	}
+	if len(s.Indptr) != s.Rows+1 || s.Indptr[0] != 0 || s.Indptr[s.Rows] != int64(len(s.Indices)) || len(s.Indices) != len(s.Data) {
+		return nil, invalid("Sparse relevance has an invalid indptr: it must have n_queries+1 non-decreasing entries from 0 to nnz")
+	}
+	out := make([][]Positive, s.Rows)
+	sums := map[int]float64{}
+	var order []int
+	for i := 0; i < s.Rows; i++ {
+		lo, hi := s.Indptr[i], s.Indptr[i+1]
+		if hi < lo {
+			return nil, invalid("Sparse relevance has an invalid indptr: it decreases at row %d", i)
+		}
+		clear(sums)
+		order = order[:0]
+		for k := lo; k < hi; k++ {
+			j := s.Indices[k]
+			if j < 0 || j >= int64(s.Cols) {
+				return nil, invalid("Sparse relevance has column index %d outside [0, %d) in row %d", j, s.Cols, i)
+			}
+			g := s.Data[k]
+			if !validGrade(g) {
+				return nil, gradeErr(fmt.Sprintf("query %s, gallery %s: %v", msgfmt.Quote(qids[i]), msgfmt.Quote(gids[j]), g))
+			}
+			if _, ok := sums[int(j)]; !ok {
+				order = append(order, int(j))
+			}
+			sums[int(j)] += g // summed in stored order
+		}
+		for _, j := range order {
+			g := sums[j]
+			if math.IsInf(g, 0) {
+				return nil, gradeErr(fmt.Sprintf("query %s, gallery %s: duplicate entries sum to %v", msgfmt.Quote(qids[i]), msgfmt.Quote(gids[j]), g))
+			}
+			if g > 0 {
+				out[i] = append(out[i], Positive{Index: j, Grade: g})
+			}
+		}
+		sort.Slice(out[i], func(a, b int) bool { return out[i][a].Index < out[i][b].Index })
+	}
+	return out, nil
+}
+
+func indexIDs(ids []string) map[string]int {
+	m := make(map[string]int, len(ids))
+	for i, id := range ids {
+		m[id] = i
+	}
+	return m
+}
+
+func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error) {
+	qi, gi := indexIDs(qids), indexIDs(gids)
+	out := make([][]Positive, len(qids))
+	type pair struct{ q, g int }
+	seen := make(map[pair]string, len(recs))
+	for n, r := range recs {
+		where := r.Origin
+		if where == "" {
+			where = fmt.Sprintf("record %d", n)
+		}
+		q, okq := qi[r.QueryID]
+		g, okg := gi[r.GalleryID]
+		if !okq || !okg {
+			bad, side := r.QueryID, "query"
+			if okq {
+				bad, side = r.GalleryID, "gallery"
+			}
+			return nil, invalid("%s: Relevance record references an unknown query or gallery ID: %s ID %s", where, side, msgfmt.Quote(bad))
+		}
+		if !validGrade(r.Grade) {
+			return nil, gradeErr(fmt.Sprintf("%s: query %s, gallery %s: %v", where, msgfmt.Quote(r.QueryID), msgfmt.Quote(r.GalleryID), r.Grade))
+		}
+		if first, dup := seen[pair{q, g}]; dup {
+			return nil, invalid("%s: Duplicate query/gallery relevance records are not allowed: (%s, %s) first given at %s", where, msgfmt.Quote(r.QueryID), msgfmt.Quote(r.GalleryID), first)
+		}
+		seen[pair{q, g}] = where
+		if r.Grade > 0 {
+			out[q] = append(out[q], Positive{Index: g, Grade: r.Grade})
+		}
+	}
+	for _, ps := range out {
+		sort.Slice(ps, func(a, b int) bool { return ps[a].Index < ps[b].Index })
+	}
+	return out, nil
+}
+
+func labelsToPositives(ql, gl []string, nq, ng int) ([][]Positive, error) {
+	if len(ql) != nq || len(gl) != ng {
+		return nil, invalid("labels must align with their input collections; got %d query labels for %d rows and %d gallery labels for %d rows", len(ql), nq, len(gl), ng)
+	}
+	byLabel := map[string][]int{}
+	for j, l := range gl {
+		if l == "" {
+			return nil, invalid("gallery labels must be non-empty strings; index %d is empty", j)
+		}
+		byLabel[l] = append(byLabel[l], j)
+	}
+	out := make([][]Positive, nq)
+	for i, l := range ql {
+		if l == "" {
+			return nil, invalid("query labels must be non-empty strings; index %d is empty", i)
+		}
+		members := byLabel[l]
+		ps := make([]Positive, len(members))
+		for k, j := range members {
+			ps[k] = Positive{Index: j, Grade: 1}
+		}
+		out[i] = ps
+	}
+	return out, nil
+}
+
+func resolveExclusions(pairs []Pair, qids, gids []string) ([][]int, int, error) {
+	out := make([][]int, len(qids))
+	if len(pairs) == 0 {
+		return out, 0, nil
+	}
+	qi, gi := indexIDs(qids), indexIDs(gids)
+	for n, p := range pairs {
+		q, okq := qi[p.QueryID]
+		g, okg := gi[p.GalleryID]
+		if !okq || !okg {
+			where := p.Origin
+			if where == "" {
+				where = fmt.Sprintf("exclusion %d", n)
+			}
+			bad, side := p.QueryID, "query"
+			if okq {
+				bad, side = p.GalleryID, "gallery"
+			}
+			return nil, 0, invalid("%s: Exclusion references an unknown query or gallery ID: %s ID %s", where, side, msgfmt.Quote(bad))
+		}
+		out[q] = append(out[q], g)
+	}
+	total := 0
+	for i, ex := range out {
+		slices.Sort(ex)
+		out[i] = slices.Compact(ex) // duplicate pairs collapse silently
+		total += len(out[i])
+	}
+	return out, total, nil
+}
+
+// EligiblePositives returns query q's positives that are not excluded, in
+// ascending gallery order.
+func EligiblePositives(pos []Positive, excluded []int) []Positive {
+	if len(excluded) == 0 {
+		return pos
+	}
+	out := make([]Positive, 0, len(pos))
+	k := 0
+	for _, p := range pos {
+		for k < len(excluded) && excluded[k] < p.Index {
+			k++
+		}
+		if k < len(excluded) && excluded[k] == p.Index {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// MissingPositivesMessage is the §2.6 message for the given query IDs.
+func MissingPositivesMessage(ids []string) string {
+	return "Every query must retain at least one eligible positive relevance after exclusions; missing for " + msgfmt.IDList(ids)
+}
+
+func (d *Dataset) checkEligiblePositives() error {
+	var missing []string
+	for q := range d.queryIDs {
+		if len(EligiblePositives(d.positives[q], d.exclusions[q])) == 0 {
+			missing = append(missing, d.queryIDs[q])
+		}
+	}
+	if len(missing) > 0 {
+		return invalid("%s", MissingPositivesMessage(missing))
+	}
+	return nil
+}
+
+// NumQueries is n_q.
+func (d *Dataset) NumQueries() int { return len(d.queryIDs) }
+
+// NumGallery is n_g.
+func (d *Dataset) NumGallery() int { return len(d.galleryIDs) }
+
+// QueryIDs returns a copy of the query IDs.
+func (d *Dataset) QueryIDs() []string { return slices.Clone(d.queryIDs) }
+
+// GalleryIDs returns a copy of the gallery IDs.
+func (d *Dataset) GalleryIDs() []string { return slices.Clone(d.galleryIDs) }
+
+// Queries returns the query inputs (read-only).
+func (d *Dataset) Queries() Items { return d.queries }
+
+// Gallery returns the gallery inputs (read-only).
+func (d *Dataset) Gallery() Items { return d.gallery }
+
+// Positives returns a copy of query q's stored positives (before exclusions).
+func (d *Dataset) Positives(q int) []Positive { return slices.Clone(d.positives[q]) }
+
+// Exclusions returns a copy of query q's excluded gallery indices.
+func (d *Dataset) Exclusions(q int) []int { return slices.Clone(d.exclusions[q]) }
+
+// Metadata returns a deep copy of the metadata.
+func (d *Dataset) Metadata() map[string]any {
+	m, _ := copyMetadata(d.metadata)
+	return m
+}
+
+// IdentityKey is the 64-hex dataset identity key (SPEC §2.9).
+func (d *Dataset) IdentityKey() string { return d.identityKey }
+
+// EligibleRelevance returns per query the eligible positives (read-only use:
+// the slices may be shared with the dataset; callers must not modify them).
+func (d *Dataset) EligibleRelevance() [][]Positive {
+	out := make([][]Positive, len(d.positives))
+	for q := range out {
+		out[q] = EligiblePositives(d.positives[q], d.exclusions[q])
+	}
+	return out
+}
+
+// RawRelevance and RawExclusions expose the internal per-query lists without
+// copying, for the scorer. Callers must not modify them.
+func (d *Dataset) RawRelevance() [][]Positive { return d.positives }
+
+// RawExclusions: see RawRelevance.
+func (d *Dataset) RawExclusions() [][]int { return d.exclusions }
+
+// ErrNoReverseRelation is wrapped by CheckBidirectional's error.
+var ErrNoReverseRelation = errors.New("bidirectional retrieval requires every gallery item to have an eligible reverse relevance relation")
+
+// CheckBidirectional verifies that every gallery item has an eligible
+// reverse relation (SPEC §4.8); run it before any extractor.
+func (d *Dataset) CheckBidirectional() error {
+	has := make([]bool, len(d.galleryIDs))
+	for q := range d.positives {
+		for _, p := range EligiblePositives(d.positives[q], d.exclusions[q]) {
+			has[p.Index] = true
+		}
+	}
+	var missing []string
+	for g, ok := range has {
+		if !ok {
+			missing = append(missing, d.galleryIDs[g])
+		}
+	}
+	if len(missing) > 0 {
+		return &InvalidError{Msg: ErrNoReverseRelation.Error() + "; missing for " + msgfmt.IDList(missing)}
+	}
+	return nil
+}

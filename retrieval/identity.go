@@ -1,0 +1,334 @@
+package retrieval
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+)
+
+// Identity is a dataset identity policy (SPEC §2.9). The zero value is
+// rejected by the dataset constructors.
+type Identity struct {
+	mode       string
+	datasetID  string
+	revision   string
+	manifest   string // canonical hash of the manifest
+	nonce      string
+	parentKey  string
+	operation  string
+	recipeHash string
+	err        error // deferred construction error, reported at step (9)
+}
+
+// Declared identifies a dataset by a caller-chosen ID and revision.
+func Declared(datasetID, revision string) Identity {
+	return Identity{mode: "declared", datasetID: datasetID, revision: revision}
+}
+
+// FromManifest identifies a dataset by ID and the canonical hash of a
+// manifest value.
+func FromManifest(datasetID string, manifest any) Identity {
+	h, err := canonjson.Hash(manifest)
+	return Identity{mode: "manifest", datasetID: datasetID, manifest: h, err: err}
+}
+
+// FromContent derives the identity from a hash of the dataset's content.
+func FromContent() Identity { return Identity{mode: "content"} }
+
+// Ephemeral is an identity that never equals another one.
+func Ephemeral() Identity {
+	var b [16]byte
+	_, err := rand.Read(b[:])
+	return Identity{mode: "ephemeral", nonce: hex.EncodeToString(b[:]), err: err}
+}
+
+// Derived identifies a dataset derived from another by an operation.
+func Derived(parentKey, operation string, recipe map[string]any) Identity {
+	h, err := canonjson.Hash(recipe)
+	return Identity{mode: "derived", parentKey: parentKey, operation: operation, recipeHash: h, err: err}
+}
+
+// Mode is the identity mode name ("" for the zero value).
+func (id Identity) Mode() string { return id.mode }
+
+func (id Identity) payload() map[string]any {
+	p := map[string]any{"schema_version": 2, "mode": id.mode}
+	switch id.mode {
+	case "declared":
+		p["dataset_id"], p["revision"] = id.datasetID, id.revision
+	case "manifest":
+		p["dataset_id"], p["manifest_sha256"] = id.datasetID, id.manifest
+	case "ephemeral":
+		p["nonce"] = id.nonce
+	case "derived":
+		p["parent_key"], p["operation"], p["recipe_hash"] = id.parentKey, id.operation, id.recipeHash
+	}
+	return p
+}
+
+func (id Identity) resolve(d *Dataset) (string, error) {
+	if id.err != nil {
+		return "", invalid("dataset identity: %v", id.err)
+	}
+	p := id.payload()
+	switch id.mode {
+	case "declared":
+		if id.datasetID == "" || id.revision == "" {
+			return "", invalid("declared dataset identity needs a non-empty dataset_id and revision")
+		}
+	case "manifest":
+		if id.datasetID == "" {
+			return "", invalid("manifest dataset identity needs a non-empty dataset_id")
+		}
+	case "content":
+		snap, err := d.contentSnapshot()
+		if err != nil {
+			return "", err
+		}
+		h, err := canonjson.Hash(snap)
+		if err != nil {
+			return "", invalid("content identity unavailable: %v", err)
+		}
+		p["content_sha256"] = h
+	}
+	key, err := canonjson.Hash(p)
+	if err != nil {
+		return "", invalid("dataset identity: %v", err)
+	}
+	return key, nil
+}
+
+func (d *Dataset) contentSnapshot() (map[string]any, error) {
+	qd, err := endpointDigest(d.queries)
+	if err != nil {
+		return nil, err
+	}
+	gd, err := endpointDigest(d.gallery)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"query_ids":        stringsAny(d.queryIDs),
+		"gallery_ids":      stringsAny(d.galleryIDs),
+		"queries":          qd,
+		"gallery":          gd,
+		"relevance":        d.relevanceTriples(),
+		"exclusions":       d.exclusionPairs(),
+		"query_modality":   d.queries.Modality(),
+		"gallery_modality": d.gallery.Modality(),
+		"metadata":         d.metadata,
+	}, nil
+}
+
+func stringsAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// relevanceTriples lists stored positives as [qi, gi, grade], sorted.
+func (d *Dataset) relevanceTriples() []any {
+	var out []any
+	for q, ps := range d.positives {
+		for _, p := range ps {
+			out = append(out, []any{q, p.Index, p.Grade})
+		}
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out
+}
+
+func (d *Dataset) exclusionPairs() []any {
+	out := []any{}
+	for q, ex := range d.exclusions {
+		for _, g := range ex {
+			out = append(out, []any{q, g})
+		}
+	}
+	return out
+}
+
+// endpointDigest implements the endpoint digests of SPEC §2.9.
+func endpointDigest(it Items) (map[string]any, error) {
+	e, ok := it.(EmbeddingItems)
+	if !ok {
+		if cd, ok := it.(interface {
+			ContentDigest() (map[string]any, error)
+		}); ok {
+			return cd.ContentDigest()
+		}
+		return nil, invalid("content identity unavailable for %s inputs", it.Modality())
+	}
+	switch m := e.m.(type) {
+	case *matrix.Dense:
+		h := sha256.New()
+		var buf [8]byte
+		switch m.DType() {
+		case matrix.Float16:
+			for _, b := range m.Float16Bits() {
+				binary.LittleEndian.PutUint16(buf[:2], b)
+				h.Write(buf[:2])
+			}
+		case matrix.Float32:
+			for _, v := range m.Float32Data() {
+				binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
+				h.Write(buf[:4])
+			}
+		default:
+			for _, v := range m.Float64Data() {
+				binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+				h.Write(buf[:])
+			}
+		}
+		return map[string]any{"kind": "dense", "dtype": m.DType().String(),
+			"shape": []any{m.Rows(), m.Cols()}, "sha256": hex.EncodeToString(h.Sum(nil))}, nil
+	case *matrix.CSR:
+		indptr, indices := m.Components()
+		hd, hi, hp := sha256.New(), sha256.New(), sha256.New()
+		var buf [8]byte
+		if m.DType() == matrix.Float32 {
+			for _, v := range m.Float32Data() {
+				binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
+				hd.Write(buf[:4])
+			}
+		} else {
+			for _, v := range m.Float64Data() {
+				binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+				hd.Write(buf[:])
+			}
+		}
+		for _, v := range indices {
+			binary.LittleEndian.PutUint32(buf[:4], uint32(v))
+			hi.Write(buf[:4])
+		}
+		for _, v := range indptr {
+			binary.LittleEndian.PutUint64(buf[:], uint64(v))
+			hp.Write(buf[:])
+		}
+		return map[string]any{"kind": "csr", "dtype": m.DType().String(), "shape": []any{m.Rows(), m.Cols()},
+			"data_sha256": hex.EncodeToString(hd.Sum(nil)), "indices_sha256": hex.EncodeToString(hi.Sum(nil)),
+			"indptr_sha256": hex.EncodeToString(hp.Sum(nil))}, nil
+	}
+	return nil, invalid("content identity unavailable for matrix type %T", e.m)
+}
+
+// copyMetadata deep-copies a metadata object, enforcing SPEC §2.8.
+func copyMetadata(m map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		c, err := copyJSONValue(v)
+		if err != nil {
+			return nil, invalid("Retrieval metadata must be deterministically JSON-serializable: key %q: %v", k, err)
+		}
+		out[k] = c
+	}
+	return out, nil
+}
+
+func copyJSONValue(v any) (any, error) {
+	switch t := v.(type) {
+	case nil, bool, string:
+		return t, nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, fmt.Errorf("non-finite number %v", t)
+		}
+		return t, nil
+	case float32:
+		return copyJSONValue(float64(t))
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return t, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			c, err := copyJSONValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case []string:
+		return stringsAny(t), nil
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			c, err := copyJSONValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported value of type %T", v)
+}
+
+// Summary is the dataset summary of SPEC §2.11, in its field order.
+type Summary struct {
+	Modality        string         `json:"modality"`
+	QueryModality   string         `json:"query_modality"`
+	GalleryModality string         `json:"gallery_modality"`
+	NQueries        int            `json:"n_queries"`
+	NGallery        int            `json:"n_gallery"`
+	NRelevancePairs int            `json:"n_relevance_pairs"`
+	NExclusions     int            `json:"n_exclusions"`
+	Identity        map[string]any `json:"identity"`
+	Metadata        map[string]any `json:"metadata"`
+}
+
+// Summary returns the dataset summary.
+func (d *Dataset) Summary() Summary {
+	pairs := 0
+	for q := range d.positives {
+		pairs += len(EligiblePositives(d.positives[q], d.exclusions[q]))
+	}
+	ident := map[string]any{"schema_version": 2, "mode": d.identity.mode, "key": d.identityKey}
+	switch d.identity.mode {
+	case "declared":
+		ident["dataset_id"], ident["revision"] = d.identity.datasetID, d.identity.revision
+	case "manifest":
+		ident["dataset_id"], ident["manifest_sha256"] = d.identity.datasetID, d.identity.manifest
+	}
+	return Summary{
+		Modality: "retrieval", QueryModality: d.queries.Modality(), GalleryModality: d.gallery.Modality(),
+		NQueries: len(d.queryIDs), NGallery: len(d.galleryIDs), NRelevancePairs: pairs,
+		NExclusions: d.nExclusions, Identity: ident, Metadata: d.Metadata(),
+	}
+}
+
+// RelevanceFingerprint is the relevance fingerprint of SPEC §10.3.
+func (d *Dataset) RelevanceFingerprint() (string, error) {
+	return canonjson.Hash(map[string]any{
+		"identity_schema":      2,
+		"kind":                 "retrieval_relevance",
+		"dataset_identity_key": d.identityKey,
+		"query_ids":            stringsAny(d.queryIDs),
+		"gallery_ids":          stringsAny(d.galleryIDs),
+		"relevance":            d.relevanceTriples(),
+	})
+}
+
+// ProtocolFingerprint is the protocol fingerprint of SPEC §10.3 for cfg.
+func (d *Dataset) ProtocolFingerprint(cfg Config) (string, error) {
+	rf, err := d.RelevanceFingerprint()
+	if err != nil {
+		return "", err
+	}
+	return canonjson.Hash(map[string]any{
+		"identity_schema":                2,
+		"relevance_protocol_fingerprint": rf,
+		"exclusions":                     d.exclusionPairs(),
+		"retrieval_config":               cfg.ProtocolFields(),
+	})
+}
