@@ -3,9 +3,11 @@ module github.com/vertebrae-eval/vertebrae
 go 1.26.8
 
 require (
+	github.com/spf13/cobra v1.10.2
+	github.com/x448/float16 v0.8.4
+)
+
+require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
-	github.com/x448/float16 v0.8.4 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

@@ -171,9 +171,9 @@ func TestExampleHugeGrades(t *testing.T) {
 // SPEC §4.10 example 5.
 func TestExampleExtremeGrades(t *testing.T) {
 	cases := []struct {
-		g0, g1          float64
-		gain            string
-		want            float64
+		g0, g1 float64
+		gain   string
+		want   float64
 	}{
 		{1e-300, 2e-300, "exponential", 0.8597187},
 		{1e-300, 2e-300, "linear", 0.8597187},
