@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/internal/numfmt"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
 
@@ -53,7 +54,7 @@ func CSV(w io.Writer, b *results.Benchmark) error {
 							msgfmt.Quote(r.Name), d.name, msgfmt.Quote(row.QueryID), keys[i], v)
 					}
 					line = append(line, ',')
-					line = appendFloat(line, v, 64)
+					line = numfmt.AppendJSON(line, v, 64)
 				}
 				line = append(line, '\n')
 				if _, err := bw.Write(line); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/internal/numfmt"
 	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -211,7 +212,7 @@ func TestFormatFloat(t *testing.T) {
 	}
 	for _, f := range []float32{1e-7, 0.1, 1.5, 3e38, 1e21, 7.006492e-45} {
 		want, _ := json.Marshal(f)
-		if got := string(appendFloat(nil, float64(f), 32)); got != string(want) {
+		if got := string(numfmt.AppendJSON(nil, float64(f), 32)); got != string(want) {
 			t.Errorf("float32 %v = %q, encoding/json gives %q", f, got, want)
 		}
 	}

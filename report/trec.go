@@ -10,7 +10,9 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/vertebrae-eval/vertebrae/formats/qrels"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/internal/numfmt"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -136,7 +138,7 @@ func appendScore(b []byte, s float64, bits int) []byte {
 	if s == 0 {
 		s = 0
 	}
-	return appendFloat(b, s, bits)
+	return numfmt.AppendJSON(b, s, bits)
 }
 
 // TRECQrels writes the eligible relevance as TREC qrels lines
@@ -148,48 +150,16 @@ func TRECQrels(w io.Writer, queryIDs, galleryIDs []string, eligible [][]retrieva
 	if len(eligible) > len(queryIDs) {
 		return fmt.Errorf("TREC qrels: %d positive lists for %d queries", len(eligible), len(queryIDs))
 	}
+	var recs []qrels.Record
 	for q, ps := range eligible {
-		if len(ps) == 0 {
-			continue
-		}
-		id := queryIDs[q]
-		if err := checkTRECID("query", id); err != nil {
-			return err
-		}
-		if strings.HasPrefix(id, "#") {
-			// The TREC qrels reader skips such lines as comments; refuse
-			// rather than write a file that loses them when read back.
-			return fmt.Errorf("query ID %s starts with '#'; cannot be written to a TREC qrels file (it would read back as a comment)", msgfmt.Quote(id))
-		}
 		for _, p := range ps {
 			if p.Index < 0 || p.Index >= len(galleryIDs) {
 				return fmt.Errorf("TREC qrels: gallery index %d out of range [0, %d)", p.Index, len(galleryIDs))
 			}
-			if err := checkTRECID("gallery", galleryIDs[p.Index]); err != nil {
-				return err
-			}
-			if !finite(p.Grade) || p.Grade < 0 {
-				return fmt.Errorf("TREC qrels: Relevance grades must be finite and non-negative; got %v for query %s, gallery %s",
-					p.Grade, msgfmt.Quote(id), msgfmt.Quote(galleryIDs[p.Index]))
-			}
+			recs = append(recs, qrels.Record{QueryID: queryIDs[q], GalleryID: galleryIDs[p.Index], Grade: p.Grade})
 		}
 	}
-	bw := bufio.NewWriter(w)
-	var line []byte
-	for q, ps := range eligible {
-		for _, p := range ps {
-			line = append(line[:0], queryIDs[q]...)
-			line = append(line, " 0 "...)
-			line = append(line, galleryIDs[p.Index]...)
-			line = append(line, ' ')
-			line = appendFloat(line, p.Grade, 64)
-			line = append(line, '\n')
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
-		}
-	}
-	return bw.Flush()
+	return qrels.WriteQrels(w, recs)
 }
 
 // checkTRECID rejects IDs that would break the whitespace-separated format.

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/vertebrae-eval/vertebrae/internal/numfmt"
 )
 
 // WriteQrels writes recs as TREC qrels lines "<query_id> 0 <gallery_id>
@@ -62,22 +63,5 @@ func checkID(side, id string) error {
 // fraction, and exponents are used only below 1e-6 or from 1e21 on.
 // Zero is written as "0" (never "-0").
 func appendGrade(b []byte, g float64) []byte {
-	if g == 0 {
-		return append(b, '0')
-	}
-	abs := math.Abs(g)
-	f := byte('f')
-	if abs < 1e-6 || abs >= 1e21 {
-		f = 'e'
-	}
-	b = strconv.AppendFloat(b, g, f, -1, 64)
-	if f == 'e' {
-		// Like encoding/json: "1e-07" becomes "1e-7".
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	return numfmt.AppendJSON(b, g+0, 64) // g+0 turns −0 into +0
 }
