@@ -415,3 +415,18 @@ func TestVersion(t *testing.T) {
 		t.Errorf("%d %q", code, stdout)
 	}
 }
+
+func TestInterruptedRunExits130(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(f.dir, "never.json")
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"retrieval", "run", "--queries", f.q, "--gallery", f.g, "--qrels", f.qrels(t), "--json", out}, &stdout, &stderr)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want 130 (%s)", code, stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("interrupted run wrote its report")
+	}
+}
