@@ -405,3 +405,49 @@ func TestLabelLeaveOneOut(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestWorstQueriesOrderAndLimit(t *testing.T) {
+	// Scores are the gallery values: positives rank 2nd (q0), 3rd (q1),
+	// 1st (q2) and 2nd (q3).
+	b, err := example{
+		q: [][]float64{{1}, {1}, {1}, {1}}, g: [][]float64{{3}, {2}, {1}},
+		rel: recs("0", "1", 1.0, "1", "2", 1.0, "2", "0", 1.0, "3", "1", 1.0),
+		cfg: func(c *retrieval.Config) { c.Similarity, c.WorstQueries = "dot", 3 },
+	}.run(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := b.ExtractorResults[0].Forward.Diagnostics.WorstQueries
+	var ids []string
+	for _, r := range w {
+		ids = append(ids, r.QueryID)
+	}
+	// ndcg@1: q0 0, q1 0, q2 1, q3 0 → ascending, stable: q0, q1, q3.
+	if strings.Join(ids, ",") != "0,1,3" {
+		t.Errorf("worst queries %v", ids)
+	}
+	if v, _ := w[1].Metrics.Get("mrr"); v != 1.0/3 {
+		t.Errorf("worst row carries metrics: mrr %v", v)
+	}
+	rep, err := b.MarshalReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rep), `"query_id": "1"`) {
+		t.Error("worst query rows must carry query_id")
+	}
+}
+
+func TestDuplicateBackboneNames(t *testing.T) {
+	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
+		Queries: retrieval.Embeddings(mat(t, [][]float64{{1}})), Gallery: retrieval.Embeddings(mat(t, [][]float64{{1}})),
+		Identity: retrieval.Ephemeral(),
+	}, recs("0", "0", 1.0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), ds, retrieval.DefaultConfig(), []Backbone{Precomputed("a"), Precomputed("a")}, Options{RunDepth: -1})
+	if !errors.Is(err, results.ErrDuplicateName) {
+		t.Errorf("got %v", err)
+	}
+}

@@ -208,41 +208,43 @@ func (s *scorer) run(ctx context.Context) error {
 	}
 	nBlocks := (nq + s.o.QueryBatch - 1) / s.o.QueryBatch
 	threads = min(threads, nBlocks)
+	// Blocks are handed out in increasing order. After a failure no block
+	// above it starts, but blocks below it finish, so the error reported is
+	// always the one of the lowest failing block, whatever the timing.
 	var next atomic.Int64
+	var failed atomic.Int64
+	failed.Store(int64(nBlocks))
 	var wg sync.WaitGroup
-	errs := make([]error, threads)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	errs := make([]error, nBlocks)
 	for w := 0; w < threads; w++ {
 		wg.Add(1)
-		go func(w int) {
+		go func() {
 			defer wg.Done()
 			buf := newBlockBuffers(s)
 			for {
-				b := int(next.Add(1) - 1)
-				if b >= nBlocks || ctx.Err() != nil {
+				b := next.Add(1) - 1
+				if b >= failed.Load() || ctx.Err() != nil {
 					return
 				}
-				lo := b * s.o.QueryBatch
+				lo := int(b) * s.o.QueryBatch
 				hi := min(lo+s.o.QueryBatch, nq)
 				if err := s.queryBlock(ctx, lo, hi, buf); err != nil {
-					errs[w] = err
-					cancel()
+					errs[b] = err
+					for f := failed.Load(); b < f && !failed.CompareAndSwap(f, b); f = failed.Load() {
+					}
 					return
 				}
 			}
-		}(w)
+		}()
 	}
 	wg.Wait()
-	// Report the error of the lowest query block deterministically enough:
-	// any worker's error is a real failure; prefer a scoring error over the
-	// cancellation it caused.
-	for _, err := range errs {
-		if err != nil && err != context.Canceled {
-			return err
-		}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return ctx.Err()
+	if f := failed.Load(); f < int64(nBlocks) {
+		return errs[f]
+	}
+	return nil
 }
 
 type blockBuffers struct {
