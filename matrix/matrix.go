@@ -84,6 +84,7 @@ type Dense struct {
 	f16        []uint16 // IEEE binary16 bit patterns
 	f32        []float32
 	f64        []float64
+	readOnly   bool // storage cannot be modified by anyone (mapped file)
 }
 
 // NewDense64 wraps data (rows*cols values, row-major) without copying.
@@ -183,8 +184,11 @@ func (m *Dense) Float32Data() []float32 { return m.f32 }
 // Callers must not modify it.
 func (m *Dense) Float16Bits() []uint16 { return m.f16 }
 
-// Clone returns a deep copy.
+// Clone returns a deep copy (or m itself when its storage is read-only).
 func (m *Dense) Clone() *Dense {
+	if m.readOnly {
+		return m
+	}
 	c := *m
 	c.f16 = append([]uint16(nil), m.f16...)
 	c.f32 = append([]float32(nil), m.f32...)
@@ -385,5 +389,12 @@ func Clone(m Matrix) Matrix {
 	case *CSR:
 		return t.Clone()
 	}
+	return m
+}
+
+// ReadOnly marks m as backed by memory nobody can write (a read-only file
+// mapping), so Clone may share it instead of copying. It returns m.
+func (m *Dense) ReadOnly() *Dense {
+	m.readOnly = true
 	return m
 }

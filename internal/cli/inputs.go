@@ -16,13 +16,19 @@ import (
 )
 
 // readEmbeddings reads an embedding file chosen by extension (SPEC §6.4.1).
-func readEmbeddings(path, tensor string) (matrix.Matrix, error) {
+// Large .npy files are memory-mapped: the matrix is valid until closer runs.
+func readEmbeddings(path, tensor string, closers *[]func() error) (matrix.Matrix, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
 		if tensor != "" {
 			return nil, formats.Errorf(path, "a .npy file holds one array; --*-tensor does not apply")
 		}
-		return npy.ReadMatrix(path)
+		m, closeFn, err := npy.MapMatrix(path)
+		if err != nil {
+			return nil, err
+		}
+		*closers = append(*closers, closeFn)
+		return m, nil
 	case ".npz":
 		a, err := npz.Open(path)
 		if err != nil {

@@ -229,10 +229,16 @@ func TestMetricsAgainstSortEverything(t *testing.T) {
 
 func readRows(t *testing.T, path string) [][]float64 {
 	t.Helper()
-	m, err := readEmbeddings(path, "")
+	var closers []func() error
+	m, err := readEmbeddings(path, "", &closers)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
 	rows := make([][]float64, m.Rows())
 	for i := range rows {
 		rows[i] = make([]float64, m.Cols())

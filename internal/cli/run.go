@@ -168,7 +168,13 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
-	ds, err := fl.loadDataset()
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			_ = c() // read-only mappings: nothing to lose on close
+		}
+	}()
+	ds, err := fl.loadDataset(&closers)
 	if err != nil {
 		return err
 	}
@@ -180,7 +186,7 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	return fl.out.emit(bench, ds, stdout, stderr)
 }
 
-func (fl *runFlags) loadDataset() (*retrieval.Dataset, error) {
+func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, error) {
 	var qids, gids []string
 	var err error
 	if fl.queryIDs != "" {
@@ -193,7 +199,7 @@ func (fl *runFlags) loadDataset() (*retrieval.Dataset, error) {
 			return nil, err
 		}
 	}
-	qm, err := readEmbeddings(fl.queries, fl.queriesTensor)
+	qm, err := readEmbeddings(fl.queries, fl.queriesTensor, closers)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +224,7 @@ func (fl *runFlags) loadDataset() (*retrieval.Dataset, error) {
 		}
 		return retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
 	}
-	gm, err := readEmbeddings(fl.gallery, fl.galleryTensor)
+	gm, err := readEmbeddings(fl.gallery, fl.galleryTensor, closers)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,42 @@
+//go:build unix
+
+package npy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/vertebrae-eval/vertebrae/formats"
+)
+
+// mapFile maps path read-only. Empty files are read normally (mmap refuses
+// zero length).
+func mapFile(path string) ([]byte, func() error, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, &formats.Error{Path: path, Msg: "cannot read file", Err: err}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, &formats.Error{Path: path, Msg: "cannot read file", Err: err}
+	}
+	size := st.Size()
+	if size == 0 || int64(int(size)) != size {
+		data, err := readFile(path)
+		return data, func() error { return nil }, err
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		// Some file systems cannot be mapped; reading still works.
+		data, err := readFile(path)
+		return data, func() error { return nil }, err
+	}
+	return data, func() error { return syscall.Munmap(data) }, nil
+}
