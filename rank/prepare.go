@@ -9,64 +9,64 @@ import (
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
-// prepared holds one endpoint in the working precision, packed row-major.
-type prepared struct {
+// source produces an endpoint's rows in the working precision (SPEC §4.1):
+// converted for dot and squared_l2, normalised for cosine. The normalised
+// row is a pure function of the row, so blocks are produced on demand from
+// per-row norms instead of holding a normalised copy of a large gallery;
+// when the stored rows already are the working values they are used as
+// they are (no copy at all, also for memory-mapped files).
+type source struct {
+	m          matrix.Matrix
 	rows, cols int
-	f64        []float64
-	f32        []float32
+	prec       Precision
+	cosine     bool
+	norms      []float64 // cosine: m·sqrt(acc) per row
+	direct64   []float64 // stored rows usable as they are
+	direct32   []float32
 }
 
-// prepare converts (dot, squared_l2) or normalises (cosine) an endpoint as
-// SPEC §4.1 prescribes. endpoint is "Query" or "Gallery".
-func prepare(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision) (*prepared, error) {
-	n, d := m.Rows(), m.Cols()
-	p := &prepared{rows: n, cols: d}
-	if sim == Cosine {
-		return p, p.normalise(m, ids, endpoint, prec)
+// newSource checks an endpoint (zero norms under cosine, float32 range) and
+// prepares what producing its rows needs. endpoint is "Query" or "Gallery".
+func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision) (*source, error) {
+	s := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
+	if s.cosine {
+		return s, s.computeNorms(ids, endpoint)
 	}
-	if prec == Float64 {
-		if dm, ok := m.(*matrix.Dense); ok && dm.DType() == matrix.Float64 {
-			p.f64 = dm.Float64Data() // exact already: no working copy needed
-			return p, nil
+	if dm, ok := m.(*matrix.Dense); ok {
+		switch {
+		case prec == Float64 && dm.DType() == matrix.Float64:
+			s.direct64 = dm.Float64Data()
+			return s, nil
+		case prec == Float32 && dm.DType() == matrix.Float32:
+			s.direct32 = dm.Float32Data()
+			return s, nil
+		case prec == Float32 && dm.DType() == matrix.Float16:
+			return s, nil // every float16 value is a float32 value
 		}
-		p.f64 = make([]float64, n*d)
-		for i := 0; i < n; i++ {
-			m.RowFloat64(i, p.f64[i*d:(i+1)*d])
-		}
-		return p, nil
 	}
-	if dm, ok := m.(*matrix.Dense); ok && dm.DType() == matrix.Float32 {
-		p.f32 = dm.Float32Data()
-		return p, nil
-	}
-	p.f32 = make([]float32, n*d)
-	row := make([]float64, d)
-	for i := 0; i < n; i++ {
-		m.RowFloat64(i, row)
-		out := p.f32[i*d : (i+1)*d]
-		for j, v := range row {
-			f := float32(v)
-			if math.IsInf(float64(f), 0) {
-				return nil, fmt.Errorf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32", endpoint, i, msgfmt.Quote(ids[i]), j)
+	if prec == Float32 {
+		row := make([]float64, s.cols)
+		for i := 0; i < s.rows; i++ {
+			m.RowFloat64(i, row)
+			for j, v := range row {
+				if math.IsInf(float64(float32(v)), 0) {
+					return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
+						endpoint, i, msgfmt.Quote(ids[i]), j)}
+				}
 			}
-			out[j] = f
 		}
 	}
-	return p, nil
+	return s, nil
 }
 
-// normalise implements SPEC §4.1 step 3 and the zero-norm rule.
-func (p *prepared) normalise(m matrix.Matrix, ids []string, endpoint string, prec Precision) error {
-	n, d := p.rows, p.cols
-	row := make([]float64, d)
+// computeNorms implements the norm of SPEC §4.1 step 3 and the zero-norm
+// rule of step 4.
+func (s *source) computeNorms(ids []string, endpoint string) error {
+	s.norms = make([]float64, s.rows)
+	row := make([]float64, s.cols)
 	var zero []int
-	if prec == Float64 {
-		p.f64 = make([]float64, n*d)
-	} else {
-		p.f32 = make([]float32, n*d)
-	}
-	for i := 0; i < n; i++ {
-		m.RowFloat64(i, row)
+	for i := range s.norms {
+		s.m.RowFloat64(i, row)
 		var mx float64
 		for _, v := range row {
 			mx = math.Max(mx, math.Abs(v))
@@ -80,23 +80,57 @@ func (p *prepared) normalise(m matrix.Matrix, ids []string, endpoint string, pre
 			y := v / mx
 			acc = math.FMA(y, y, acc)
 		}
-		norm := mx * math.Sqrt(acc)
-		if prec == Float64 {
-			out := p.f64[i*d : (i+1)*d]
-			for j, v := range row {
-				out[j] = v / norm
-			}
-		} else {
-			out := p.f32[i*d : (i+1)*d]
-			for j, v := range row {
-				out[j] = float32(v / norm)
-			}
-		}
+		s.norms[i] = mx * math.Sqrt(acc)
 	}
 	if len(zero) > 0 {
 		return &Error{Msg: ZeroNormMessage(endpoint, zero, ids)}
 	}
 	return nil
+}
+
+// block64 returns rows [lo, hi) in float64 working values, using buf when
+// they must be produced.
+func (s *source) block64(lo, hi int, buf []float64) []float64 {
+	d := s.cols
+	if s.direct64 != nil {
+		return s.direct64[lo*d : hi*d]
+	}
+	out := buf[:(hi-lo)*d]
+	for i := lo; i < hi; i++ {
+		dst := out[(i-lo)*d : (i-lo+1)*d]
+		s.m.RowFloat64(i, dst)
+		if s.cosine {
+			norm := s.norms[i]
+			for j, v := range dst {
+				dst[j] = v / norm
+			}
+		}
+	}
+	return out
+}
+
+// block32 is block64 for float32 working values; tmp holds one row.
+func (s *source) block32(lo, hi int, buf []float32, tmp []float64) []float32 {
+	d := s.cols
+	if s.direct32 != nil {
+		return s.direct32[lo*d : hi*d]
+	}
+	out := buf[:(hi-lo)*d]
+	for i := lo; i < hi; i++ {
+		s.m.RowFloat64(i, tmp)
+		dst := out[(i-lo)*d : (i-lo+1)*d]
+		if s.cosine {
+			norm := s.norms[i]
+			for j, v := range tmp {
+				dst[j] = float32(v / norm)
+			}
+		} else {
+			for j, v := range tmp {
+				dst[j] = float32(v)
+			}
+		}
+	}
+	return out
 }
 
 // ZeroNormMessage renders the exact layout of SPEC §4.1 step 4.

@@ -126,15 +126,30 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qp, err := prepare(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision)
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision)
 	if err != nil {
 		return nil, err
 	}
-	gp, err := prepare(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision)
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision)
 	if err != nil {
 		return nil, err
 	}
-	s := &scorer{p: p, o: o, q: qp, g: gp, eligible: eligible, out: make([]QueryResult, nq)}
+	threads := o.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	s := &scorer{p: p, o: o, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
+	tmp := make([]float64, s.d)
+	// The query endpoint is held in working precision (it is the small
+	// side); gallery blocks are produced as they are scored.
+	if o.Precision == Float64 {
+		s.q64 = qs.block64(0, nq, make([]float64, nq*s.d))
+	} else {
+		s.q32 = qs.block32(0, nq, make([]float32, nq*s.d), tmp)
+	}
+	if err := s.preparePositives(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
@@ -195,42 +210,194 @@ func check(p Problem, o Options) error {
 type scorer struct {
 	p        Problem
 	o        Options
-	q, g     *prepared
+	g        *source
+	nq, ng   int
+	d        int
+	threads  int
+	q64      []float64
+	q32      []float32
 	eligible [][]retrieval.Positive
+	qs       []queryInfo
+	nBeaten  int // total length of the flattened per-positive counters
 	out      []QueryResult
 }
 
-func (s *scorer) run(ctx context.Context) error {
-	nq := s.q.rows
-	threads := s.o.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
+// queryInfo is what every worker reads about a query: its eligible
+// positives in rank order and its exclusions.
+type queryInfo struct {
+	pos      []retrieval.Positive // eligible positives by gallery index
+	scores   []float64            // their scores, by gallery index
+	order    []int                // positive slots sorted by (score desc, index asc)
+	ordScore []float64            // scores in that order
+	ordIndex []int                // gallery indices in that order
+	excl     []int
+	off      int // offset of this query's counters in partial.beaten
+}
+
+// preparePositives scores every eligible positive first (SPEC §11.3): with
+// the one formula they equal what the block kernels compute, so candidates
+// can be counted against them in a single pass over the gallery. Positives
+// are grouped by gallery row: each row is produced once and scored against
+// all queries that judge it relevant in one kernel call.
+func (s *scorer) preparePositives(ctx context.Context) error {
+	s.qs = make([]queryInfo, s.nq)
+	s.out = make([]QueryResult, s.nq)
+	type ref struct{ q, k int }
+	byGallery := make([][]ref, s.ng)
+	off := 0
+	for q := range s.qs {
+		qi := &s.qs[q]
+		qi.pos = s.eligible[q]
+		qi.scores = make([]float64, len(qi.pos))
+		if s.p.Exclusions != nil {
+			qi.excl = s.p.Exclusions[q]
+		}
+		qi.off = off
+		off += len(qi.pos) + 1
+		for k, x := range qi.pos {
+			byGallery[x.Index] = append(byGallery[x.Index], ref{q, k})
+		}
 	}
-	nBlocks := (nq + s.o.QueryBatch - 1) / s.o.QueryBatch
-	threads = min(threads, nBlocks)
-	// Blocks are handed out in increasing order. After a failure no block
-	// above it starts, but blocks below it finish, so the error reported is
-	// always the one of the lowest failing block, whatever the timing.
-	var next atomic.Int64
-	var failed atomic.Int64
-	failed.Store(int64(nBlocks))
+	s.nBeaten = off
+	const rowsPerTask, maxGather = 256, 256
+	d := s.d
+	err := s.parallel(ctx, (s.ng+rowsPerTask-1)/rowsPerTask, func(task int, _ *workspace) error {
+		tmp := make([]float64, d)
+		g64, q64, o64 := make([]float64, d), []float64(nil), []float64(nil)
+		g32, q32, o32 := make([]float32, d), []float32(nil), []float32(nil)
+		for g := task * rowsPerTask; g < min((task+1)*rowsPerTask, s.ng); g++ {
+			refs := byGallery[g]
+			if len(refs) == 0 {
+				continue
+			}
+			var grow64 []float64
+			var grow32 []float32
+			if s.o.Precision == Float64 {
+				grow64 = s.g.block64(g, g+1, g64)
+			} else {
+				grow32 = s.g.block32(g, g+1, g32, tmp)
+			}
+			// The gallery row is passed as the one "query" of the call: the
+			// kernels pack their query operand, and (q−g)² = (g−q)² exactly,
+			// so swapping the operands changes no bit.
+			for lo := 0; lo < len(refs); lo += maxGather {
+				part := refs[lo:min(lo+maxGather, len(refs))]
+				m := len(part)
+				if s.o.Precision == Float64 {
+					q64, o64 = growTo(q64, m*d), growTo(o64, m)
+					for i, r := range part {
+						copy(q64[i*d:(i+1)*d], s.q64[r.q*d:(r.q+1)*d])
+					}
+					if s.o.Similarity == SquaredL2 {
+						kernel.SqDist64(grow64, 1, q64, m, d, o64)
+					} else {
+						kernel.Dot64(grow64, 1, q64, m, d, o64)
+					}
+				} else {
+					q32, o32, o64 = growTo(q32, m*d), growTo(o32, m), growTo(o64, m)
+					for i, r := range part {
+						copy(q32[i*d:(i+1)*d], s.q32[r.q*d:(r.q+1)*d])
+					}
+					if s.o.Similarity == SquaredL2 {
+						kernel.SqDist32(grow32, 1, q32, m, d, o32)
+					} else {
+						kernel.Dot32(grow32, 1, q32, m, d, o32)
+					}
+					for i, v := range o32 {
+						o64[i] = float64(v)
+					}
+				}
+				for i, r := range part {
+					v := o64[i]
+					if s.o.Similarity == SquaredL2 {
+						v = -v
+					}
+					if v == 0 {
+						v = 0 // −0 → +0 (SPEC §1.3)
+					}
+					if err := s.checkFinite(v, r.q, g); err != nil {
+						return err
+					}
+					s.qs[r.q].scores[r.k] = v
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for q := range s.qs {
+		qi := &s.qs[q]
+		qi.order = make([]int, len(qi.pos))
+		for k := range qi.order {
+			qi.order[k] = k
+		}
+		sort.Slice(qi.order, func(a, b int) bool {
+			ka, kb := qi.order[a], qi.order[b]
+			return precedes(qi.scores[ka], qi.pos[ka].Index, qi.scores[kb], qi.pos[kb].Index)
+		})
+		qi.ordScore = make([]float64, len(qi.pos))
+		qi.ordIndex = make([]int, len(qi.pos))
+		for r, k := range qi.order {
+			qi.ordScore[r], qi.ordIndex[r] = qi.scores[k], qi.pos[k].Index
+		}
+	}
+	return nil
+}
+
+func growTo[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// workspace is one worker's buffers and partial results.
+type workspace struct {
+	g64, s64 []float64
+	g32, s32 []float32
+	tmp      []float64 // one row
+	row      []float64 // one float32 score row widened
+	part     *partial
+}
+
+// partial is one worker's view of every query over the gallery blocks it
+// scored. Partials merge exactly: counts add, best negatives take the
+// maximum, top lists merge in the total order (SPEC §11.3).
+type partial struct {
+	beaten  []int // per positive in rank order: candidates that precede it but not the previous positive
+	best    []float64
+	hasBest []bool
+	top     []topHeap
+	all     [][]Candidate
+}
+
+// parallel runs task(0..n-1) on s.threads workers, tasks handed out in
+// increasing order. After a failure no later task starts but earlier ones
+// finish, so the error returned is always that of the lowest failing task.
+func (s *scorer) parallel(ctx context.Context, n int, task func(i int, w *workspace) error) error {
+	return s.parallelWith(ctx, n, func() *workspace { return &workspace{} }, task)
+}
+
+func (s *scorer) parallelWith(ctx context.Context, n int, newWS func() *workspace, task func(i int, w *workspace) error) error {
+	var next, failed atomic.Int64
+	failed.Store(int64(n))
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	errs := make([]error, nBlocks)
-	for w := 0; w < threads; w++ {
+	for w := 0; w < min(s.threads, n); w++ {
 		wg.Add(1)
+		ws := newWS()
 		go func() {
 			defer wg.Done()
-			buf := newBlockBuffers(s)
 			for {
-				b := next.Add(1) - 1
-				if b >= failed.Load() || ctx.Err() != nil {
+				i := next.Add(1) - 1
+				if i >= failed.Load() || ctx.Err() != nil {
 					return
 				}
-				lo := int(b) * s.o.QueryBatch
-				hi := min(lo+s.o.QueryBatch, nq)
-				if err := s.queryBlock(ctx, lo, hi, buf); err != nil {
-					errs[b] = err
-					for f := failed.Load(); b < f && !failed.CompareAndSwap(f, b); f = failed.Load() {
+				if err := task(int(i), ws); err != nil {
+					errs[i] = err
+					for f := failed.Load(); i < f && !failed.CompareAndSwap(f, i); f = failed.Load() {
 					}
 					return
 				}
@@ -241,148 +408,107 @@ func (s *scorer) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if f := failed.Load(); f < int64(nBlocks) {
+	if f := failed.Load(); f < int64(n) {
 		return errs[f]
 	}
 	return nil
 }
 
-type blockBuffers struct {
-	s64 []float64
-	s32 []float32
-}
-
-func newBlockBuffers(s *scorer) *blockBuffers {
-	n := min(s.o.QueryBatch, s.q.rows) * min(s.o.GalleryBatch, s.g.rows)
-	if s.o.Precision == Float64 {
-		return &blockBuffers{s64: make([]float64, n)}
-	}
-	return &blockBuffers{s32: make([]float32, n)}
-}
-
-// queryState is the per-query bookkeeping carried across gallery blocks.
-type queryState struct {
-	q        int
-	pos      []retrieval.Positive // eligible positives by gallery index
-	order    []int                // positive slots sorted by (score desc, index asc)
-	ordScore []float64            // scores in that order
-	ordIndex []int                // gallery indices in that order
-	beaten   []int                // beaten[k]: candidates preceding order[k] but not order[k-1]
-	excl     []int
-	exPtr    int
-	posPtr   int
-	best     float64
-	hasBest  bool
-	top      *topHeap
-	all      []Candidate
-}
-
-func (s *scorer) queryBlock(ctx context.Context, lo, hi int, buf *blockBuffers) error {
-	ng, d := s.g.rows, s.g.cols
-	states := make([]queryState, hi-lo)
-	for i := range states {
-		st := &states[i]
-		q := lo + i
-		st.q = q
-		st.pos = s.eligible[q]
-		if s.p.Exclusions != nil {
-			st.excl = s.p.Exclusions[q]
+// run scores the gallery block by block: a worker produces a block once in
+// working precision and scores every query block against it while it is
+// hot, folding each score row into its partial result at once.
+func (s *scorer) run(ctx context.Context) error {
+	gb := min(s.o.GalleryBatch, s.ng)
+	qb := min(s.o.QueryBatch, s.nq)
+	nBlocks := (s.ng + gb - 1) / gb
+	var mu sync.Mutex
+	var parts []*partial
+	newWS := func() *workspace {
+		w := &workspace{tmp: make([]float64, s.d), part: s.newPartial()}
+		if s.o.Precision == Float64 {
+			if s.g.direct64 == nil {
+				w.g64 = make([]float64, gb*s.d)
+			}
+			w.s64 = make([]float64, qb*gb)
+		} else {
+			if s.g.direct32 == nil {
+				w.g32 = make([]float32, gb*s.d)
+			}
+			w.s32 = make([]float32, qb*gb)
+			w.row = make([]float64, gb)
 		}
-		scores := make([]float64, len(st.pos))
-		for k, x := range st.pos {
-			scores[k] = s.pairScore(q, x.Index)
-			if err := s.checkFinite(scores[k], q, x.Index); err != nil {
+		mu.Lock()
+		parts = append(parts, w.part)
+		mu.Unlock()
+		return w
+	}
+	err := s.parallelWith(ctx, nBlocks, newWS, func(b int, w *workspace) error {
+		g0 := b * gb
+		g1 := min(g0+gb, s.ng)
+		gn := g1 - g0
+		row := w.row[:min(gn, len(w.row))]
+		var g64 []float64
+		var g32 []float32
+		if s.o.Precision == Float64 {
+			g64 = s.g.block64(g0, g1, w.g64)
+		} else {
+			g32 = s.g.block32(g0, g1, w.g32, w.tmp)
+		}
+		for q0 := 0; q0 < s.nq; q0 += qb {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
-		}
-		st.order = make([]int, len(st.pos))
-		for k := range st.order {
-			st.order[k] = k
-		}
-		sort.Slice(st.order, func(a, b int) bool {
-			ka, kb := st.order[a], st.order[b]
-			return precedes(scores[ka], st.pos[ka].Index, scores[kb], st.pos[kb].Index)
-		})
-		st.ordScore = make([]float64, len(st.pos))
-		st.ordIndex = make([]int, len(st.pos))
-		for r, k := range st.order {
-			st.ordScore[r], st.ordIndex[r] = scores[k], st.pos[k].Index
-		}
-		st.beaten = make([]int, len(st.pos)+1)
-		if s.o.TopN > 0 && !s.o.FullRanking {
-			st.top = &topHeap{limit: s.o.TopN}
-		}
-		s.out[q].Positives = st.pos
-		s.out[q].Scores = scores
-	}
-	for g0 := 0; g0 < ng; g0 += s.o.GalleryBatch {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		g1 := min(g0+s.o.GalleryBatch, ng)
-		gn := g1 - g0
-		qn := hi - lo
-		if s.o.Precision == Float64 {
-			out := buf.s64[:qn*gn]
-			qs, gs := s.q.f64[lo*d:hi*d], s.g.f64[g0*d:g1*d]
-			if s.o.Similarity == SquaredL2 {
-				kernel.SqDist64(qs, qn, gs, gn, d, out)
+			q1 := min(q0+qb, s.nq)
+			qn := q1 - q0
+			if s.o.Precision == Float64 {
+				out := w.s64[:qn*gn]
+				if s.o.Similarity == SquaredL2 {
+					kernel.SqDist64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
+				} else {
+					kernel.Dot64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
+				}
+				for i := 0; i < qn; i++ {
+					if err := s.consume(w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+						return err
+					}
+				}
 			} else {
-				kernel.Dot64(qs, qn, gs, gn, d, out)
-			}
-			for i := range states {
-				if err := s.consume64(&states[i], g0, out[i*gn:(i+1)*gn]); err != nil {
-					return err
+				out := w.s32[:qn*gn]
+				if s.o.Similarity == SquaredL2 {
+					kernel.SqDist32(s.q32[q0*s.d:q1*s.d], qn, g32, gn, s.d, out)
+				} else {
+					kernel.Dot32(s.q32[q0*s.d:q1*s.d], qn, g32, gn, s.d, out)
 				}
-			}
-		} else {
-			out := buf.s32[:qn*gn]
-			qs, gs := s.q.f32[lo*d:hi*d], s.g.f32[g0*d:g1*d]
-			if s.o.Similarity == SquaredL2 {
-				kernel.SqDist32(qs, qn, gs, gn, d, out)
-			} else {
-				kernel.Dot32(qs, qn, gs, gn, d, out)
-			}
-			row := make([]float64, gn)
-			for i := range states {
-				for j, v := range out[i*gn : (i+1)*gn] {
-					row[j] = float64(v)
-				}
-				if err := s.consume64(&states[i], g0, row); err != nil {
-					return err
+				for i := 0; i < qn; i++ {
+					for j, v := range out[i*gn : (i+1)*gn] {
+						row[j] = float64(v)
+					}
+					if err := s.consume(w.part, q0+i, g0, row); err != nil {
+						return err
+					}
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	for i := range states {
-		s.finish(&states[i])
-	}
+	s.merge(parts)
 	return nil
 }
 
-// pairScore computes one score with the same accumulator as the block kernels.
-func (s *scorer) pairScore(q, g int) float64 {
-	d := s.q.cols
-	var v float64
-	if s.o.Precision == Float64 {
-		a, b := s.q.f64[q*d:(q+1)*d], s.g.f64[g*d:(g+1)*d]
-		if s.o.Similarity == SquaredL2 {
-			v = -kernel.SqDistRow64(a, b)
-		} else {
-			v = kernel.DotRow64(a, b)
-		}
-	} else {
-		a, b := s.q.f32[q*d:(q+1)*d], s.g.f32[g*d:(g+1)*d]
-		if s.o.Similarity == SquaredL2 {
-			v = -float64(kernel.SqDistRow32(a, b))
-		} else {
-			v = float64(kernel.DotRow32(a, b))
+func (s *scorer) newPartial() *partial {
+	p := &partial{beaten: make([]int, s.nBeaten), best: make([]float64, s.nq), hasBest: make([]bool, s.nq)}
+	if s.o.FullRanking {
+		p.all = make([][]Candidate, s.nq)
+	} else if s.o.TopN > 0 {
+		p.top = make([]topHeap, s.nq)
+		for i := range p.top {
+			p.top[i].limit = s.o.TopN
 		}
 	}
-	if v == 0 {
-		v = 0 // −0 → +0 (SPEC §1.3)
-	}
-	return v
+	return p
 }
 
 func (s *scorer) checkFinite(v float64, q, g int) error {
@@ -397,13 +523,18 @@ func precedes(sa float64, ia int, sb float64, ib int) bool {
 	return sa > sb || (sa == sb && ia < ib)
 }
 
-// consume64 folds one row of block scores (gallery rows g0…) into a query's
-// state. Raw kernel values are squared distances for squared_l2 and are
-// negated here.
-func (s *scorer) consume64(st *queryState, g0 int, row []float64) error {
+// consume folds one query's row of block scores (gallery rows g0…) into a
+// partial result. Raw kernel values are squared distances for squared_l2 and
+// are negated here.
+func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
+	qi := &s.qs[q]
 	neg := s.o.Similarity == SquaredL2
-	last := len(st.ordScore) - 1
-	lastScore, lastIndex := st.ordScore[last], st.ordIndex[last]
+	last := len(qi.ordScore) - 1
+	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
+	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+	exPtr := sort.SearchInts(qi.excl, g0)
+	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	best, hasBest := part.best[q], part.hasBest[q]
 	for j, v := range row {
 		g := g0 + j
 		if neg {
@@ -413,57 +544,84 @@ func (s *scorer) consume64(st *queryState, g0 int, row []float64) error {
 			v = 0
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return s.checkFinite(v, st.q, g)
+			return s.checkFinite(v, q, g)
 		}
-		for st.exPtr < len(st.excl) && st.excl[st.exPtr] < g {
-			st.exPtr++
-		}
-		if st.exPtr < len(st.excl) && st.excl[st.exPtr] == g {
+		if exPtr < len(qi.excl) && qi.excl[exPtr] == g {
+			exPtr++
 			continue
 		}
-		for st.posPtr < len(st.pos) && st.pos[st.posPtr].Index < g {
-			st.posPtr++
-		}
-		isPos := st.posPtr < len(st.pos) && st.pos[st.posPtr].Index == g
-		if !isPos && (!st.hasBest || v > st.best) {
-			st.best, st.hasBest = v, true
+		isPos := posPtr < len(qi.pos) && qi.pos[posPtr].Index == g
+		if isPos {
+			posPtr++
+		} else if !hasBest || v > best {
+			best, hasBest = v, true
 		}
 		// Count g against every positive it precedes. Positives are sorted
 		// in rank order, so those form a suffix; most candidates precede
 		// none, which one comparison with the last positive settles.
 		if precedes(v, g, lastScore, lastIndex) {
-			k := sort.Search(len(st.ordScore), func(k int) bool {
-				return precedes(v, g, st.ordScore[k], st.ordIndex[k])
-			})
-			st.beaten[k]++
+			lo, hi := 0, last
+			for lo < hi { // first k with g preceding positive k
+				mid := int(uint(lo+hi) >> 1)
+				if precedes(v, g, qi.ordScore[mid], qi.ordIndex[mid]) {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
+			}
+			beaten[lo]++
 		}
-		if s.o.FullRanking {
-			st.all = append(st.all, Candidate{Index: g, Score: v})
-		} else if st.top != nil {
-			st.top.offer(Candidate{Index: g, Score: v})
+		if part.all != nil {
+			part.all[q] = append(part.all[q], Candidate{Index: g, Score: v})
+		} else if part.top != nil {
+			part.top[q].offer(Candidate{Index: g, Score: v})
 		}
 	}
+	part.best[q], part.hasBest[q] = best, hasBest
 	return nil
 }
 
-func (s *scorer) finish(st *queryState) {
-	r := &s.out[st.q]
-	r.Ranks = make([]int, len(st.pos))
-	count := 0
-	for k, slot := range st.order {
-		count += st.beaten[k]
-		r.Ranks[slot] = 1 + count
+// merge combines the workers' partial results into the per-query results.
+func (s *scorer) merge(parts []*partial) {
+	for q := range s.out {
+		qi := &s.qs[q]
+		r := &s.out[q]
+		r.Positives, r.Scores = qi.pos, qi.scores
+		r.Ranks = make([]int, len(qi.pos))
+		count := 0
+		for k, slot := range qi.order {
+			for _, p := range parts {
+				count += p.beaten[qi.off+k]
+			}
+			r.Ranks[slot] = 1 + count
+		}
+		for _, p := range parts {
+			if p.hasBest[q] && (!r.HasNegative || p.best[q] > r.NearestNegative) {
+				r.NearestNegative, r.HasNegative = p.best[q], true
+			}
+		}
+		switch {
+		case s.o.FullRanking:
+			var all []Candidate
+			for _, p := range parts {
+				all = append(all, p.all[q]...)
+				p.all[q] = nil
+			}
+			sortCandidates(all)
+			r.Top = all
+		case s.o.TopN > 0:
+			var all []Candidate
+			for _, p := range parts {
+				all = append(all, p.top[q].c...)
+			}
+			sortCandidates(all)
+			r.Top = all[:min(len(all), s.o.TopN)]
+		}
 	}
-	r.NearestNegative, r.HasNegative = st.best, st.hasBest
-	switch {
-	case s.o.FullRanking:
-		sort.Slice(st.all, func(a, b int) bool {
-			return precedes(st.all[a].Score, st.all[a].Index, st.all[b].Score, st.all[b].Index)
-		})
-		r.Top = st.all
-	case st.top != nil:
-		r.Top = st.top.sorted()
-	}
+}
+
+func sortCandidates(c []Candidate) {
+	sort.Slice(c, func(a, b int) bool { return precedes(c[a].Score, c[a].Index, c[b].Score, c[b].Index) })
 }
 
 // topHeap keeps the best `limit` candidates; its root is the worst kept one.
@@ -493,10 +651,4 @@ func (h *topHeap) offer(c Candidate) {
 		h.c[0] = c
 		heap.Fix(h, 0)
 	}
-}
-
-func (h *topHeap) sorted() []Candidate {
-	out := append([]Candidate(nil), h.c...)
-	sort.Slice(out, func(a, b int) bool { return precedes(out[a].Score, out[a].Index, out[b].Score, out[b].Index) })
-	return out
 }

@@ -227,20 +227,22 @@ func TestNonFiniteScoreAndFloat32Overflow(t *testing.T) {
 
 func TestCosineNormalisationFormula(t *testing.T) {
 	// Hand-computed: [3, 4] → m = 4, y = [0.75, 1], acc = 1.5625, norm = 4·1.25 = 5.
-	q, _ := matrix.NewDense64(1, 2, []float64{3, 4})
-	p, err := prepare(q, []string{"q"}, "Query", Cosine, Float64)
-	if err != nil {
-		t.Fatal(err)
+	norm := func(x, y float64) []float64 {
+		m, _ := matrix.NewDense64(1, 2, []float64{x, y})
+		src, err := newSource(m, []string{"q"}, "Query", Cosine, Float64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src.block64(0, 1, make([]float64, 2))
 	}
-	if p.f64[0] != 0.6 || p.f64[1] != 0.8 {
-		t.Errorf("normalised %v", p.f64)
+	if got := norm(3, 4); got[0] != 0.6 || got[1] != 0.8 {
+		t.Errorf("normalised %v", got)
 	}
-	// Tiny and huge rows normalise without underflow/overflow.
+	// Tiny and huge rows normalise without underflow or overflow.
 	for _, s := range []float64{1e-320, 1e300} {
-		m, _ := matrix.NewDense64(1, 2, []float64{3 * s, 4 * s})
-		p, err := prepare(m, []string{"q"}, "Query", Cosine, Float64)
-		if err != nil || math.Abs(p.f64[0]-0.6) > 1e-3 || math.Abs(p.f64[1]-0.8) > 1e-3 {
-			t.Errorf("scale %g: %v %v", s, p.f64, err)
+		got := norm(3*s, 4*s)
+		if math.Abs(got[0]-0.6) > 1e-3 || math.Abs(got[1]-0.8) > 1e-3 {
+			t.Errorf("scale %g: %v", s, got)
 		}
 	}
 }
