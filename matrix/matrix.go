@@ -7,7 +7,7 @@ package matrix
 import (
 	"errors"
 	"fmt"
-	"math"
+	"sort"
 
 	"github.com/x448/float16"
 )
@@ -235,10 +235,12 @@ func checkCSR(rows, cols int, indptr []int64, indices []int32, n int) error {
 		return fmt.Errorf("%w: indptr must start at 0 and end at nnz = %d (indices %d, data %d)", ErrShape, indptr[rows], len(indices), n)
 	}
 	for r := 0; r < rows; r++ {
-		lo, hi := indptr[r], indptr[r+1]
-		if hi < lo {
+		if indptr[r+1] < indptr[r] {
 			return fmt.Errorf("%w: indptr decreases at row %d", ErrShape, r)
 		}
+	}
+	for r := 0; r < rows; r++ {
+		lo, hi := indptr[r], indptr[r+1]
 		prev := int32(-1)
 		for _, c := range indices[lo:hi] {
 			if c < 0 || int(c) >= cols {
@@ -296,37 +298,60 @@ func (m *CSR) Components() (indptr []int64, indices []int32) { return m.indptr, 
 func FirstNonFinite(m Matrix) (row, col int, ok bool) {
 	switch t := m.(type) {
 	case *Dense:
-		for i := 0; i < t.rows; i++ {
-			for j := 0; j < t.cols; j++ {
-				v := t.At(i, j)
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return i, j, true
-				}
-			}
+		var k int
+		switch t.dtype {
+		case Float16:
+			k = firstNonFinite16(t.f16)
+		case Float32:
+			k = firstNonFinite(t.f32)
+		default:
+			k = firstNonFinite(t.f64)
+		}
+		if k >= 0 {
+			return k / t.cols, k % t.cols, true
 		}
 	case *CSR:
-		buf := make([]float64, 0, 16)
-		for i := 0; i < t.rows; i++ {
-			var idx []int32
-			idx, buf = t.RowEntries(i, buf)
-			for k, v := range buf {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return i, int(idx[k]), true
-				}
-			}
+		var k int
+		if t.dtype == Float32 {
+			k = firstNonFinite(t.f32)
+		} else {
+			k = firstNonFinite(t.f64)
+		}
+		if k >= 0 {
+			r := sort.Search(t.rows, func(r int) bool { return t.indptr[r+1] > int64(k) })
+			return r, int(t.indices[k]), true
 		}
 	default:
-		row := make([]float64, m.Cols())
+		rowBuf := make([]float64, m.Cols())
 		for i := 0; i < m.Rows(); i++ {
-			m.RowFloat64(i, row)
-			for j, v := range row {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return i, j, true
-				}
+			m.RowFloat64(i, rowBuf)
+			if j := firstNonFinite(rowBuf); j >= 0 {
+				return i, j, true
 			}
 		}
 	}
 	return 0, 0, false
+}
+
+// firstNonFinite returns the index of the first NaN or ±Inf, or -1. x−x is
+// 0 for finite x and NaN otherwise, which keeps the loop branch-light.
+func firstNonFinite[T float32 | float64](v []T) int {
+	for i, x := range v {
+		if x-x != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstNonFinite16 does the same on binary16 bit patterns (exponent all ones).
+func firstNonFinite16(v []uint16) int {
+	for i, b := range v {
+		if b&0x7c00 == 0x7c00 {
+			return i
+		}
+	}
+	return -1
 }
 
 // Float64Data returns the values of a float64 CSR matrix (nil otherwise).

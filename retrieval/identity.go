@@ -3,9 +3,9 @@ package retrieval
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
@@ -169,55 +169,19 @@ func endpointDigest(it Items) (map[string]any, error) {
 		}
 		return nil, invalid("content identity unavailable for %s inputs", it.Modality())
 	}
+	digest := func(write func(io.Writer) error) string {
+		h := sha256.New()
+		_ = write(h) // hash writers never fail
+		return hex.EncodeToString(h.Sum(nil))
+	}
 	switch m := e.m.(type) {
 	case *matrix.Dense:
-		h := sha256.New()
-		var buf [8]byte
-		switch m.DType() {
-		case matrix.Float16:
-			for _, b := range m.Float16Bits() {
-				binary.LittleEndian.PutUint16(buf[:2], b)
-				h.Write(buf[:2])
-			}
-		case matrix.Float32:
-			for _, v := range m.Float32Data() {
-				binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
-				h.Write(buf[:4])
-			}
-		default:
-			for _, v := range m.Float64Data() {
-				binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-				h.Write(buf[:])
-			}
-		}
 		return map[string]any{"kind": "dense", "dtype": m.DType().String(),
-			"shape": []any{m.Rows(), m.Cols()}, "sha256": hex.EncodeToString(h.Sum(nil))}, nil
+			"shape": []any{m.Rows(), m.Cols()}, "sha256": digest(m.WriteLE)}, nil
 	case *matrix.CSR:
-		indptr, indices := m.Components()
-		hd, hi, hp := sha256.New(), sha256.New(), sha256.New()
-		var buf [8]byte
-		if m.DType() == matrix.Float32 {
-			for _, v := range m.Float32Data() {
-				binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
-				hd.Write(buf[:4])
-			}
-		} else {
-			for _, v := range m.Float64Data() {
-				binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-				hd.Write(buf[:])
-			}
-		}
-		for _, v := range indices {
-			binary.LittleEndian.PutUint32(buf[:4], uint32(v))
-			hi.Write(buf[:4])
-		}
-		for _, v := range indptr {
-			binary.LittleEndian.PutUint64(buf[:], uint64(v))
-			hp.Write(buf[:])
-		}
 		return map[string]any{"kind": "csr", "dtype": m.DType().String(), "shape": []any{m.Rows(), m.Cols()},
-			"data_sha256": hex.EncodeToString(hd.Sum(nil)), "indices_sha256": hex.EncodeToString(hi.Sum(nil)),
-			"indptr_sha256": hex.EncodeToString(hp.Sum(nil))}, nil
+			"data_sha256": digest(m.WriteDataLE), "indices_sha256": digest(m.WriteIndicesLE),
+			"indptr_sha256": digest(m.WriteIndptrLE)}, nil
 	}
 	return nil, invalid("content identity unavailable for matrix type %T", e.m)
 }
