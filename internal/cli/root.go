@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -95,7 +96,13 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	retrievalCmd.AddCommand(newRunCmd(stdout, stderr))
-	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), retrievalCmd)
+	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), newBenchCmd(stdout), retrievalCmd)
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := kernel.EnvErr(); err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+		return nil
+	}
 	return root
 }
 
@@ -113,8 +120,8 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the version, the Go version and the compiled-in adapters",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(stdout, "vertebrae %s\ngo %s %s/%s\nonnxruntime: not compiled in\nbeam: not compiled in\n",
-				version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(stdout, "vertebrae %s\ngo %s %s/%s\nkernel: %s (available: %s)\nonnxruntime: not compiled in\nbeam: not compiled in\n",
+				version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel.Name(), strings.Join(kernel.Available(), ", "))
 			return nil
 		},
 	}

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// benchFlags describe a synthetic scoring problem.
+type benchFlags struct {
+	queries, gallery, dim, positives int
+	precision, similarity, kernel    string
+	threads, repeat                  int
+	queryBatch, galleryBatch         int
+	seed                             uint64
+	calibrate                        time.Duration
+}
+
+func newBenchCmd(stdout io.Writer) *cobra.Command {
+	var fl benchFlags
+	def := retrieval.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the exact scoring path on a synthetic problem",
+		Long: "Generates random embeddings and relevance, runs the real scoring path (kernels, rank\n" +
+			"counting, nearest negatives) and prints the kernel, seconds, GFLOP/s (2·Q·G·D per run),\n" +
+			"peak RSS and the ratio to this machine's fused multiply-add ceiling, measured by a\n" +
+			"short calibration loop on one core.",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), &fl, stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&fl.queries, "queries", 4096, "number of queries")
+	f.IntVar(&fl.gallery, "gallery", 65536, "number of gallery rows")
+	f.IntVar(&fl.dim, "dim", 768, "embedding width")
+	f.IntVar(&fl.positives, "positives", 1, "positives per query")
+	f.StringVar(&fl.precision, "precision", "float64", "float64 or float32")
+	f.StringVar(&fl.similarity, "similarity", "dot", "cosine, dot or squared_l2")
+	f.StringVar(&fl.kernel, "kernel", "", "force a kernel (generic, avx2, avx512); default: the fastest available")
+	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS")
+	f.IntVar(&fl.repeat, "repeat", 1, "runs; the median is reported")
+	f.IntVar(&fl.queryBatch, "query-batch-size", def.QueryBatchSize, "queries per score block")
+	f.IntVar(&fl.galleryBatch, "gallery-batch-size", def.GalleryBatchSize, "gallery rows per score block")
+	f.Uint64Var(&fl.seed, "seed", 1, "seed of the synthetic data")
+	f.DurationVar(&fl.calibrate, "calibrate", time.Second, "duration of the FMA-ceiling calibration (0 skips it)")
+	return cmd
+}
+
+func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
+	if fl.queries < 1 || fl.gallery < 1 || fl.dim < 1 || fl.positives < 1 || fl.positives > fl.gallery || fl.repeat < 1 || fl.threads < 0 {
+		return usagef("bench needs --queries, --gallery, --dim, --repeat >= 1, 1 <= --positives <= --gallery and --threads >= 0")
+	}
+	sim, err := rank.ParseSimilarity(fl.similarity)
+	if err != nil {
+		return usagef("--similarity: %v", err)
+	}
+	prec := rank.Float64
+	switch fl.precision {
+	case "float64":
+	case "float32":
+		prec = rank.Float32
+	default:
+		return usagef("--precision must be float64 or float32")
+	}
+	if fl.kernel != "" {
+		if err := kernel.Use(fl.kernel); err != nil {
+			return usagef("--kernel: %v", err)
+		}
+	}
+	p := synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, prec, fl.seed)
+	opts := rank.Options{Similarity: sim, Precision: prec, QueryBatch: fl.queryBatch, GalleryBatch: fl.galleryBatch, Threads: fl.threads}
+	threads := fl.threads
+	if threads == 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	flops := 2 * float64(fl.queries) * float64(fl.gallery) * float64(fl.dim)
+	fmt.Fprintf(stdout, "kernel %s, %s %s, Q=%d G=%d D=%d positives=%d threads=%d blocks %d×%d\n",
+		kernel.Name(), fl.precision, fl.similarity, fl.queries, fl.gallery, fl.dim, fl.positives, threads, fl.queryBatch, fl.galleryBatch)
+	var secs []float64
+	for i := 0; i < fl.repeat; i++ {
+		start := time.Now()
+		if _, err := rank.Score(ctx, p, opts); err != nil {
+			return err
+		}
+		s := time.Since(start).Seconds()
+		secs = append(secs, s)
+		fmt.Fprintf(stdout, "run %d: %.3f s, %.1f GFLOP/s\n", i+1, s, flops/s/1e9)
+	}
+	med := median(secs)
+	fmt.Fprintf(stdout, "median: %.3f s, %.1f GFLOP/s, peak RSS %s\n", med, flops/med/1e9, peakRSS())
+	if fl.calibrate > 0 {
+		ceiling := kernel.PeakGFLOPS(fl.precision == "float32", fl.calibrate)
+		fmt.Fprintf(stdout, "FMA ceiling (%s, one core, %s): %.1f GFLOP/s; this run: %.1f%% of %d × ceiling\n",
+			kernel.PeakName(), fl.precision, ceiling, 100*flops/med/1e9/(ceiling*float64(threads)), threads)
+	}
+	return nil
+}
+
+// synthProblem builds random Gaussian embeddings stored in the working
+// precision and `positives` random relevant rows per query.
+func synthProblem(nq, ng, d, positives int, prec rank.Precision, seed uint64) rank.Problem {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	mk := func(n int) matrix.Matrix {
+		if prec == rank.Float32 {
+			v := make([]float32, n*d)
+			for i := range v {
+				v[i] = float32(r.NormFloat64())
+			}
+			m, _ := matrix.NewDense32(n, d, v)
+			return m
+		}
+		v := make([]float64, n*d)
+		for i := range v {
+			v[i] = r.NormFloat64()
+		}
+		m, _ := matrix.NewDense64(n, d, v)
+		return m
+	}
+	p := rank.Problem{Queries: mk(nq), Gallery: mk(ng), Relevance: make([][]retrieval.Positive, nq)}
+	p.QueryIDs = make([]string, nq)
+	for i := range p.QueryIDs {
+		p.QueryIDs[i] = strconv.Itoa(i)
+		idx := make([]int, 0, positives)
+		for len(idx) < positives {
+			j := r.IntN(ng)
+			if !slices.Contains(idx, j) {
+				idx = append(idx, j)
+			}
+		}
+		slices.Sort(idx)
+		for _, j := range idx {
+			p.Relevance[i] = append(p.Relevance[i], retrieval.Positive{Index: j, Grade: 1})
+		}
+	}
+	p.GalleryIDs = make([]string, ng)
+	for i := range p.GalleryIDs {
+		p.GalleryIDs[i] = strconv.Itoa(i)
+	}
+	return p
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// peakRSS reads the process's peak resident set size (Linux VmHWM).
+func peakRSS() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "n/a"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err == nil {
+				return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+			}
+		}
+	}
+	return "n/a"
+}

@@ -1,0 +1,24 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+// addSIMD offers the tile kernels this CPU can run. cpu.X86.HasAVX512F is
+// only set when the OS also saves the zmm and mask registers.
+func addSIMD() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		addChecked(simdImpl("avx2", &setAVX2))
+	}
+	if cpu.X86.HasAVX512F {
+		addChecked(simdImpl("avx512", &setAVX512))
+	}
+}
+
+func addChecked(m *impl) {
+	if selfCheck(m) {
+		usable = append(usable, m)
+	} else {
+		failed = append(failed, m.name)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package kernel
+
+func peakLoop(_ string, _ bool, iters int) float64 { return peakGeneric(iters) }
