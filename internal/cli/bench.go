@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/formats/npy"
+	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
@@ -28,6 +31,7 @@ type benchFlags struct {
 	queryBatch, galleryBatch         int
 	seed                             uint64
 	calibrate                        time.Duration
+	write                            string
 }
 
 func newBenchCmd(stdout io.Writer) *cobra.Command {
@@ -59,6 +63,7 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 	f.IntVar(&fl.galleryBatch, "gallery-batch-size", def.GalleryBatchSize, "gallery rows per score block")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of the synthetic data")
 	f.DurationVar(&fl.calibrate, "calibrate", time.Second, "duration of the FMA-ceiling calibration (0 skips it)")
+	f.StringVar(&fl.write, "write", "", "write the synthetic problem to DIR (queries.npy, gallery.npy, qrels.tsv) instead of scoring it")
 	return cmd
 }
 
@@ -84,6 +89,9 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 		}
 	}
 	p := synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, prec, fl.seed)
+	if fl.write != "" {
+		return writeProblem(fl.write, p, stdout)
+	}
 	opts := rank.Options{Similarity: sim, Precision: prec, QueryBatch: fl.queryBatch, GalleryBatch: fl.galleryBatch, Threads: fl.threads}
 	threads := fl.threads
 	if threads == 0 {
@@ -180,4 +188,34 @@ func peakRSS() string {
 		}
 	}
 	return "n/a"
+}
+
+// writeProblem stores a synthetic problem as files `retrieval run` reads, so
+// the end-to-end path can be timed against the pure scoring path.
+func writeProblem(dir string, p rank.Problem, stdout io.Writer) error {
+	for _, f := range []struct {
+		name string
+		m    matrix.Matrix
+	}{{"queries.npy", p.Queries}, {"gallery.npy", p.Gallery}} {
+		path := filepath.Join(dir, f.name)
+		if err := atomicfile.WriteFunc(path, func(w io.Writer) error { return npy.WriteDense(w, f.m.(*matrix.Dense)) }); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, path)
+	}
+	path := filepath.Join(dir, "qrels.tsv")
+	err := atomicfile.WriteFunc(path, func(w io.Writer) error {
+		for q, ps := range p.Relevance {
+			for _, x := range ps {
+				if _, err := fmt.Fprintf(w, "%d\t%d\t1\n", q, x.Index); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		fmt.Fprintln(stdout, path)
+	}
+	return err
 }

@@ -430,3 +430,29 @@ func TestInterruptedRunExits130(t *testing.T) {
 		t.Error("interrupted run wrote its report")
 	}
 }
+
+func TestBenchCommand(t *testing.T) {
+	code, stdout, stderr := run(t, "bench", "--queries", "20", "--gallery", "300", "--dim", "17", "--positives", "2",
+		"--repeat", "3", "--calibrate", "20ms", "--similarity", "cosine", "--precision", "float32")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, frag := range []string{"kernel ", "run 3:", "median:", "GFLOP/s", "peak RSS", "FMA ceiling"} {
+		if !strings.Contains(stdout, frag) {
+			t.Errorf("bench output lacks %q:\n%s", frag, stdout)
+		}
+	}
+	// The written problem runs through `retrieval run`.
+	dir := t.TempDir()
+	if code, _, stderr := run(t, "bench", "--queries", "5", "--gallery", "50", "--dim", "4", "--write", dir); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, _, stderr = run(t, "retrieval", "run", "--queries", filepath.Join(dir, "queries.npy"), "--gallery", filepath.Join(dir, "gallery.npy"),
+		"--qrels", filepath.Join(dir, "qrels.tsv"), "--quiet")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, _ := run(t, "bench", "--positives", "0"); code != 2 {
+		t.Errorf("bad bench flags: exit %d", code)
+	}
+}
