@@ -371,6 +371,7 @@ type partial struct {
 	hasBest []bool
 	top     []topHeap
 	all     [][]Candidate
+	hits    []int32 // scratch for consume
 }
 
 // parallel runs task(0..n-1) on s.threads workers, tasks handed out in
@@ -525,60 +526,146 @@ func precedes(sa float64, ia int, sb float64, ib int) bool {
 
 // consume folds one query's row of block scores (gallery rows g0…) into a
 // partial result. Raw kernel values are squared distances for squared_l2 and
-// are negated here.
+// are negated here. The row is walked in runs between its "special" entries
+// (excluded candidates and positives), so the common case — an ordinary
+// negative — costs a few comparisons.
 func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
 	qi := &s.qs[q]
 	neg := s.o.Similarity == SquaredL2
 	last := len(qi.ordScore) - 1
 	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
 	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+	keep := part.all != nil || part.top != nil
+	// count records that candidate (v, g) precedes some positives: they form
+	// a suffix of the rank-ordered positives, found by binary search.
+	count := func(v float64, g int) {
+		lo, hi := 0, last
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if precedes(v, g, qi.ordScore[mid], qi.ordIndex[mid]) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		beaten[lo]++
+	}
+	keepCandidate := func(v float64, g int) {
+		c := Candidate{Index: g, Score: v + 0} // +0 turns −0 into +0
+		if part.all != nil {
+			part.all[q] = append(part.all[q], c)
+		} else {
+			part.top[q].offer(c)
+		}
+	}
 	exPtr := sort.SearchInts(qi.excl, g0)
 	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
 	best, hasBest := part.best[q], part.hasBest[q]
-	for j, v := range row {
-		g := g0 + j
+	hits := part.hits
+	defer func() { part.hits = hits }()
+	for j := 0; j < len(row); {
+		// The run of ordinary negatives ends at the next special entry.
+		end := len(row)
+		if exPtr < len(qi.excl) {
+			end = min(end, qi.excl[exPtr]-g0)
+		}
+		if posPtr < len(qi.pos) {
+			end = min(end, qi.pos[posPtr].Index-g0)
+		}
+		if j < end {
+			seg := row[j:end]
+			var runBest float64
+			var finite bool
+			var n int
+			hits, runBest, finite, n = scanRun(seg, neg, g0+j, lastScore, lastIndex, last > 0, hits[:0])
+			if !finite {
+				for jj, v := range seg {
+					if neg {
+						v = -v
+					}
+					if v-v != 0 {
+						return s.checkFinite(v, q, g0+j+jj)
+					}
+				}
+			}
+			if last == 0 { // one positive: every such candidate precedes it
+				beaten[0] += n
+			}
+			for _, jj := range hits {
+				v := seg[jj]
+				if neg {
+					v = -v
+				}
+				count(v, g0+j+int(jj))
+			}
+			if keep {
+				for jj, v := range seg {
+					if neg {
+						v = -v
+					}
+					keepCandidate(v, g0+j+jj)
+				}
+			}
+			if !hasBest || runBest > best {
+				best, hasBest = runBest+0, true
+			}
+		}
+		if end == len(row) {
+			break
+		}
+		g := g0 + end
+		v := row[end]
 		if neg {
 			v = -v
 		}
-		if v == 0 {
-			v = 0
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 {
 			return s.checkFinite(v, q, g)
 		}
-		if exPtr < len(qi.excl) && qi.excl[exPtr] == g {
-			exPtr++
-			continue
-		}
-		isPos := posPtr < len(qi.pos) && qi.pos[posPtr].Index == g
-		if isPos {
-			posPtr++
-		} else if !hasBest || v > best {
-			best, hasBest = v, true
-		}
-		// Count g against every positive it precedes. Positives are sorted
-		// in rank order, so those form a suffix; most candidates precede
-		// none, which one comparison with the last positive settles.
-		if precedes(v, g, lastScore, lastIndex) {
-			lo, hi := 0, last
-			for lo < hi { // first k with g preceding positive k
-				mid := int(uint(lo+hi) >> 1)
-				if precedes(v, g, qi.ordScore[mid], qi.ordIndex[mid]) {
-					hi = mid
-				} else {
-					lo = mid + 1
-				}
+		switch {
+		case exPtr < len(qi.excl) && qi.excl[exPtr] == g:
+			exPtr++ // excluded: never counts (a positive can be excluded too)
+			if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
+				posPtr++
 			}
-			beaten[lo]++
+		default: // an eligible positive: counts against the others, is no negative
+			posPtr++
+			if precedes(v, g, lastScore, lastIndex) {
+				count(v, g)
+			}
+			if keep {
+				keepCandidate(v, g)
+			}
 		}
-		if part.all != nil {
-			part.all[q] = append(part.all[q], Candidate{Index: g, Score: v})
-		} else if part.top != nil {
-			part.top[q].offer(Candidate{Index: g, Score: v})
-		}
+		j = end + 1
 	}
 	part.best[q], part.hasBest[q] = best, hasBest
 	return nil
+}
+
+// scanRun scans a run of ordinary negatives starting at gallery index g:
+// it returns their maximum score, whether all are finite, how many precede
+// the last positive (score lastScore, gallery index lastIndex) and, when
+// collect is set, their offsets appended to hits. Kept free of calls so the
+// loop stays tight.
+func scanRun(seg []float64, neg bool, g int, lastScore float64, lastIndex int, collect bool, hits []int32) ([]int32, float64, bool, int) {
+	best := math.Inf(-1)
+	check := 0.0
+	n := 0
+	tieBefore := lastIndex - g // offsets below this win a tie with the last positive
+	for j, v := range seg {
+		if neg {
+			v = -v
+		}
+		check += v * 0 // NaN once any value is NaN or ±Inf
+		best = max(best, v)
+		if v > lastScore || (v == lastScore && j < tieBefore) {
+			n++
+			if collect {
+				hits = append(hits, int32(j))
+			}
+		}
+	}
+	return hits, best, check == 0, n
 }
 
 // merge combines the workers' partial results into the per-query results.
