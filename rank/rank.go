@@ -358,7 +358,6 @@ type workspace struct {
 	g64, s64 []float64
 	g32, s32 []float32
 	tmp      []float64 // one row
-	row      []float64 // one float32 score row widened
 	part     *partial
 }
 
@@ -436,7 +435,6 @@ func (s *scorer) run(ctx context.Context) error {
 				w.g32 = make([]float32, gb*s.d)
 			}
 			w.s32 = make([]float32, qb*gb)
-			w.row = make([]float64, gb)
 		}
 		mu.Lock()
 		parts = append(parts, w.part)
@@ -447,7 +445,6 @@ func (s *scorer) run(ctx context.Context) error {
 		g0 := b * gb
 		g1 := min(g0+gb, s.ng)
 		gn := g1 - g0
-		row := w.row[:min(gn, len(w.row))]
 		var g64 []float64
 		var g32 []float32
 		if s.o.Precision == Float64 {
@@ -469,7 +466,7 @@ func (s *scorer) run(ctx context.Context) error {
 					kernel.Dot64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
 				}
 				for i := 0; i < qn; i++ {
-					if err := s.consume(w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+					if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
 						return err
 					}
 				}
@@ -481,10 +478,7 @@ func (s *scorer) run(ctx context.Context) error {
 					kernel.Dot32(s.q32[q0*s.d:q1*s.d], qn, g32, gn, s.d, out)
 				}
 				for i := 0; i < qn; i++ {
-					for j, v := range out[i*gn : (i+1)*gn] {
-						row[j] = float64(v)
-					}
-					if err := s.consume(w.part, q0+i, g0, row); err != nil {
+					if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
 						return err
 					}
 				}
@@ -529,7 +523,7 @@ func precedes(sa float64, ia int, sb float64, ib int) bool {
 // are negated here. The row is walked in runs between its "special" entries
 // (excluded candidates and positives), so the common case — an ordinary
 // negative — costs a few comparisons.
-func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
+func consume[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
 	qi := &s.qs[q]
 	neg := s.o.Similarity == SquaredL2
 	last := len(qi.ordScore) - 1
@@ -577,14 +571,19 @@ func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
 			var runBest float64
 			var finite bool
 			var n int
-			hits, runBest, finite, n = scanRun(seg, neg, g0+j, lastScore, lastIndex, last > 0, hits[:0])
+			if runBest, finite, n = countRun(seg, neg, g0+j, lastScore, lastIndex); last > 0 && n > 0 {
+				hits = precedingOffsets(seg, neg, g0+j, lastScore, lastIndex, hits[:0])
+			} else {
+				hits = hits[:0]
+			}
 			if !finite {
 				for jj, v := range seg {
+					x := float64(v)
 					if neg {
-						v = -v
+						x = -x
 					}
-					if v-v != 0 {
-						return s.checkFinite(v, q, g0+j+jj)
+					if x-x != 0 {
+						return s.checkFinite(x, q, g0+j+jj)
 					}
 				}
 			}
@@ -592,7 +591,7 @@ func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
 				beaten[0] += n
 			}
 			for _, jj := range hits {
-				v := seg[jj]
+				v := float64(seg[jj])
 				if neg {
 					v = -v
 				}
@@ -600,10 +599,11 @@ func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
 			}
 			if keep {
 				for jj, v := range seg {
+					x := float64(v)
 					if neg {
-						v = -v
+						x = -x
 					}
-					keepCandidate(v, g0+j+jj)
+					keepCandidate(x, g0+j+jj)
 				}
 			}
 			if !hasBest || runBest > best {
@@ -614,7 +614,7 @@ func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
 			break
 		}
 		g := g0 + end
-		v := row[end]
+		v := float64(row[end])
 		if neg {
 			v = -v
 		}
@@ -642,30 +642,90 @@ func (s *scorer) consume(part *partial, q, g0 int, row []float64) error {
 	return nil
 }
 
-// scanRun scans a run of ordinary negatives starting at gallery index g:
-// it returns their maximum score, whether all are finite, how many precede
-// the last positive (score lastScore, gallery index lastIndex) and, when
-// collect is set, their offsets appended to hits. Kept free of calls so the
-// loop stays tight.
-func scanRun(seg []float64, neg bool, g int, lastScore float64, lastIndex int, collect bool, hits []int32) ([]int32, float64, bool, int) {
-	best := math.Inf(-1)
-	check := 0.0
-	n := 0
+// precedingOffsets appends to hits the offsets of the run's candidates
+// (starting at gallery index g) that precede the last positive (score
+// lastScore, gallery index lastIndex): only those can precede a positive.
+func precedingOffsets[T float32 | float64](seg []T, neg bool, g int, lastScore float64, lastIndex int, hits []int32) []int32 {
 	tieBefore := lastIndex - g // offsets below this win a tie with the last positive
-	for j, v := range seg {
+	for j, x := range seg {
+		v := float64(x)
 		if neg {
 			v = -v
 		}
-		check += v * 0 // NaN once any value is NaN or ±Inf
-		best = max(best, v)
 		if v > lastScore || (v == lastScore && j < tieBefore) {
-			n++
-			if collect {
-				hits = append(hits, int32(j))
+			hits = append(hits, int32(j))
+		}
+	}
+	return hits
+}
+
+// countRun scans a run of ordinary negatives starting at gallery index g:
+// it returns their maximum score, whether all are finite, and how many
+// precede the last positive (score lastScore, gallery index lastIndex).
+// Four independent lanes keep the loop free of long dependency chains and
+// of unpredictable branches: comparisons become counts, and the tie branch
+// is almost never taken.
+func countRun[T float32 | float64](seg []T, neg bool, g int, lastScore float64, lastIndex int) (best float64, finite bool, n int) {
+	sign := 1.0
+	if neg {
+		sign = -1
+	}
+	b0, b1, b2, b3 := math.Inf(-1), math.Inf(-1), math.Inf(-1), math.Inf(-1)
+	var c0, c1, c2, c3 float64
+	var n0, n1, n2, n3 int
+	ties := 0
+	j := 0
+	for ; j+4 <= len(seg); j += 4 {
+		v0, v1, v2, v3 := sign*float64(seg[j]), sign*float64(seg[j+1]), sign*float64(seg[j+2]), sign*float64(seg[j+3])
+		c0 += v0 * 0
+		c1 += v1 * 0
+		c2 += v2 * 0
+		c3 += v3 * 0
+		if v0 > b0 {
+			b0 = v0
+		}
+		if v1 > b1 {
+			b1 = v1
+		}
+		if v2 > b2 {
+			b2 = v2
+		}
+		if v3 > b3 {
+			b3 = v3
+		}
+		n0 += b2i(v0 > lastScore)
+		n1 += b2i(v1 > lastScore)
+		n2 += b2i(v2 > lastScore)
+		n3 += b2i(v3 > lastScore)
+		if v0 == lastScore || v1 == lastScore || v2 == lastScore || v3 == lastScore {
+			for k, v := range [4]float64{v0, v1, v2, v3} {
+				if v == lastScore && j+k < lastIndex-g {
+					ties++
+				}
 			}
 		}
 	}
-	return hits, best, check == 0, n
+	for ; j < len(seg); j++ {
+		v := sign * float64(seg[j])
+		c0 += v * 0
+		if v > b0 {
+			b0 = v
+		}
+		n0 += b2i(v > lastScore)
+		if v == lastScore && j < lastIndex-g {
+			ties++
+		}
+	}
+	best = max(b0, b1, b2, b3)
+	check := c0 + c1 + c2 + c3
+	return best, check == 0 && best-best == 0, n0 + n1 + n2 + n3 + ties
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // merge combines the workers' partial results into the per-query results.

@@ -206,6 +206,9 @@ func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, er
 	if err := checkFinite(fl.queries, "Query", qm, qids); err != nil {
 		return nil, err
 	}
+	if err := checkAligned("query", fl.queryIDs, qids, fl.queries, qm); err != nil {
+		return nil, err
+	}
 	identity := retrieval.FromContent()
 	if fl.datasetID != "" {
 		identity = retrieval.Declared(fl.datasetID, fl.datasetRevision)
@@ -231,6 +234,9 @@ func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, er
 	if err := checkFinite(fl.gallery, "Gallery", gm, gids); err != nil {
 		return nil, err
 	}
+	if err := checkAligned("gallery", fl.galleryIDs, gids, fl.gallery, gm); err != nil {
+		return nil, err
+	}
 	if qm.Cols() != gm.Cols() {
 		return nil, fmt.Errorf("Query and gallery embedding dimensions must match: %s has width %d, %s has width %d (same width; got %d and %d)",
 			fl.queries, qm.Cols(), fl.gallery, gm.Cols(), qm.Cols(), gm.Cols())
@@ -252,6 +258,15 @@ func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, er
 	return retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
 	}, rel, opts...)
+}
+
+// checkAligned names both files when an ID file and an embedding file
+// disagree on the row count (SPEC §2.2).
+func checkAligned(side, idPath string, ids []string, embPath string, m matrix.Matrix) error {
+	if ids == nil || len(ids) == m.Rows() || len(ids) == 0 {
+		return nil // default IDs, or the dataset reports the empty list
+	}
+	return formats.Errorf(idPath, "%s IDs must align with their input collections: %d IDs for the %d rows of %s", side, len(ids), m.Rows(), embPath)
 }
 
 // checkFinite reports the first NaN/Inf of a file with its row, ID and column.
