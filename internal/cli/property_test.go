@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
 )
 
 // randomFiles writes random embeddings and a qrels file. With ties, values
@@ -71,9 +73,10 @@ func stripPerformance(rep map[string]any) {
 	}
 }
 
-// Threads and block sizes are performance knobs: every metric, diagnostic
-// and warning must be identical to the bit.
+// Kernels, threads and block sizes are performance knobs: every metric,
+// diagnostic and warning must be identical to the bit.
 func TestBlockAndThreadInvariance(t *testing.T) {
+	defer kernel.Use("auto")
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, variant := range []struct {
 		sim, precision string
@@ -86,28 +89,33 @@ func TestBlockAndThreadInvariance(t *testing.T) {
 		}
 		var ref map[string]any
 		var refRun []byte
-		for _, threads := range []string{"1", "2", "3"} {
-			for _, qb := range []string{"1", "7", "128"} {
-				for _, gb := range []string{"1", "13", "10000"} {
-					runPath := filepath.Join(dir, "r"+threads+qb+gb+".run")
-					code, stdout, stderr := run(t, "retrieval", "run", "--queries", q, "--gallery", g, "--qrels", qrels,
-						"--similarity", variant.sim, "--precision", variant.precision, "--bidirectional=false", "--json", "-", "--k", "1,5,10",
-						"--threads", threads, "--query-batch-size", qb, "--gallery-batch-size", gb, "--run", runPath, "--run-depth", "20")
-					if code != 0 {
-						t.Fatal(stderr)
-					}
-					rep := reportOf(t, stdout)
-					stripPerformance(rep)
-					runData, _ := os.ReadFile(runPath)
-					if ref == nil {
-						ref, refRun = rep, runData
-						continue
-					}
-					if !reflect.DeepEqual(rep, ref) {
-						t.Fatalf("%+v threads=%s qb=%s gb=%s: report differs", variant, threads, qb, gb)
-					}
-					if string(runData) != string(refRun) {
-						t.Fatalf("%+v threads=%s qb=%s gb=%s: run differs", variant, threads, qb, gb)
+		for _, k := range kernel.Available() {
+			if err := kernel.Use(k); err != nil {
+				t.Fatal(err)
+			}
+			for _, threads := range []string{"1", "2", "3"} {
+				for _, qb := range []string{"1", "7", "128"} {
+					for _, gb := range []string{"1", "13", "10000"} {
+						runPath := filepath.Join(dir, "r"+threads+qb+gb+".run")
+						code, stdout, stderr := run(t, "retrieval", "run", "--queries", q, "--gallery", g, "--qrels", qrels,
+							"--similarity", variant.sim, "--precision", variant.precision, "--bidirectional=false", "--json", "-", "--k", "1,5,10",
+							"--threads", threads, "--query-batch-size", qb, "--gallery-batch-size", gb, "--run", runPath, "--run-depth", "20")
+						if code != 0 {
+							t.Fatal(stderr)
+						}
+						rep := reportOf(t, stdout)
+						stripPerformance(rep)
+						runData, _ := os.ReadFile(runPath)
+						if ref == nil {
+							ref, refRun = rep, runData
+							continue
+						}
+						if !reflect.DeepEqual(rep, ref) {
+							t.Fatalf("%+v kernel=%s threads=%s qb=%s gb=%s: report differs", variant, k, threads, qb, gb)
+						}
+						if string(runData) != string(refRun) {
+							t.Fatalf("%+v kernel=%s threads=%s qb=%s gb=%s: run differs", variant, k, threads, qb, gb)
+						}
 					}
 				}
 			}
