@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/apache/arrow-go/v18 v18.8.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/mod v0.42.0 // indirect

@@ -23,12 +23,14 @@ type source struct {
 	norms      []float64 // cosine: m·sqrt(acc) per row
 	direct64   []float64 // stored rows usable as they are
 	direct32   []float32
+	csr        *matrix.CSR // sparse endpoints stay sparse
 }
 
 // newSource checks an endpoint (zero norms under cosine, float32 range) and
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
 func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision) (*source, error) {
 	s := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
+	s.csr, _ = m.(*matrix.CSR)
 	if s.cosine {
 		return s, s.computeNorms(ids, endpoint)
 	}
@@ -45,11 +47,16 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 		}
 	}
 	if prec == Float32 {
-		row := make([]float64, s.cols)
+		var idx []int32
+		var vals []float64
 		for i := 0; i < s.rows; i++ {
-			m.RowFloat64(i, row)
-			for j, v := range row {
+			idx, vals = s.storedRow(i, vals)
+			for k, v := range vals {
 				if math.IsInf(float64(float32(v)), 0) {
+					j := k
+					if idx != nil {
+						j = int(idx[k])
+					}
 					return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
 						endpoint, i, msgfmt.Quote(ids[i]), j)}
 				}
@@ -59,14 +66,46 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 	return s, nil
 }
 
+// storedRow returns row i's stored values widened to float64 (for a sparse
+// endpoint its stored entries and their column indices; idx is nil for a
+// dense one). vals is reused.
+func (s *source) storedRow(i int, vals []float64) ([]int32, []float64) {
+	if s.csr != nil {
+		return s.csr.RowEntries(i, vals)
+	}
+	vals = growTo(vals, s.cols)
+	s.m.RowFloat64(i, vals)
+	return nil, vals
+}
+
+// sparseRow returns row i of a sparse endpoint in working values: column
+// indices (ascending) and values normalised (cosine) or rounded (float32)
+// as the dense path would produce them, so skipping the zero entries gives
+// the same sums (SPEC §4.2).
+func (s *source) sparseRow(i int, vals []float64) ([]int32, []float64) {
+	idx, vals := s.csr.RowEntries(i, vals)
+	for k, v := range vals {
+		if s.cosine {
+			v /= s.norms[i]
+		}
+		if s.prec == Float32 {
+			v = float64(float32(v))
+		}
+		vals[k] = v
+	}
+	return idx, vals
+}
+
 // computeNorms implements the norm of SPEC §4.1 step 3 and the zero-norm
 // rule of step 4.
 func (s *source) computeNorms(ids []string, endpoint string) error {
 	s.norms = make([]float64, s.rows)
-	row := make([]float64, s.cols)
+	var row []float64
 	var zero []int
 	for i := range s.norms {
-		s.m.RowFloat64(i, row)
+		// Zero entries change neither the maximum nor the sum (fma with a
+		// zero product), so a sparse row needs only its stored values.
+		_, row = s.storedRow(i, row)
 		var mx float64
 		for _, v := range row {
 			mx = math.Max(mx, math.Abs(v))

@@ -138,14 +138,18 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	s := &scorer{p: p, o: o, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
-	tmp := make([]float64, s.d)
-	// The query endpoint is held in working precision (it is the small
-	// side); gallery blocks are produced as they are scored.
-	if o.Precision == Float64 {
-		s.q64 = qs.block64(0, nq, make([]float64, nq*s.d))
-	} else {
-		s.q32 = qs.block32(0, nq, make([]float32, nq*s.d), tmp)
+	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
+	s.sparse = qs.csr != nil && gs.csr != nil
+	// A dense query endpoint is held in working precision (it is the
+	// small side); gallery blocks, and the blocks of a sparse query
+	// endpoint, are produced as they are scored.
+	if qs.csr == nil {
+		tmp := make([]float64, s.d)
+		if o.Precision == Float64 {
+			s.q64 = qs.block64(0, nq, make([]float64, nq*s.d))
+		} else {
+			s.q32 = qs.block32(0, nq, make([]float32, nq*s.d), tmp)
+		}
 	}
 	if err := s.preparePositives(ctx); err != nil {
 		return nil, err
@@ -210,7 +214,8 @@ func check(p Problem, o Options) error {
 type scorer struct {
 	p        Problem
 	o        Options
-	g        *source
+	q, g     *source
+	sparse   bool // both endpoints sparse: sparse–sparse scoring
 	nq, ng   int
 	d        int
 	threads  int
@@ -261,6 +266,27 @@ func (s *scorer) preparePositives(ctx context.Context) error {
 	s.nBeaten = off
 	const rowsPerTask, maxGather = 256, 256
 	d := s.d
+	if s.sparse {
+		return s.finishPositives(ctx, s.parallel(ctx, (s.ng+rowsPerTask-1)/rowsPerTask, func(task int, _ *workspace) error {
+			var gv, qv []float64
+			for g := task * rowsPerTask; g < min((task+1)*rowsPerTask, s.ng); g++ {
+				if len(byGallery[g]) == 0 {
+					continue
+				}
+				var gi []int32
+				gi, gv = s.g.sparseRow(g, gv)
+				for _, r := range byGallery[g] {
+					var qi []int32
+					qi, qv = s.q.sparseRow(r.q, qv)
+					v := sparsePair(qi, qv, gi, gv, s.o.Similarity == SquaredL2, s.o.Precision)
+					if err := s.setPositive(r.q, r.k, g, v); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}))
+	}
 	err := s.parallel(ctx, (s.ng+rowsPerTask-1)/rowsPerTask, func(task int, _ *workspace) error {
 		tmp := make([]float64, d)
 		g64, q64, o64 := make([]float64, d), []float64(nil), []float64(nil)
@@ -286,7 +312,7 @@ func (s *scorer) preparePositives(ctx context.Context) error {
 				if s.o.Precision == Float64 {
 					q64, o64 = growTo(q64, m*d), growTo(o64, m)
 					for i, r := range part {
-						copy(q64[i*d:(i+1)*d], s.q64[r.q*d:(r.q+1)*d])
+						s.queryRow64(r.q, q64[i*d:(i+1)*d])
 					}
 					if s.o.Similarity == SquaredL2 {
 						kernel.SqDist64(grow64, 1, q64, m, d, o64)
@@ -296,7 +322,7 @@ func (s *scorer) preparePositives(ctx context.Context) error {
 				} else {
 					q32, o32, o64 = growTo(q32, m*d), growTo(o32, m), growTo(o64, m)
 					for i, r := range part {
-						copy(q32[i*d:(i+1)*d], s.q32[r.q*d:(r.q+1)*d])
+						s.queryRow32(r.q, q32[i*d:(i+1)*d], tmp)
 					}
 					if s.o.Similarity == SquaredL2 {
 						kernel.SqDist32(grow32, 1, q32, m, d, o32)
@@ -308,22 +334,35 @@ func (s *scorer) preparePositives(ctx context.Context) error {
 					}
 				}
 				for i, r := range part {
-					v := o64[i]
-					if s.o.Similarity == SquaredL2 {
-						v = -v
-					}
-					if v == 0 {
-						v = 0 // −0 → +0 (SPEC §1.3)
-					}
-					if err := s.checkFinite(v, r.q, g); err != nil {
+					if err := s.setPositive(r.q, r.k, g, o64[i]); err != nil {
 						return err
 					}
-					s.qs[r.q].scores[r.k] = v
 				}
 			}
 		}
 		return nil
 	})
+	return s.finishPositives(ctx, err)
+}
+
+// setPositive stores a positive's score from a raw kernel value (a squared
+// distance for squared_l2).
+func (s *scorer) setPositive(q, k, g int, v float64) error {
+	if s.o.Similarity == SquaredL2 {
+		v = -v
+	}
+	if v == 0 {
+		v = 0 // −0 → +0 (SPEC §1.3)
+	}
+	if err := s.checkFinite(v, q, g); err != nil {
+		return err
+	}
+	s.qs[q].scores[k] = v
+	return nil
+}
+
+// finishPositives sorts each query's positives into rank order.
+func (s *scorer) finishPositives(_ context.Context, err error) error {
 	if err != nil {
 		return err
 	}
@@ -346,6 +385,24 @@ func (s *scorer) preparePositives(ctx context.Context) error {
 	return nil
 }
 
+// queryRow64 writes query q in float64 working values into dst.
+func (s *scorer) queryRow64(q int, dst []float64) {
+	if s.q64 != nil {
+		copy(dst, s.q64[q*s.d:(q+1)*s.d])
+		return
+	}
+	copy(dst, s.q.block64(q, q+1, dst))
+}
+
+// queryRow32 writes query q in float32 working values into dst.
+func (s *scorer) queryRow32(q int, dst []float32, tmp []float64) {
+	if s.q32 != nil {
+		copy(dst, s.q32[q*s.d:(q+1)*s.d])
+		return
+	}
+	copy(dst, s.q.block32(q, q+1, dst, tmp))
+}
+
 func growTo[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
@@ -355,10 +412,11 @@ func growTo[T any](s []T, n int) []T {
 
 // workspace is one worker's buffers and partial results.
 type workspace struct {
-	g64, s64 []float64
-	g32, s32 []float32
-	tmp      []float64 // one row
-	part     *partial
+	g64, q64, s64 []float64
+	g32, q32, s32 []float32
+	index         *postings // sparse–sparse: the gallery block inverted
+	tmp           []float64 // one row
+	part          *partial
 }
 
 // partial is one worker's view of every query over the gallery blocks it
@@ -414,25 +472,54 @@ func (s *scorer) parallelWith(ctx context.Context, n int, newWS func() *workspac
 	return nil
 }
 
+// maxBlockBytes bounds a produced (converted, normalised or densified) block
+// of rows: wide sparse endpoints (a 30,000-term vocabulary) must not turn a
+// 10,000-row gallery block into gigabytes. Block sizes never change results.
+const maxBlockBytes = 64 << 20
+
+// blockRows caps want rows of width d by maxBlockBytes.
+func (s *scorer) blockRows(want int) int {
+	size := 8
+	if s.o.Precision == Float32 {
+		size = 4
+	}
+	return max(1, min(want, maxBlockBytes/(s.d*size)))
+}
+
 // run scores the gallery block by block: a worker produces a block once in
 // working precision and scores every query block against it while it is
 // hot, folding each score row into its partial result at once.
 func (s *scorer) run(ctx context.Context) error {
 	gb := min(s.o.GalleryBatch, s.ng)
+	if !s.sparse && s.g.direct64 == nil && s.g.direct32 == nil {
+		gb = s.blockRows(gb)
+	}
 	qb := min(s.o.QueryBatch, s.nq)
+	if !s.sparse && s.q64 == nil && s.q32 == nil {
+		qb = s.blockRows(qb)
+	}
 	nBlocks := (s.ng + gb - 1) / gb
 	var mu sync.Mutex
 	var parts []*partial
 	newWS := func() *workspace {
 		w := &workspace{tmp: make([]float64, s.d), part: s.newPartial()}
-		if s.o.Precision == Float64 {
+		switch {
+		case s.sparse:
+			w.s64 = make([]float64, qb*gb)
+		case s.o.Precision == Float64:
 			if s.g.direct64 == nil {
 				w.g64 = make([]float64, gb*s.d)
 			}
+			if s.q64 == nil {
+				w.q64 = make([]float64, qb*s.d)
+			}
 			w.s64 = make([]float64, qb*gb)
-		} else {
+		default:
 			if s.g.direct32 == nil {
 				w.g32 = make([]float32, gb*s.d)
+			}
+			if s.q32 == nil {
+				w.q32 = make([]float32, qb*s.d)
 			}
 			w.s32 = make([]float32, qb*gb)
 		}
@@ -441,55 +528,76 @@ func (s *scorer) run(ctx context.Context) error {
 		mu.Unlock()
 		return w
 	}
+	task := s.denseBlock
+	if s.sparse {
+		task = s.sparseBlock
+	}
 	err := s.parallelWith(ctx, nBlocks, newWS, func(b int, w *workspace) error {
 		g0 := b * gb
-		g1 := min(g0+gb, s.ng)
-		gn := g1 - g0
-		var g64 []float64
-		var g32 []float32
-		if s.o.Precision == Float64 {
-			g64 = s.g.block64(g0, g1, w.g64)
-		} else {
-			g32 = s.g.block32(g0, g1, w.g32, w.tmp)
-		}
-		for q0 := 0; q0 < s.nq; q0 += qb {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			q1 := min(q0+qb, s.nq)
-			qn := q1 - q0
-			if s.o.Precision == Float64 {
-				out := w.s64[:qn*gn]
-				if s.o.Similarity == SquaredL2 {
-					kernel.SqDist64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
-				} else {
-					kernel.Dot64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
-				}
-				for i := 0; i < qn; i++ {
-					if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
-						return err
-					}
-				}
-			} else {
-				out := w.s32[:qn*gn]
-				if s.o.Similarity == SquaredL2 {
-					kernel.SqDist32(s.q32[q0*s.d:q1*s.d], qn, g32, gn, s.d, out)
-				} else {
-					kernel.Dot32(s.q32[q0*s.d:q1*s.d], qn, g32, gn, s.d, out)
-				}
-				for i := 0; i < qn; i++ {
-					if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
+		return task(ctx, w, g0, min(g0+gb, s.ng), qb)
 	})
 	if err != nil {
 		return err
 	}
 	s.merge(parts)
+	return nil
+}
+
+// denseBlock scores gallery rows [g0, g1) against every query with the
+// dense kernels.
+func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) error {
+	gn := g1 - g0
+	var g64 []float64
+	var g32 []float32
+	if s.o.Precision == Float64 {
+		g64 = s.g.block64(g0, g1, w.g64)
+	} else {
+		g32 = s.g.block32(g0, g1, w.g32, w.tmp)
+	}
+	for q0 := 0; q0 < s.nq; q0 += qb {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q1 := min(q0+qb, s.nq)
+		qn := q1 - q0
+		if s.o.Precision == Float64 {
+			qs := s.q64
+			if qs == nil {
+				qs = s.q.block64(q0, q1, w.q64)
+			} else {
+				qs = qs[q0*s.d : q1*s.d]
+			}
+			out := w.s64[:qn*gn]
+			if s.o.Similarity == SquaredL2 {
+				kernel.SqDist64(qs, qn, g64, gn, s.d, out)
+			} else {
+				kernel.Dot64(qs, qn, g64, gn, s.d, out)
+			}
+			for i := 0; i < qn; i++ {
+				if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+					return err
+				}
+			}
+		} else {
+			qs := s.q32
+			if qs == nil {
+				qs = s.q.block32(q0, q1, w.q32, w.tmp)
+			} else {
+				qs = qs[q0*s.d : q1*s.d]
+			}
+			out := w.s32[:qn*gn]
+			if s.o.Similarity == SquaredL2 {
+				kernel.SqDist32(qs, qn, g32, gn, s.d, out)
+			} else {
+				kernel.Dot32(qs, qn, g32, gn, s.d, out)
+			}
+			for i := 0; i < qn; i++ {
+				if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 
