@@ -29,3 +29,17 @@ func BenchmarkScoreDot32Large(b *testing.B) {
 	}
 	b.ReportMetric(2*1024*32768*768*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// BenchmarkScoreSparse scores 1,000 sparse queries against 20,000 sparse
+// gallery rows of width 30,000 with 100 non-zeros each (dense: 4.7 GiB).
+func BenchmarkScoreSparse(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 3))
+	p := randomProblem(r, 1000, 20000, 1, false)
+	p.Queries, _ = randomSparseRows(r, 1000, 30000, 100)
+	p.Gallery, _ = randomSparseRows(r, 20000, 30000, 100)
+	for b.Loop() {
+		if _, err := Score(context.Background(), p, Options{Similarity: Cosine, QueryBatch: 128, GalleryBatch: 10000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -101,3 +101,25 @@ func TestSparseZeroNorm(t *testing.T) {
 		t.Fatalf("dot with an empty row: %v %v", res, err)
 	}
 }
+
+// randomSparseRows builds an n×d CSR with nnz random columns per row.
+func randomSparseRows(r *rand.Rand, n, d, nnz int) (*matrix.CSR, error) {
+	indptr := []int64{0}
+	var idx []int32
+	var vals []float64
+	for i := 0; i < n; i++ {
+		seen := map[int]bool{}
+		for len(seen) < nnz {
+			seen[r.IntN(d)] = true
+		}
+		for c := 0; c < d && len(seen) > 0; c++ {
+			if seen[c] {
+				delete(seen, c)
+				idx = append(idx, int32(c))
+				vals = append(vals, r.NormFloat64())
+			}
+		}
+		indptr = append(indptr, int64(len(idx)))
+	}
+	return matrix.NewCSR64(n, d, indptr, idx, vals)
+}

@@ -32,6 +32,7 @@ type benchFlags struct {
 	seed                             uint64
 	calibrate                        time.Duration
 	write                            string
+	nnz                              int
 }
 
 func newBenchCmd(stdout io.Writer) *cobra.Command {
@@ -63,6 +64,7 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 	f.IntVar(&fl.galleryBatch, "gallery-batch-size", def.GalleryBatchSize, "gallery rows per score block")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of the synthetic data")
 	f.DurationVar(&fl.calibrate, "calibrate", time.Second, "duration of the FMA-ceiling calibration (0 skips it)")
+	f.IntVar(&fl.nnz, "nnz", 0, "make both endpoints sparse (CSR) with this many non-zeros per row (0 = dense)")
 	f.StringVar(&fl.write, "write", "", "write the synthetic problem to DIR (queries.npy, gallery.npy, qrels.tsv) instead of scoring it")
 	return cmd
 }
@@ -88,7 +90,20 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 			return usagef("--kernel: %v", err)
 		}
 	}
-	p := synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, prec, fl.seed)
+	if fl.nnz < 0 || fl.nnz > fl.dim {
+		return usagef("--nnz must lie in [0, --dim]")
+	}
+	if fl.nnz > 0 && fl.write != "" {
+		return usagef("--write supports dense problems only")
+	}
+	var p rank.Problem
+	if fl.nnz > 0 {
+		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, prec, fl.seed)
+		p.Queries = synthSparse(fl.queries, fl.dim, fl.nnz, fl.seed+1)
+		p.Gallery = synthSparse(fl.gallery, fl.dim, fl.nnz, fl.seed+2)
+	} else {
+		p = synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, prec, fl.seed)
+	}
 	if fl.write != "" {
 		return writeProblem(fl.write, p, stdout)
 	}
@@ -98,8 +113,15 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	flops := 2 * float64(fl.queries) * float64(fl.gallery) * float64(fl.dim)
-	fmt.Fprintf(stdout, "kernel %s, %s %s, Q=%d G=%d D=%d positives=%d threads=%d blocks %d×%d\n",
-		kernel.Name(), fl.precision, fl.similarity, fl.queries, fl.gallery, fl.dim, fl.positives, threads, fl.queryBatch, fl.galleryBatch)
+	if fl.nnz > 0 {
+		flops = 0 // sparse scoring: GFLOP/s and the ceiling ratio do not apply
+	}
+	kind := "dense"
+	if fl.nnz > 0 {
+		kind = fmt.Sprintf("sparse (%d non-zeros per row, dense size %.1f GiB)", fl.nnz, float64(fl.queries+fl.gallery)*float64(fl.dim)*8/(1<<30))
+	}
+	fmt.Fprintf(stdout, "kernel %s, %s %s, %s, Q=%d G=%d D=%d positives=%d threads=%d blocks %d×%d\n",
+		kernel.Name(), fl.precision, fl.similarity, kind, fl.queries, fl.gallery, fl.dim, fl.positives, threads, fl.queryBatch, fl.galleryBatch)
 	var secs []float64
 	for i := 0; i < fl.repeat; i++ {
 		start := time.Now()
@@ -108,11 +130,11 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 		}
 		s := time.Since(start).Seconds()
 		secs = append(secs, s)
-		fmt.Fprintf(stdout, "run %d: %.3f s, %.1f GFLOP/s\n", i+1, s, flops/s/1e9)
+		fmt.Fprintf(stdout, "run %d: %.3f s%s\n", i+1, s, rate(flops, s))
 	}
 	med := median(secs)
-	fmt.Fprintf(stdout, "median: %.3f s, %.1f GFLOP/s, peak RSS %s\n", med, flops/med/1e9, peakRSS())
-	if fl.calibrate > 0 {
+	fmt.Fprintf(stdout, "median: %.3f s%s, peak RSS %s\n", med, rate(flops, med), peakRSS())
+	if fl.calibrate > 0 && flops > 0 {
 		ceiling := kernel.PeakGFLOPS(fl.precision == "float32", fl.calibrate)
 		fmt.Fprintf(stdout, "FMA ceiling (%s, one core, %s): %.1f GFLOP/s; this run: %.1f%% of %d × ceiling\n",
 			kernel.PeakName(), fl.precision, ceiling, 100*flops/med/1e9/(ceiling*float64(threads)), threads)
@@ -121,7 +143,8 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 }
 
 // synthProblem builds random Gaussian embeddings stored in the working
-// precision and `positives` random relevant rows per query.
+// precision and `positives` random relevant rows per query (with d = 0 only
+// the IDs and relevance).
 func synthProblem(nq, ng, d, positives int, prec rank.Precision, seed uint64) rank.Problem {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	mk := func(n int) matrix.Matrix {
@@ -140,7 +163,10 @@ func synthProblem(nq, ng, d, positives int, prec rank.Precision, seed uint64) ra
 		m, _ := matrix.NewDense64(n, d, v)
 		return m
 	}
-	p := rank.Problem{Queries: mk(nq), Gallery: mk(ng), Relevance: make([][]retrieval.Positive, nq)}
+	p := rank.Problem{Relevance: make([][]retrieval.Positive, nq)}
+	if d > 0 {
+		p.Queries, p.Gallery = mk(nq), mk(ng)
+	}
 	p.QueryIDs = make([]string, nq)
 	for i := range p.QueryIDs {
 		p.QueryIDs[i] = strconv.Itoa(i)
@@ -218,4 +244,39 @@ func writeProblem(dir string, p rank.Problem, stdout io.Writer) error {
 		fmt.Fprintln(stdout, path)
 	}
 	return err
+}
+
+// synthSparse builds an n×d CSR matrix with nnz random columns per row and
+// Gaussian float32 values.
+func synthSparse(n, d, nnz int, seed uint64) *matrix.CSR {
+	r := rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))
+	indptr := make([]int64, n+1)
+	indices := make([]int32, 0, n*nnz)
+	vals := make([]float32, 0, n*nnz)
+	cols := make(map[int32]bool, nnz)
+	for i := 0; i < n; i++ {
+		clear(cols)
+		for len(cols) < nnz {
+			cols[int32(r.IntN(d))] = true
+		}
+		row := make([]int32, 0, nnz)
+		for c := range cols {
+			row = append(row, c)
+		}
+		slices.Sort(row)
+		for _, c := range row {
+			indices = append(indices, c)
+			vals = append(vals, float32(r.NormFloat64()))
+		}
+		indptr[i+1] = int64(len(indices))
+	}
+	m, _ := matrix.NewCSR32(n, d, indptr, indices, vals)
+	return m
+}
+
+func rate(flops, secs float64) string {
+	if flops == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f GFLOP/s", flops/secs/1e9)
 }

@@ -452,6 +452,10 @@ func TestBenchCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
+	code, stdout, stderr = run(t, "bench", "--queries", "10", "--gallery", "200", "--dim", "1000", "--nnz", "5", "--calibrate", "0")
+	if code != 0 || !strings.Contains(stdout, "sparse (5 non-zeros per row") {
+		t.Errorf("sparse bench: %d %s %s", code, stdout, stderr)
+	}
 	if code, _, _ := run(t, "bench", "--positives", "0"); code != 2 {
 		t.Errorf("bad bench flags: exit %d", code)
 	}

@@ -1,0 +1,81 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+)
+
+// QueryWithMissing computes one query's metrics when some of its positives
+// were never retrieved, as for a TREC run that does not list every judged
+// document (SPEC §6.7). ranks[i] and grades[i] belong to the same retrieved
+// positive (any order; ranks distinct and ≥ 1, as for Query); missingGrades
+// are the grades of the positives that have no rank.
+//
+// A missing positive adds nothing to any hit-based sum (mrr, the map
+// numerator, precision, the recall numerator, hit rate, DCG) but counts in
+// P = len(ranks) + len(missingGrades), the map and recall denominator, and
+// in the ideal DCG, whose grade scale (g_max, SPEC §4.5) includes it.
+//
+// With nothing missing the result is Query's, bit for bit. With no retrieved
+// positive (or no positive at all) every metric is 0.
+func QueryWithMissing(ranks []int, grades, missingGrades []float64, ks []int, gain Gain) Values {
+	if len(ranks) != len(grades) {
+		panic("metrics: QueryWithMissing: ranks and grades differ in length")
+	}
+	if len(missingGrades) == 0 && len(ranks) > 0 {
+		return Query(ranks, grades, ks, gain)
+	}
+	out := Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))}
+	n := len(ranks)
+	if n == 0 {
+		return out // nothing retrieved: every sum is empty
+	}
+	p := n + len(missingGrades)
+	// From here on the arithmetic mirrors Query term by term, so a metric
+	// that a missing positive does not touch is computed identically.
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ranks[idx[a]] < ranks[idx[b]] })
+	sorted := make([]int, n)
+	for i, k := range idx {
+		sorted[i] = ranks[k]
+	}
+	out.Vals[0] = 1 / float64(sorted[0])
+	var ap float64
+	for i, r := range sorted {
+		ap += float64(i+1) / float64(r)
+	}
+	out.Vals[1] = ap / float64(p)
+	// Ratios over every positive: the first n belong to the retrieved ones.
+	all := make([]float64, 0, p)
+	all = append(append(all, grades...), missingGrades...)
+	ratios := gainRatios(all, gain)
+	ideal := append([]float64(nil), ratios...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(ideal)))
+	for ki, k := range ks {
+		found := sort.SearchInts(sorted, k+1) // #{r ≤ k}
+		hit := 0.0
+		if found > 0 {
+			hit = 1
+		}
+		var dcg, idcg float64
+		for _, i := range idx { // ascending rank order
+			if ranks[i] > k {
+				break
+			}
+			dcg += ratios[i] / math.Log2(float64(ranks[i])+1)
+		}
+		for j := 0; j < k && j < p; j++ {
+			idcg += ideal[j] / math.Log2(float64(j+2))
+		}
+		ndcg := 0.0
+		if idcg != 0 {
+			ndcg = math.Min(1, math.Max(0, dcg/idcg))
+		}
+		v := out.Vals[2+4*ki : 6+4*ki]
+		v[0], v[1], v[2], v[3] = float64(found)/float64(k), float64(found)/float64(p), hit, ndcg
+	}
+	return out
+}
