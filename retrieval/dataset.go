@@ -329,6 +329,11 @@ func indexIDs(ids []string) map[string]int {
 
 func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error) {
 	qi, gi := indexIDs(qids), indexIDs(gids)
+	if err := unknownIDs(len(recs), func(n int) (string, string, string) {
+		return recs[n].Origin, recs[n].QueryID, recs[n].GalleryID
+	}, qi, gi, "record", "Relevance record references an unknown query or gallery ID"); err != nil {
+		return nil, err
+	}
 	out := make([][]Positive, len(qids))
 	type pair struct{ q, g int }
 	seen := make(map[pair]string, len(recs))
@@ -337,15 +342,7 @@ func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error
 		if where == "" {
 			where = fmt.Sprintf("record %d", n)
 		}
-		q, okq := qi[r.QueryID]
-		g, okg := gi[r.GalleryID]
-		if !okq || !okg {
-			bad, side := r.QueryID, "query"
-			if okq {
-				bad, side = r.GalleryID, "gallery"
-			}
-			return nil, invalid("%s: Relevance record references an unknown query or gallery ID: %s ID %s", where, side, msgfmt.Quote(bad))
-		}
+		q, g := qi[r.QueryID], gi[r.GalleryID]
 		if !validGrade(r.Grade) {
 			return nil, gradeErr(fmt.Sprintf("%s: query %s, gallery %s: %v", where, msgfmt.Quote(r.QueryID), msgfmt.Quote(r.GalleryID), r.Grade))
 		}
@@ -361,6 +358,50 @@ func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error
 		sort.Slice(ps, func(a, b int) bool { return ps[a].Index < ps[b].Index })
 	}
 	return out, nil
+}
+
+// unknownIDs reports every ID of n (query ID, gallery ID) pairs that is not
+// in the dataset: the first offending entry by its origin, then up to 10
+// unknown IDs per side (SPEC §1.3 preview lists).
+func unknownIDs(n int, pairAt func(int) (origin, q, g string), qi, gi map[string]int, what, fragment string) error {
+	var badQ, badG []string
+	seenQ, seenG := map[string]bool{}, map[string]bool{}
+	first := -1
+	for k := 0; k < n; k++ {
+		_, q, g := pairAt(k)
+		_, okq := qi[q]
+		_, okg := gi[g]
+		if !okq && !seenQ[q] {
+			seenQ[q] = true
+			badQ = append(badQ, q)
+		}
+		if !okg && !seenG[g] {
+			seenG[g] = true
+			badG = append(badG, g)
+		}
+		if (!okq || !okg) && first < 0 {
+			first = k
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	origin, q, g := pairAt(first)
+	if origin == "" {
+		origin = fmt.Sprintf("%s %d", what, first)
+	}
+	side, bad := "query", q
+	if _, ok := qi[q]; ok {
+		side, bad = "gallery", g
+	}
+	msg := fmt.Sprintf("%s: %s: %s ID %s", origin, fragment, side, msgfmt.Quote(bad))
+	if len(badQ) > 0 {
+		msg += fmt.Sprintf("; unknown query IDs (%d): %s", len(badQ), msgfmt.IDList(badQ))
+	}
+	if len(badG) > 0 {
+		msg += fmt.Sprintf("; unknown gallery IDs (%d): %s", len(badG), msgfmt.IDList(badG))
+	}
+	return invalid("%s", msg)
 }
 
 func labelsToPositives(ql, gl []string, nq, ng int) ([][]Positive, error) {
@@ -395,21 +436,13 @@ func resolveExclusions(pairs []Pair, qids, gids []string) ([][]int, int, error) 
 		return out, 0, nil
 	}
 	qi, gi := indexIDs(qids), indexIDs(gids)
-	for n, p := range pairs {
-		q, okq := qi[p.QueryID]
-		g, okg := gi[p.GalleryID]
-		if !okq || !okg {
-			where := p.Origin
-			if where == "" {
-				where = fmt.Sprintf("exclusion %d", n)
-			}
-			bad, side := p.QueryID, "query"
-			if okq {
-				bad, side = p.GalleryID, "gallery"
-			}
-			return nil, 0, invalid("%s: Exclusion references an unknown query or gallery ID: %s ID %s", where, side, msgfmt.Quote(bad))
-		}
-		out[q] = append(out[q], g)
+	if err := unknownIDs(len(pairs), func(n int) (string, string, string) {
+		return pairs[n].Origin, pairs[n].QueryID, pairs[n].GalleryID
+	}, qi, gi, "exclusion", "Exclusion references an unknown query or gallery ID"); err != nil {
+		return nil, 0, err
+	}
+	for _, p := range pairs {
+		out[qi[p.QueryID]] = append(out[qi[p.QueryID]], gi[p.GalleryID])
 	}
 	total := 0
 	for i, ex := range out {

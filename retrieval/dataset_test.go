@@ -196,3 +196,25 @@ func TestBidirectionalCheck(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestUnknownIDsListed(t *testing.T) {
+	var recs []Record
+	for i := 0; i < 13; i++ {
+		recs = append(recs, Record{QueryID: "0", GalleryID: "missing-" + string(rune('a'+i)), Grade: 1, Origin: "q.tsv:" + string(rune('1'+i))})
+	}
+	recs = append(recs, Record{QueryID: "nope", GalleryID: "0", Grade: 1})
+	_, err := NewDataset(base(t), RecordRelevance(recs))
+	if err == nil {
+		t.Fatal("want error")
+	}
+	msg := err.Error()
+	for _, frag := range []string{"q.tsv:1: Relevance record references an unknown query or gallery ID", `gallery ID "missing-a"`,
+		`unknown query IDs (1): ["nope"]`, `unknown gallery IDs (13): ["missing-a", `, `"missing-j", ...]`} {
+		if !strings.Contains(msg, frag) {
+			t.Errorf("%q lacks %q", msg, frag)
+		}
+	}
+	if strings.Contains(msg, "missing-k") {
+		t.Errorf("preview list longer than 10: %s", msg)
+	}
+}

@@ -70,3 +70,20 @@ func FuzzParseLabels(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseJSONIDs(f *testing.F) {
+	for _, s := range []string{`{"_id": "d1", "text": "x"}` + "\n", `{"id": 3}` + "\n", `"a"` + "\n7\n", "{\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ids, err := ParseJSONIDs("ids.jsonl", bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, id := range ids {
+			if id == "" || !utf8.ValidString(id) {
+				t.Fatalf("invalid ID %q accepted", id)
+			}
+		}
+	})
+}

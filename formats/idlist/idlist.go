@@ -24,14 +24,75 @@ const readBufSize = 64 << 10
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// ReadIDs reads an ID file: one ID per line.
+// ReadIDs reads an ID file: one ID per line, or for .jsonl/.ndjson one JSON
+// object per line whose "_id" (BEIR's queries.jsonl and corpus.jsonl) or
+// "id" field holds the ID, or a bare JSON string or integer.
 func ReadIDs(path string) ([]string, error) {
 	f, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if ext := normExt(filepath.Ext(path)); ext == ".jsonl" || ext == ".ndjson" {
+		return ParseJSONIDs(path, f)
+	}
 	return ParseIDs(path, f)
+}
+
+// ParseJSONIDs reads IDs from JSON Lines (see ReadIDs); other fields of an
+// object are ignored, blank lines skipped.
+func ParseJSONIDs(path string, r io.Reader) ([]string, error) {
+	lr, err := newLineReader(path, "IDs", r)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for {
+		s, ok, err := lr.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		id, err := jsonID(s)
+		if err != nil {
+			return nil, lineErr(path, lr.line, err)
+		}
+		out = append(out, id)
+	}
+}
+
+func jsonID(line string) (string, error) {
+	if !utf8.ValidString(line) {
+		return "", errors.New("malformed JSON line: invalid UTF-8")
+	}
+	trimmed := strings.TrimSpace(line)
+	if !strings.HasPrefix(trimmed, "{") {
+		id, err := jsonLabel(line) // a bare string or integer
+		if err != nil {
+			return "", errors.New(strings.ReplaceAll(err.Error(), "label", "ID"))
+		}
+		return id, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(trimmed), &obj); err != nil {
+		return "", fmt.Errorf("malformed JSON line: %w", err)
+	}
+	raw, ok := obj["_id"]
+	if !ok {
+		if raw, ok = obj["id"]; !ok {
+			return "", errors.New(`object has neither an "_id" nor an "id" field`)
+		}
+	}
+	id, err := jsonLabel(string(raw))
+	if err != nil {
+		return "", errors.New(strings.ReplaceAll(err.Error(), "label", "ID"))
+	}
+	return id, nil
 }
 
 // ParseIDs parses an ID stream; path is used in messages only. An empty

@@ -201,3 +201,21 @@ func TestReadLabels(t *testing.T) {
 		t.Fatalf("npy: err = %v, want a format error before opening", err)
 	}
 }
+
+func TestParseJSONIDs(t *testing.T) {
+	in := `{"_id": "doc1", "title": "", "text": "hello"}` + "\n" +
+		`{"id": 7, "text": "x"}` + "\n\n" + `"plain"` + "\n" + `42` + "\n"
+	got, err := ParseJSONIDs("corpus.jsonl", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"doc1", "7", "plain", "42"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q", got)
+	}
+	for _, bad := range []string{`{"text": "no id"}`, `{"_id": 1.5}`, `{"_id": ""}`, `{"_id": "a"`, `[1]`} {
+		if _, err := ParseJSONIDs("q.jsonl", strings.NewReader(bad+"\n")); err == nil || !strings.Contains(err.Error(), "q.jsonl:1:") {
+			t.Errorf("%s: got %v", bad, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/formats/qrels"
+	"github.com/vertebrae-eval/vertebrae/formats/safetensors"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -41,8 +42,15 @@ func readEmbeddings(path, tensor string, closers *[]func() error) (matrix.Matrix
 			return a.CSRMatrix()
 		}
 		return a.DenseMatrix(tensor)
+	case ".safetensors":
+		f, err := safetensors.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		*closers = append(*closers, f.Close)
+		return f.Matrix(tensor)
 	}
-	return nil, formats.Errorf(path, "unsupported embedding file format %q (supported here: .npy, .npz)", filepath.Ext(path))
+	return nil, formats.Errorf(path, "unsupported embedding file format %q (supported: .npy, .npz, .safetensors)", filepath.Ext(path))
 }
 
 // readRelevance reads a qrels file in any form of SPEC §6.4.3.
