@@ -118,3 +118,27 @@ func multiArchive(t *testing.T, m *matrix.Dense) string {
 	}
 	return buf.String()
 }
+
+// A BEIR folder works as it is: queries.jsonl and corpus.jsonl give the IDs
+// (rows in file order), qrels/test.tsv has the `query-id corpus-id score`
+// header, and judgements may come in any order.
+func TestBEIRLayout(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "qrels"), 0o755)
+	writeFile(t, dir, "queries.jsonl", `{"_id": "q-b", "text": "second?"}`+"\n"+`{"_id": "q-a", "text": "first?"}`+"\n")
+	writeFile(t, dir, "corpus.jsonl", `{"_id": "d3", "title": "", "text": "x"}`+"\n"+`{"_id": "d1", "text": "y"}`+"\n"+`{"_id": "d2", "text": "z"}`+"\n")
+	writeFile(t, dir, "qrels/test.tsv", "query-id\tcorpus-id\tscore\nq-a\td1\t1\nq-b\td2\t2\nq-b\td3\t1\n")
+	q := writeNPY(t, dir, "q.npy", [][]float64{{0, 1}, {1, 0}})                 // q-b, q-a
+	g := writeNPY(t, dir, "g.npy", [][]float64{{0.6, 0.8}, {1, 0.1}, {0.1, 1}}) // d3, d1, d2
+	code, stdout, stderr := run(t, "retrieval", "run", "--queries", q, "--gallery", g,
+		"--query-ids", filepath.Join(dir, "queries.jsonl"), "--gallery-ids", filepath.Join(dir, "corpus.jsonl"),
+		"--qrels", filepath.Join(dir, "qrels", "test.tsv"), "--gain", "linear", "--k", "1,2", "--primary", "ndcg@2", "--json", "-")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	m := forwardMetrics(t, reportOf(t, stdout))
+	// q-a ranks d1 first; q-b ranks d2 (grade 2) first and d3 (grade 1) second.
+	if m["mrr"] != 1.0 || m["ndcg@2"] != 1.0 || m["recall@1"] != 0.75 {
+		t.Errorf("metrics %v", m)
+	}
+}
