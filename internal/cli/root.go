@@ -95,7 +95,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return usagef("a retrieval subcommand is required (try \"vertebrae retrieval --help\")")
 		},
 	}
-	retrievalCmd.AddCommand(newRunCmd(stdout, stderr))
+	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr))
 	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), newBenchCmd(stdout), retrievalCmd)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if err := kernel.EnvErr(); err != nil {

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/qrels"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+	"github.com/vertebrae-eval/vertebrae/runeval"
+)
+
+// evalRunFlags are the flags of `vertebrae retrieval evaluate-run` (SPEC §6.7).
+type evalRunFlags struct {
+	qrels, qrelsFormat, run string
+	ks, primary, gain, ties string
+	name                    string
+	out                     outputFlags
+}
+
+func newEvaluateRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	var fl evalRunFlags
+	def := retrieval.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "evaluate-run",
+		Short: "Score an existing TREC run file against qrels",
+		Long: "Scores a TREC run (qid Q0 docid rank score tag) with the metrics of the exact protocol.\n" +
+			"Queries are the qrels queries with a positive grade; one the run lacks scores 0, and\n" +
+			"positives the run does not list count as never retrieved. Each query's run lines must be\n" +
+			"contiguous. Equal scores are ordered by docid descending (--ties trec, as trec_eval) or by\n" +
+			"the rank column (--ties rank).",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return evaluateRun(cmd, &fl, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.qrels, "qrels", "", "relevance file (TREC, TSV, CSV or JSONL)")
+	f.StringVar(&fl.qrelsFormat, "qrels-format", "", "trec, tsv, csv or jsonl (default: from the extension)")
+	f.StringVar(&fl.run, "run", "", "TREC run file to score")
+	f.StringVar(&fl.ks, "k", "1,5,10", "comma-separated cut-offs k")
+	f.StringVar(&fl.primary, "primary", def.PrimaryMetric, "primary metric, ndcg@K with K in --k")
+	f.StringVar(&fl.gain, "gain", def.Gain, "NDCG gain: exponential or linear (linear = trec_eval ndcg_cut)")
+	f.StringVar(&fl.ties, "ties", "trec", "order of equal scores: trec (docid descending) or rank (rank column)")
+	f.StringVar(&fl.name, "name", "", "result name (default: the run tag)")
+	// Only the report flags: this command writes no run or qrels, so emit
+	// never needs a dataset.
+	fl.out.register(cmd, false)
+	return cmd
+}
+
+func (fl *evalRunFlags) options(cmd *cobra.Command) (runeval.Options, qrels.Format, error) {
+	o := runeval.DefaultOptions()
+	if fl.qrels == "" {
+		return o, "", usagef("--qrels is required")
+	}
+	if fl.run == "" {
+		return o, "", usagef("--run is required")
+	}
+	if err := fl.out.check(cmd); err != nil {
+		return o, "", err
+	}
+	var qf qrels.Format
+	var err error
+	if fl.qrelsFormat != "" {
+		if qf, err = qrels.ParseFormat(fl.qrelsFormat); err != nil {
+			return o, "", usagef("--qrels-format: %v", err)
+		}
+	} else if qf, err = qrels.FormatFromPath(fl.qrels); err != nil {
+		return o, "", usagef("--qrels %s: %v (set --qrels-format)", fl.qrels, err)
+	}
+	if !qf.IsText() {
+		return o, "", usagef("--qrels-format: evaluate-run needs qrels with IDs (trec, tsv, csv or jsonl), not %s", qf)
+	}
+	if o.Ks, err = parseKs(fl.ks); err != nil {
+		return o, "", err
+	}
+	o.PrimaryMetric, o.Gain = fl.primary, fl.gain
+	if o.Ties, err = runeval.ParseTies(fl.ties); err != nil {
+		return o, "", usagef("--ties: %v", err)
+	}
+	if cmd.Flags().Changed("name") && strings.TrimSpace(fl.name) == "" {
+		return o, "", usagef("--name must not be blank")
+	}
+	o.Name = fl.name
+	// Configuration values are usage errors (exit 2) and are checked before
+	// any file is read.
+	cfg := retrieval.DefaultConfig()
+	cfg.Ks, cfg.PrimaryMetric, cfg.Gain = o.Ks, o.PrimaryMetric, o.Gain
+	if err := cfg.Validate(); err != nil {
+		return o, "", err
+	}
+	return o, qf, nil
+}
+
+func evaluateRun(cmd *cobra.Command, fl *evalRunFlags, stdout, stderr io.Writer) error {
+	o, qf, err := fl.options(cmd)
+	if err != nil {
+		return err
+	}
+	q, err := runeval.ReadQrels(fl.qrels, qf)
+	if err != nil {
+		return err
+	}
+	file, err := os.Open(fl.run)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is part of formats.Error
+		}
+		return &formats.Error{Path: fl.run, Msg: "cannot open file", Err: err}
+	}
+	defer file.Close() // read-only: nothing to lose on close
+	res, err := runeval.Evaluate(cmd.Context(), q, file, fl.run, o)
+	if err != nil {
+		return err
+	}
+	return fl.out.emit(res.Benchmark, nil, stdout, stderr)
+}
