@@ -15,6 +15,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/results"
@@ -51,6 +52,8 @@ type Options struct {
 	Threads int // 0 = GOMAXPROCS
 	// RunDepth: < 0 no ranking kept; 0 full ranking; N > 0 top N (forward).
 	RunDepth int
+	// MemoryConfig is recorded in the report (nil: the §7.1 defaults).
+	MemoryConfig map[string]any
 }
 
 // Run evaluates every backbone on ds under cfg and returns the ranked result.
@@ -82,7 +85,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			RetrievalConfig:     cfg,
 			CompressionConfigs:  []map[string]any{NoCompressionConfig()},
 			EmbeddingConfig:     map[string]any{"batch_size": 128, "streaming_enabled": true},
-			MemoryConfig:        DefaultMemoryConfig(),
+			MemoryConfig:        memoryConfig(opt.MemoryConfig),
 			ProtocolFingerprint: fp,
 			VertebraeVersion:    version.Version,
 		},
@@ -108,12 +111,11 @@ func NoCompressionConfig() map[string]any {
 	}
 }
 
-// DefaultMemoryConfig is the §7.1 default configuration.
-func DefaultMemoryConfig() map[string]any {
-	return map[string]any{
-		"max_memory_bytes": nil, "reserve_system_bytes": nil, "max_fraction": 0.75,
-		"allow_disk_spill": true, "model_memory_bytes": 0, "raw_batch_memory_bytes": 0, "spill_dir": "",
+func memoryConfig(m map[string]any) map[string]any {
+	if m == nil {
+		return memory.Default().AsMap()
 	}
+	return m
 }
 
 func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, b Backbone, opt Options) (*results.ExtractorResult, error) {

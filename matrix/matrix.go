@@ -423,3 +423,6 @@ func (m *Dense) ReadOnly() *Dense {
 	m.readOnly = true
 	return m
 }
+
+// IsReadOnly reports whether m's storage is a read-only mapping (see ReadOnly).
+func (m *Dense) IsReadOnly() bool { return m.readOnly }

@@ -10,11 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/formats"
 	"github.com/vertebrae-eval/vertebrae/formats/idlist"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -31,7 +33,36 @@ type runFlags struct {
 	name                         string
 	config                       configFlags
 	threads                      int
+	mem                          memoryFlags
 	out                          outputFlags
+}
+
+// memoryFlags map onto memory.Config (SPEC §7.1); not part of the protocol.
+type memoryFlags struct {
+	maxBytes int64
+	noSpill  bool
+	spillDir string
+}
+
+func (m *memoryFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Int64Var(&m.maxBytes, "max-memory-bytes", 0, "resident memory budget in bytes (default: derived from the machine, SPEC §7.2)")
+	f.BoolVar(&m.noSpill, "no-disk-spill", false, "fail instead of staging endpoints that do not fit the budget on disk")
+	f.StringVar(&m.spillDir, "spill-dir", "", "directory for spill files (default: the OS temporary directory)")
+}
+
+func (m *memoryFlags) config(cmd *cobra.Command) (memory.Config, error) {
+	cfg := memory.Default()
+	if cmd.Flags().Changed("max-memory-bytes") {
+		v := m.maxBytes
+		cfg.MaxMemoryBytes = &v
+	}
+	cfg.AllowDiskSpill = !m.noSpill
+	cfg.SpillDir = m.spillDir
+	if err := cfg.Validate(); err != nil {
+		return cfg, &UsageError{Msg: err.Error()}
+	}
+	return cfg, nil
 }
 
 // configFlags map onto retrieval.Config (SPEC §3.1).
@@ -117,6 +148,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
 	fl.config.register(cmd)
+	fl.mem.register(cmd)
 	fl.out.register(cmd, true)
 	return cmd
 }
@@ -168,25 +200,34 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
+	memCfg, err := fl.mem.config(cmd)
+	if err != nil {
+		return err
+	}
+	budget, err := encode.BudgetFor(memCfg)
+	if err != nil {
+		return err
+	}
 	var closers []func() error
 	defer func() {
-		for _, c := range closers {
-			_ = c() // read-only mappings: nothing to lose on close
+		// Mappings and spill files: closing releases them; nothing to lose.
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
 		}
 	}()
-	ds, err := fl.loadDataset(&closers)
+	ds, err := fl.loadDataset(ctx, budget, &closers)
 	if err != nil {
 		return err
 	}
 	bench, err := evaluate.Run(ctx, ds, cfg, []evaluate.Backbone{evaluate.Precomputed(fl.name)},
-		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption()})
+		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap()})
 	if err != nil {
 		return err
 	}
 	return fl.out.emit(bench, ds, stdout, stderr)
 }
 
-func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, error) {
+func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, closers *[]func() error) (*retrieval.Dataset, error) {
 	var qids, gids []string
 	var err error
 	if fl.queryIDs != "" {
@@ -207,6 +248,9 @@ func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, er
 		return nil, err
 	}
 	if err := checkAligned("query", fl.queryIDs, qids, fl.queries, qm); err != nil {
+		return nil, err
+	}
+	if qm, err = admit(ctx, fmt.Sprintf("Retriever '%s' query embeddings", fl.name), qm, budget, closers); err != nil {
 		return nil, err
 	}
 	identity := retrieval.FromContent()
@@ -237,6 +281,9 @@ func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, er
 	if err := checkAligned("gallery", fl.galleryIDs, gids, fl.gallery, gm); err != nil {
 		return nil, err
 	}
+	if gm, err = admit(ctx, fmt.Sprintf("Retriever '%s' gallery embeddings", fl.name), gm, budget, closers); err != nil {
+		return nil, err
+	}
 	if qm.Cols() != gm.Cols() {
 		return nil, fmt.Errorf("Query and gallery embedding dimensions must match: %s has width %d, %s has width %d (same width; got %d and %d)",
 			fl.queries, qm.Cols(), fl.gallery, gm.Cols(), qm.Cols(), gm.Cols())
@@ -258,6 +305,34 @@ func (fl *runFlags) loadDataset(closers *[]func() error) (*retrieval.Dataset, er
 	return retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
 	}, rel, opts...)
+}
+
+// admitRows is the batch size in which file inputs are admitted.
+const admitRows = 4096
+
+// admit makes a file endpoint respect the memory budget (SPEC §7): a
+// read-only mapping is already disk-backed and is used as it is when spilling
+// is allowed; anything else goes through the admission pipeline, which keeps
+// it in memory when it fits, stages it in a memory-mapped spill file when it
+// does not, and without spill fails with the memory-budget message.
+func admit(ctx context.Context, owner string, m matrix.Matrix, budget *encode.Budget, closers *[]func() error) (matrix.Matrix, error) {
+	if d, ok := m.(*matrix.Dense); ok && d.IsReadOnly() && budget.AllowSpill() {
+		return m, nil
+	}
+	out, closeFn, err := encode.Endpoint(ctx, owner, m.Rows(), admitRows, func(_ context.Context, lo, hi int) (matrix.Matrix, error) {
+		switch t := m.(type) {
+		case *matrix.Dense:
+			return t.RowSlice(lo, hi), nil
+		case *matrix.CSR:
+			return t.RowSlice(lo, hi), nil
+		}
+		return nil, fmt.Errorf("unsupported matrix type %T", m)
+	}, budget)
+	if err != nil {
+		return nil, err
+	}
+	*closers = append(*closers, closeFn)
+	return out, nil
 }
 
 // checkAligned names both files when an ID file and an embedding file

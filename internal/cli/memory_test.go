@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/formats/npz"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+)
+
+// A budget far below the endpoints' size: with spill the run stages them in
+// memory-mapped files and gives the unbounded metrics; without spill it
+// fails with the SPEC §7.4 message, on the query side, and writes nothing.
+func TestMemoryBudget(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	dir := t.TempDir()
+	q, g, qrels, _ := randomFiles(t, dir, r, 30, 500, 16, false, true)
+	// The same gallery in an .npz (read into memory, not mapped).
+	gm := readRows(t, g)
+	dense, _ := matrix.FromRows(gm)
+	var buf bytes.Buffer
+	if err := npz.WriteDense(&buf, "g", dense); err != nil {
+		t.Fatal(err)
+	}
+	gz := writeFile(t, dir, "g.npz", buf.String())
+	spill := t.TempDir()
+	metrics := func(args ...string) map[string]any {
+		t.Helper()
+		code, stdout, stderr := run(t, append([]string{"retrieval", "run", "--qrels", qrels, "--json", "-"}, args...)...)
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		rep := reportOf(t, stdout)
+		return rep["extractor_results"].([]any)[0].(map[string]any)["forward"].(map[string]any)
+	}
+	want := metrics("--queries", q, "--gallery", g)
+	for _, gallery := range []string{g, gz} {
+		got := metrics("--queries", q, "--gallery", gallery, "--max-memory-bytes", "1000", "--spill-dir", spill)
+		if !reflect.DeepEqual(got["metrics"], want["metrics"]) || !reflect.DeepEqual(got["diagnostics"], want["diagnostics"]) {
+			t.Errorf("%s: spilled run differs from the unbounded one", gallery)
+		}
+	}
+	if entries, _ := os.ReadDir(spill); len(entries) != 0 {
+		t.Errorf("spill files left behind: %v", entries)
+	}
+	out := filepath.Join(dir, "out.json")
+	code, _, stderr := run(t, "retrieval", "run", "--queries", q, "--gallery", gz, "--qrels", qrels, "--max-memory-bytes", "1000", "--no-disk-spill", "--json", out)
+	want7 := "Retriever 'precomputed' query embeddings is estimated to require 3840 bytes, exceeding the memory budget of 1000 bytes. Enable MemoryConfig.allow_disk_spill or increase max_memory_bytes."
+	if code != 1 || !strings.Contains(stderr, want7) {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("failed run wrote its report")
+	}
+	// A budget that holds the queries but not the gallery fails on the gallery.
+	code, _, stderr = run(t, "retrieval", "run", "--queries", q, "--gallery", gz, "--qrels", qrels, "--max-memory-bytes", "10000", "--no-disk-spill")
+	if code != 1 || !strings.Contains(stderr, "Retriever 'precomputed' gallery embeddings is estimated to require 67840 bytes, exceeding the memory budget of 10000 bytes.") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	if code, _, _ := run(t, "retrieval", "run", "--queries", q, "--gallery", g, "--qrels", qrels, "--max-memory-bytes", "0"); code != 2 {
+		t.Errorf("--max-memory-bytes 0 must be a usage error, got %d", code)
+	}
+}
