@@ -8,10 +8,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -29,6 +31,8 @@ type Backbone struct {
 	Recipe map[string]any // JSON-compatible; nil reports {}
 	// Encode embeds one endpoint ("query" or "gallery").
 	Encode func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error)
+	// Variants, when set, replaces Options.Compression for this backbone.
+	Variants []compress.Config
 }
 
 // Precomputed is the backbone for datasets whose endpoints already are
@@ -54,6 +58,9 @@ type Options struct {
 	RunDepth int
 	// MemoryConfig is recorded in the report (nil: the §7.1 defaults).
 	MemoryConfig map[string]any
+	// Compression lists the paired-compression variants scored for every
+	// backbone, in order (nil: only the uncompressed one, SPEC §8).
+	Compression []compress.Config
 }
 
 // Run evaluates every backbone on ds under cfg and returns the ranked result.
@@ -63,12 +70,39 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		return nil, err
 	}
 	cfg = cfg.Clone()
+	variants := opt.Compression
+	if len(variants) == 0 {
+		variants = []compress.Config{compress.Default()}
+	}
+	compressionConfigs := make([]map[string]any, len(variants))
+	for i, c := range variants {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		compressionConfigs[i] = c.AsMap()
+	}
+	// Names are known before anything runs, except those that depend on a
+	// fitted dimension (preserve_variance): those are checked as they appear.
 	seen := map[string]bool{}
 	for _, b := range backbones {
-		if seen[b.Name] {
-			return nil, fmt.Errorf("%w: %s", results.ErrDuplicateName, msgfmt.Quote(b.Name))
+		for _, c := range b.Variants {
+			if err := c.Validate(); err != nil {
+				return nil, err
+			}
+			if !slices.ContainsFunc(compressionConfigs, func(m map[string]any) bool { return reflect.DeepEqual(m, c.AsMap()) }) {
+				compressionConfigs = append(compressionConfigs, c.AsMap())
+			}
 		}
-		seen[b.Name] = true
+		for _, c := range variantsOf(b, variants) {
+			name := compress.VariantName(b.Name, c, 0)
+			if c.PreserveVariance != nil && c.IsEnabled() {
+				continue
+			}
+			if seen[name] {
+				return nil, fmt.Errorf("%w: %s", results.ErrDuplicateName, msgfmt.Quote(name))
+			}
+			seen[name] = true
+		}
 	}
 	if cfg.Bidirectional {
 		if err := ds.CheckBidirectional(); err != nil {
@@ -83,7 +117,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		DatasetSummary: ds.Summary(),
 		Metadata: results.Metadata{
 			RetrievalConfig:     cfg,
-			CompressionConfigs:  []map[string]any{NoCompressionConfig()},
+			CompressionConfigs:  compressionConfigs,
 			EmbeddingConfig:     map[string]any{"batch_size": 128, "streaming_enabled": true},
 			MemoryConfig:        memoryConfig(opt.MemoryConfig),
 			ProtocolFingerprint: fp,
@@ -91,11 +125,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		},
 	}
 	for _, b := range backbones {
-		r, err := runBackbone(ctx, ds, cfg, b, opt)
+		rs, err := runBackbone(ctx, ds, cfg, b, variantsOf(b, variants), opt)
 		if err != nil {
 			return nil, err
 		}
-		bench.ExtractorResults = append(bench.ExtractorResults, r)
+		bench.ExtractorResults = append(bench.ExtractorResults, rs...)
 	}
 	if err := bench.Finalize(); err != nil {
 		return nil, err
@@ -103,12 +137,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	return bench, nil
 }
 
-// NoCompressionConfig is the §8.1 "none" entry with every field present.
-func NoCompressionConfig() map[string]any {
-	return map[string]any{
-		"method": "none", "enabled": false, "n_components": nil, "preserve_variance": nil,
-		"whiten": false, "precision": nil, "assume_matryoshka": false, "random_state": 42, "dtype": nil,
+func variantsOf(b Backbone, def []compress.Config) []compress.Config {
+	if len(b.Variants) > 0 {
+		return b.Variants
 	}
+	return def
 }
 
 func memoryConfig(m map[string]any) map[string]any {
@@ -118,7 +151,9 @@ func memoryConfig(m map[string]any) map[string]any {
 	return m
 }
 
-func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, b Backbone, opt Options) (*results.ExtractorResult, error) {
+// runBackbone encodes both endpoints once and scores every compression
+// variant of them (SPEC §9.2 step 5).
+func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, b Backbone, variants []compress.Config, opt Options) ([]*results.ExtractorResult, error) {
 	t0 := time.Now()
 	q, err := b.Encode(ctx, "query", ds.Queries())
 	if err != nil {
@@ -134,9 +169,33 @@ func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Confi
 	if g.Rows() != ds.NumGallery() {
 		return nil, fmt.Errorf("Retriever '%s' gallery embeddings returned %d embeddings for %d rows", b.Name, g.Rows(), ds.NumGallery())
 	}
+	extraction := time.Since(t0).Seconds()
+	var out []*results.ExtractorResult
+	for _, c := range variants {
+		comp, err := compress.Apply(ctx, c, q, g)
+		if err != nil {
+			return nil, fmt.Errorf("Retriever '%s' compression %s: %w", b.Name, c.Method, err)
+		}
+		r, err := scoreVariant(ctx, ds, cfg, b, comp, opt)
+		if err != nil {
+			return nil, err
+		}
+		dim := 0
+		if d, ok := comp.Metadata["compressed_dim"].(int); ok {
+			dim = d
+		}
+		r.Name = compress.VariantName(b.Name, c, dim)
+		r.Runtime.ExtractionSeconds = extraction
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// scoreVariant scores one (compressed) pair of endpoints in both directions.
+func scoreVariant(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, b Backbone, comp *compress.Result, opt Options) (*results.ExtractorResult, error) {
 	t1 := time.Now()
 	fwdProblem := rank.Problem{
-		Queries: q, Gallery: g, QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(),
+		Queries: comp.Query, Gallery: comp.Gallery, QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(),
 		Relevance: ds.RawRelevance(), Exclusions: ds.RawExclusions(),
 	}
 	fwd, err := Direction(ctx, fwdProblem, cfg, opt.Threads, opt.RunDepth)
@@ -144,8 +203,8 @@ func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Confi
 		return nil, err
 	}
 	res := &results.ExtractorResult{
-		Name: b.Name, ExtractorType: b.Type, Forward: fwd, PrimaryScore: fwd.Score,
-		Recipe: b.Recipe,
+		ExtractorType: b.Type, Forward: fwd, PrimaryScore: fwd.Score,
+		Recipe: b.Recipe, CompressionMetadata: comp.Metadata,
 	}
 	if res.ExtractorType == "" {
 		res.ExtractorType = "unknown"
@@ -161,28 +220,13 @@ func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Confi
 		res.Reverse = rev
 		res.PrimaryScore = (fwd.Score + rev.Score) / 2
 	}
-	res.CompressionMetadata = noCompressionMetadata(g)
-	res.Runtime = results.Runtime{
-		ExtractionSeconds: t1.Sub(t0).Seconds(),
-		ScoringSeconds:    time.Since(t1).Seconds(),
-	}
-	ws := append([]string(nil), fwd.Warnings...)
+	res.Runtime.ScoringSeconds = time.Since(t1).Seconds()
+	ws := append(append([]string(nil), fwd.Warnings...), comp.Warnings...)
 	if res.Reverse != nil {
 		ws = append(ws, res.Reverse.Warnings...)
 	}
 	res.Warnings = sortedUnique(ws)
 	return res, nil
-}
-
-func noCompressionMetadata(g matrix.Matrix) map[string]any {
-	return map[string]any{
-		"enabled": false, "method": "none", "applied": false,
-		"original_dim": g.Cols(), "compressed_dim": g.Cols(),
-		"input_sparse": g.Sparse(), "output_sparse": g.Sparse(),
-		"dtype": g.DType().String(), "warnings": []any{},
-		"recipe":   map[string]any{"method": "none", "enabled": false},
-		"fit_side": "gallery",
-	}
 }
 
 // Reverse swaps the roles of queries and gallery (SPEC §4.8): relevance is

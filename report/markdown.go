@@ -50,6 +50,12 @@ func Markdown(b *results.Benchmark) ([]byte, error) {
 	if err := writeRanking(&buf, b, ranked); err != nil {
 		return nil, err
 	}
+	if hasCompression(ranked) {
+		buf.WriteString("\n## Compression\n\n")
+		if err := writeCompression(&buf, ranked); err != nil {
+			return nil, err
+		}
+	}
 	buf.WriteString("\n## Details\n")
 	for i, r := range ranked {
 		if err := writeDetails(&buf, i+1, r); err != nil {
@@ -165,4 +171,57 @@ func fixed4(f float64, name, what string) (string, error) {
 		return "", fmt.Errorf("markdown report: result %s: non-finite %s %v", msgfmt.Quote(name), what, f)
 	}
 	return strconv.FormatFloat(f, 'f', 4, 64), nil
+}
+
+// hasCompression reports whether any result is a compression variant (then
+// the report shows quality against gallery bytes).
+func hasCompression(ranked []*results.ExtractorResult) bool {
+	for _, r := range ranked {
+		if m, _ := r.CompressionMetadata["method"].(string); m != "" && m != "none" {
+			return true
+		}
+	}
+	return false
+}
+
+// writeCompression renders the quality-versus-bytes table: every ranked
+// result with its compressed width, gallery bytes and compression ratio
+// (uncompressed and skipped variants show their input width and "-").
+func writeCompression(buf *bytes.Buffer, ranked []*results.ExtractorResult) error {
+	buf.WriteString("| extractor | method | applied | dim | gallery bytes | ratio | primary score |\n")
+	buf.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
+	for _, r := range ranked {
+		md := r.CompressionMetadata
+		method, _ := md["method"].(string)
+		applied, _ := md["applied"].(bool)
+		dim := "-"
+		if d, ok := asInt(md["compressed_dim"]); ok {
+			dim = strconv.Itoa(d)
+		}
+		bytesCell, ratio := "-", "-"
+		if v, ok := asInt(md["resident_bytes"]); ok && applied {
+			bytesCell = strconv.Itoa(v)
+		}
+		if v, ok := md["compression_ratio"].(float64); ok && applied {
+			ratio = strconv.FormatFloat(v, 'f', 2, 64)
+		}
+		score, err := fixed4(r.PrimaryScore, r.Name, "primary_score")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(buf, "| %s | %s | %t | %s | %s | %s | %s |\n", EscapeMarkdown(r.Name), EscapeMarkdown(method), applied, dim, bytesCell, ratio, score)
+	}
+	return nil
+}
+
+func asInt(v any) (int, bool) {
+	switch t := v.(type) {
+	case int:
+		return t, true
+	case int64:
+		return int(t), true
+	case float64:
+		return int(t), t == float64(int(t))
+	}
+	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/demo"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -68,8 +69,19 @@ func DemoSetup() (*retrieval.Dataset, []evaluate.Backbone, error) {
 	var backbones []evaluate.Backbone
 	for _, bb := range demo.Backbones() {
 		bb := bb
+		var variants []compress.Config
+		if bb.Name == "avg-pool-4x4" {
+			// One paired-compression variant (SPEC §6.2): PCA of the small
+			// pooled descriptor keeps the demo within seconds.
+			pca, err := compress.ParseSpec("pca:16", compress.DefaultRandomState, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			variants = []compress.Config{compress.Default(), pca}
+		}
 		backbones = append(backbones, evaluate.Backbone{
-			Name: bb.Name, Type: bb.Type, Recipe: withName(bb.Recipe, bb.Name, bb.Type),
+			Variants: variants,
+			Name:     bb.Name, Type: bb.Type, Recipe: withName(bb.Recipe, bb.Name, bb.Type),
 			Encode: func(_ context.Context, side string, items retrieval.Items) (matrix.Matrix, error) {
 				im, ok := items.(imageItems)
 				if !ok {

@@ -66,3 +66,46 @@ func TestMemoryBudget(t *testing.T) {
 		t.Errorf("--max-memory-bytes 0 must be a usage error, got %d", code)
 	}
 }
+
+func TestCompressionVariants(t *testing.T) {
+	f := newFixture(t)
+	code, stdout, stderr := run(t, "retrieval", "run", "--queries", f.q, "--gallery", f.g, "--qrels", f.qrels(t),
+		"--compress", "pca:2", "--compress", "quantize:int8", "--compress", "prefix-matryoshka:1", "--similarity", "dot", "--json", "-")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	rep := reportOf(t, stdout)
+	byName := map[string]map[string]any{}
+	for _, r := range rep["extractor_results"].([]any) {
+		m := r.(map[string]any)
+		byName[m["name"].(string)] = m
+	}
+	for _, name := range []string{"precomputed", "precomputed[pca_2]", "precomputed[quantize_int8]", "precomputed[prefix_truncate_1]"} {
+		if byName[name] == nil {
+			t.Fatalf("missing result %q (have %v)", name, byName)
+		}
+	}
+	skip := byName["precomputed[pca_2]"]
+	cm := skip["compression_metadata"].(map[string]any)
+	want := "Requested n_components=2 is greater than or equal to the original dimension 2; skipping compression."
+	if cm["applied"] != false || cm["fit_side"] != "gallery" || !strings.Contains(strings.Join(toStrings(skip["warnings"]), "|"), want) {
+		t.Errorf("skipped pca: %v / %v", cm, skip["warnings"])
+	}
+	if byName["precomputed[quantize_int8]"]["compression_metadata"].(map[string]any)["quantization_mode"] != "symmetric_absmax" {
+		t.Error("int8 metadata")
+	}
+	if n := len(rep["metadata"].(map[string]any)["compression_configs"].([]any)); n != 4 {
+		t.Errorf("%d compression configs", n)
+	}
+	if code, _, stderr := run(t, "retrieval", "run", "--queries", f.q, "--gallery", f.g, "--qrels", f.qrels(t), "--compress", "pca:x"); code != 2 {
+		t.Errorf("bad spec: exit %d %s", code, stderr)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}

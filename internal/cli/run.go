@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/formats"
@@ -34,7 +36,38 @@ type runFlags struct {
 	config                       configFlags
 	threads                      int
 	mem                          memoryFlags
+	comp                         compressFlags
 	out                          outputFlags
+}
+
+// compressFlags choose paired-compression variants (SPEC §8).
+type compressFlags struct {
+	specs  []string
+	seed   int
+	whiten bool
+}
+
+func (c *compressFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringArrayVar(&c.specs, "compress", nil, "add a compression variant (repeatable): pca:K, pca-variance:P, truncated-svd:K, gaussian-rp:K, sparse-rp:K, prefix:K, prefix-matryoshka:K, quantize:float16|int8|uint8")
+	f.IntVar(&c.seed, "compress-seed", compress.DefaultRandomState, "seed of the randomised compression methods")
+	f.BoolVar(&c.whiten, "whiten", false, "whiten PCA outputs")
+}
+
+// configs returns the uncompressed variant followed by the requested ones.
+func (c *compressFlags) configs() ([]compress.Config, error) {
+	out := []compress.Config{compress.Default()}
+	for _, spec := range c.specs {
+		cfg, err := compress.ParseSpec(spec, c.seed, c.whiten)
+		if err != nil {
+			return nil, usagef("--compress %s: %v", spec, err)
+		}
+		out = append(out, cfg)
+	}
+	if c.whiten && !slices.ContainsFunc(out, func(x compress.Config) bool { return x.Method == compress.MethodPCA }) {
+		return nil, usagef("--whiten applies to pca variants only; add --compress pca:K")
+	}
+	return out, nil
 }
 
 // memoryFlags map onto memory.Config (SPEC §7.1); not part of the protocol.
@@ -149,6 +182,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
 	fl.config.register(cmd)
 	fl.mem.register(cmd)
+	fl.comp.register(cmd)
 	fl.out.register(cmd, true)
 	return cmd
 }
@@ -204,6 +238,10 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
+	variants, err := fl.comp.configs()
+	if err != nil {
+		return err
+	}
 	budget, err := encode.BudgetFor(memCfg)
 	if err != nil {
 		return err
@@ -220,7 +258,7 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 		return err
 	}
 	bench, err := evaluate.Run(ctx, ds, cfg, []evaluate.Backbone{evaluate.Precomputed(fl.name)},
-		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap()})
+		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap(), Compression: variants})
 	if err != nil {
 		return err
 	}
