@@ -33,6 +33,9 @@ type Backbone struct {
 	Encode func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error)
 	// Variants, when set, replaces Options.Compression for this backbone.
 	Variants []compress.Config
+	// Release, when set, is called once the backbone's variants are scored
+	// (or its run failed), to free its endpoints.
+	Release func() error
 }
 
 // Precomputed is the backbone for datasets whose endpoints already are
@@ -61,6 +64,8 @@ type Options struct {
 	// Compression lists the paired-compression variants scored for every
 	// backbone, in order (nil: only the uncompressed one, SPEC §8).
 	Compression []compress.Config
+	// EmbeddingConfig is recorded in the report (nil: the §9.3 defaults).
+	EmbeddingConfig map[string]any
 }
 
 // Run evaluates every backbone on ds under cfg and returns the ranked result.
@@ -118,7 +123,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		Metadata: results.Metadata{
 			RetrievalConfig:     cfg,
 			CompressionConfigs:  compressionConfigs,
-			EmbeddingConfig:     map[string]any{"batch_size": 128, "streaming_enabled": true},
+			EmbeddingConfig:     embeddingConfig(opt.EmbeddingConfig),
 			MemoryConfig:        memoryConfig(opt.MemoryConfig),
 			ProtocolFingerprint: fp,
 			VertebraeVersion:    version.Version,
@@ -126,6 +131,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	}
 	for _, b := range backbones {
 		rs, err := runBackbone(ctx, ds, cfg, b, variantsOf(b, variants), opt)
+		if b.Release != nil {
+			if rerr := b.Release(); err == nil && rerr != nil {
+				err = fmt.Errorf("Retriever '%s': release endpoints: %w", b.Name, rerr)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -135,6 +145,13 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		return nil, err
 	}
 	return bench, nil
+}
+
+func embeddingConfig(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{"batch_size": 128, "streaming_enabled": true}
+	}
+	return m
 }
 
 func variantsOf(b Backbone, def []compress.Config) []compress.Config {
@@ -155,13 +172,14 @@ func memoryConfig(m map[string]any) map[string]any {
 // variant of them (SPEC §9.2 step 5).
 func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, b Backbone, variants []compress.Config, opt Options) ([]*results.ExtractorResult, error) {
 	t0 := time.Now()
+	// Encoders name the extractor and endpoint in their errors.
 	q, err := b.Encode(ctx, "query", ds.Queries())
 	if err != nil {
-		return nil, fmt.Errorf("Retriever '%s' query embeddings: %w", b.Name, err)
+		return nil, err
 	}
 	g, err := b.Encode(ctx, "gallery", ds.Gallery())
 	if err != nil {
-		return nil, fmt.Errorf("Retriever '%s' gallery embeddings: %w", b.Name, err)
+		return nil, err
 	}
 	if q.Rows() != ds.NumQueries() {
 		return nil, fmt.Errorf("Retriever '%s' query embeddings returned %d embeddings for %d rows", b.Name, q.Rows(), ds.NumQueries())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -202,6 +203,18 @@ func checkEndpoint(side string, it Items, ids []string) error {
 	}
 	if !modalityRe.MatchString(it.Modality()) {
 		return invalid("%s modality %q must match [a-z][a-z0-9_]*", side, it.Modality())
+	}
+	if im, ok := it.(Images); ok {
+		for i, path := range im {
+			if st, err := os.Stat(path); err != nil || st.IsDir() {
+				id := strconv.Itoa(i)
+				if i < len(ids) {
+					id = ids[i]
+				}
+				return invalid("%s image %d (ID %s) is missing or not a file: %s", side, i, msgfmt.Quote(id), path)
+			}
+		}
+		return nil
 	}
 	e, ok := it.(EmbeddingItems)
 	if !ok {

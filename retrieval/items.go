@@ -1,6 +1,11 @@
 package retrieval
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
 	"regexp"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -49,4 +54,76 @@ func (e EmbeddingItems) Slice(lo, hi int) Items {
 		return EmbeddingItems{m: t.RowSlice(lo, hi)}
 	}
 	return EmbeddingItems{m: e.m}
+}
+
+// Texts is an endpoint of raw UTF-8 strings (modality "text").
+type Texts []string
+
+// Len implements Items.
+func (t Texts) Len() int { return len(t) }
+
+// Modality implements Items.
+func (t Texts) Modality() string { return "text" }
+
+// Slice implements Items.
+func (t Texts) Slice(lo, hi int) Items { return t[lo:hi:hi] }
+
+// ContentDigest is the §2.9 text digest: SHA-256 over, per item, an 8-byte
+// big-endian length followed by the UTF-8 bytes.
+func (t Texts) ContentDigest() (map[string]any, error) {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range t {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	return map[string]any{"kind": "text", "count": len(t), "sha256": hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Images is an endpoint of local image file paths (modality "image").
+type Images []string
+
+// Len implements Items.
+func (im Images) Len() int { return len(im) }
+
+// Modality implements Items.
+func (im Images) Modality() string { return "image" }
+
+// Slice implements Items.
+func (im Images) Slice(lo, hi int) Items { return im[lo:hi:hi] }
+
+// ContentDigest is the §2.9 image digest: the text framing over each file's
+// bytes.
+func (im Images) ContentDigest() (map[string]any, error) {
+	h := sha256.New()
+	var n [8]byte
+	for i, p := range im {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("image %d (%s): %w", i, p, err)
+		}
+		binary.BigEndian.PutUint64(n[:], uint64(len(data)))
+		h.Write(n[:])
+		h.Write(data)
+	}
+	return map[string]any{"kind": "image", "count": len(im), "sha256": hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// IDsOnly is an endpoint known only by its row count, for extractors that
+// supply their own matrices (modality "embeddings").
+type IDsOnly int
+
+// Len implements Items.
+func (n IDsOnly) Len() int { return int(n) }
+
+// Modality implements Items.
+func (n IDsOnly) Modality() string { return ModalityEmbeddings }
+
+// Slice implements Items.
+func (n IDsOnly) Slice(lo, hi int) Items { return IDsOnly(hi - lo) }
+
+// ContentDigest is the §2.9 IDs-only digest.
+func (n IDsOnly) ContentDigest() (map[string]any, error) {
+	return map[string]any{"kind": "ids", "count": int(n)}, nil
 }

@@ -1,0 +1,84 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vertebrae-eval/vertebrae/compress"
+	"github.com/vertebrae-eval/vertebrae/encode"
+	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// Benchmark runs a dataset against several extractors × compression variants
+// under one protocol and returns the ranked result of SPEC §5. Endpoints are
+// encoded through the memory-bounded pipeline; each extractor's endpoints are
+// released once its variants are scored.
+type Benchmark struct {
+	Dataset     *retrieval.Dataset
+	Config      retrieval.Config
+	Extractors  []Entry
+	Compression []compress.Config // nil: only the uncompressed variant
+	Embedding   EmbeddingConfig
+	Memory      memory.Config
+	Threads     int // 0 = GOMAXPROCS
+	RunDepth    int // < 0 none, 0 full ranking, N top N (forward)
+}
+
+// Run checks every extractor against the dataset before encoding anything,
+// then evaluates them in order. An error in any extractor aborts the run.
+func (b *Benchmark) Run(ctx context.Context) (*results.Benchmark, error) {
+	if b.Dataset == nil {
+		return nil, fmt.Errorf("benchmark has no dataset")
+	}
+	if len(b.Extractors) == 0 {
+		return nil, fmt.Errorf("benchmark has no extractors")
+	}
+	if err := b.Embedding.Validate(); err != nil {
+		return nil, err
+	}
+	qm, gm := b.Dataset.Queries().Modality(), b.Dataset.Gallery().Modality()
+	for _, e := range b.Extractors {
+		if err := Check(e, qm, gm); err != nil {
+			return nil, err
+		}
+	}
+	budget, err := encode.BudgetFor(b.Memory)
+	if err != nil {
+		return nil, err
+	}
+	backbones := make([]evaluate.Backbone, len(b.Extractors))
+	for i, e := range b.Extractors {
+		var enc *Encoded
+		backbones[i] = evaluate.Backbone{
+			Name: e.Extractor.Name(), Type: e.Extractor.Type(), Recipe: e.Extractor.Recipe(),
+			// evaluate encodes the query side first: that call runs the
+			// whole §9.2 flow (fit on the gallery, queries, then gallery).
+			Encode: func(ctx context.Context, side string, _ retrieval.Items) (matrix.Matrix, error) {
+				if enc == nil {
+					var err error
+					if enc, err = Encode(ctx, b.Dataset, e, b.Embedding, budget); err != nil {
+						return nil, err
+					}
+				}
+				if side == "query" {
+					return enc.Query, nil
+				}
+				return enc.Gallery, nil
+			},
+			Release: func() error {
+				if enc == nil {
+					return nil
+				}
+				return enc.Close()
+			},
+		}
+	}
+	return evaluate.Run(ctx, b.Dataset, b.Config, backbones, evaluate.Options{
+		Threads: b.Threads, RunDepth: b.RunDepth, Compression: b.Compression,
+		MemoryConfig: b.Memory.AsMap(), EmbeddingConfig: b.Embedding.AsMap(),
+	})
+}

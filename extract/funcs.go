@@ -1,0 +1,141 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// Func is a same-modality Encoder built from Go functions.
+type Func struct {
+	ExtractorName string
+	ExtractorType string
+	Serves        string // modality, or "multimodal" / "embeddings"
+	Streaming     bool   // each output row depends only on its own input row
+	RecipeValues  map[string]any
+	EncodeFunc    func(ctx context.Context, b Batch) (matrix.Matrix, error)
+	// FitFunc, when set, is called once with the gallery inputs.
+	FitFunc func(ctx context.Context, gallery retrieval.Items) error
+}
+
+func (f *Func) Name() string        { return f.ExtractorName }
+func (f *Func) Type() string        { return f.ExtractorType }
+func (f *Func) StreamingSafe() bool { return f.Streaming }
+func (f *Func) Modality() string    { return f.Serves }
+
+// Recipe implements Extractor; func extractors are cache-safe only with an
+// explicit cache_identity (SPEC §9.5), which the recipe values may carry.
+func (f *Func) Recipe() map[string]any {
+	r := map[string]any{"name": f.ExtractorName, "extractor_type": typeOr(f.ExtractorType, "func")}
+	for k, v := range f.RecipeValues {
+		r[k] = v
+	}
+	return r
+}
+
+// Encode implements Encoder.
+func (f *Func) Encode(ctx context.Context, b Batch) (matrix.Matrix, error) { return f.EncodeFunc(ctx, b) }
+
+// Fit implements Fitter (a no-op without FitFunc).
+func (f *Func) Fit(ctx context.Context, gallery retrieval.Items) error {
+	if f.FitFunc == nil {
+		return nil
+	}
+	return f.FitFunc(ctx, gallery)
+}
+
+// FuncBranches is the "explicit branch encoders" case: a BranchEncoder with
+// branches "query" and "gallery", each a Go function serving a declared
+// modality (text queries against an image gallery, say).
+type FuncBranches struct {
+	ExtractorName                  string
+	ExtractorType                  string
+	QueryModality, GalleryModality string
+	RecipeValues                   map[string]any
+	Query, Gallery                 func(ctx context.Context, b Batch) (matrix.Matrix, error)
+}
+
+func (f *FuncBranches) Name() string        { return f.ExtractorName }
+func (f *FuncBranches) Type() string        { return f.ExtractorType }
+func (f *FuncBranches) StreamingSafe() bool { return true }
+
+// Recipe implements Extractor.
+func (f *FuncBranches) Recipe() map[string]any {
+	r := map[string]any{"name": f.ExtractorName, "extractor_type": typeOr(f.ExtractorType, "func_branches"),
+		"branches": map[string]any{"query": f.QueryModality, "gallery": f.GalleryModality}}
+	for k, v := range f.RecipeValues {
+		r[k] = v
+	}
+	return r
+}
+
+// Branches implements BranchEncoder.
+func (f *FuncBranches) Branches() map[string]string {
+	return map[string]string{"query": f.QueryModality, "gallery": f.GalleryModality}
+}
+
+// EncodeBranch implements BranchEncoder.
+func (f *FuncBranches) EncodeBranch(ctx context.Context, b Batch, branch string) (matrix.Matrix, error) {
+	switch branch {
+	case "query":
+		return f.Query(ctx, b)
+	case "gallery":
+		return f.Gallery(ctx, b)
+	}
+	return nil, fmt.Errorf("Extractor %s has no branch %q", f.ExtractorName, branch)
+}
+
+func typeOr(t, def string) string {
+	if t == "" {
+		return def
+	}
+	return t
+}
+
+// Precomputed serves embedding tables computed elsewhere: the query table
+// for the query endpoint, the gallery table for the gallery endpoint (the
+// only adapter that looks at Batch.Side, SPEC §9.1).
+type Precomputed struct {
+	ExtractorName  string
+	Query, Gallery matrix.Matrix
+	RecipeValues   map[string]any
+}
+
+func (p *Precomputed) Name() string        { return p.ExtractorName }
+func (p *Precomputed) Type() string        { return "precomputed" }
+func (p *Precomputed) StreamingSafe() bool { return true }
+func (p *Precomputed) Modality() string    { return ModalityEmbeddings }
+
+// Recipe implements Extractor.
+func (p *Precomputed) Recipe() map[string]any {
+	r := map[string]any{"name": p.ExtractorName, "extractor_type": "precomputed"}
+	for k, v := range p.RecipeValues {
+		r[k] = v
+	}
+	return r
+}
+
+// Encode implements Encoder: rows [Start, Start+n) of the side's table.
+func (p *Precomputed) Encode(_ context.Context, b Batch) (matrix.Matrix, error) {
+	t := p.Query
+	if b.Side == "gallery" {
+		t = p.Gallery
+	}
+	lo, hi := b.Start, b.Start+b.Items.Len()
+	if t == nil || hi > t.Rows() {
+		rows := 0
+		if t != nil {
+			rows = t.Rows()
+		}
+		return nil, fmt.Errorf("precomputed %s table has %d rows; rows [%d, %d) requested", b.Side, rows, lo, hi)
+	}
+	switch m := t.(type) {
+	case *matrix.Dense:
+		return m.RowSlice(lo, hi), nil
+	case *matrix.CSR:
+		return m.RowSlice(lo, hi), nil
+	}
+	return nil, fmt.Errorf("precomputed %s table: unsupported matrix type %T", b.Side, t)
+}
