@@ -36,7 +36,9 @@ func (f *Func) Recipe() map[string]any {
 }
 
 // Encode implements Encoder.
-func (f *Func) Encode(ctx context.Context, b Batch) (matrix.Matrix, error) { return f.EncodeFunc(ctx, b) }
+func (f *Func) Encode(ctx context.Context, b Batch) (matrix.Matrix, error) {
+	return f.EncodeFunc(ctx, b)
+}
 
 // Fit implements Fitter (a no-op without FitFunc).
 func (f *Func) Fit(ctx context.Context, gallery retrieval.Items) error {
