@@ -1,0 +1,64 @@
+package command
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vertebrae-eval/vertebrae/extract"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// items turns an endpoint batch into the rows the program receives.
+func items(b extract.Batch) ([]Item, error) {
+	out := make([]Item, b.Items.Len())
+	for i := range out {
+		if i < len(b.IDs) {
+			out[i].ID = b.IDs[i]
+		}
+	}
+	switch t := b.Items.(type) {
+	case retrieval.Texts:
+		for i, s := range t {
+			out[i].Text = s
+		}
+	case retrieval.Images:
+		for i, p := range t {
+			out[i].Path = p
+		}
+	default:
+		return nil, fmt.Errorf("command extractor: %s inputs cannot be sent to a program", b.Items.Modality())
+	}
+	return out, nil
+}
+
+// encoder adapts an Extractor to extract.Encoder.
+type encoder struct{ *Extractor }
+
+func (e encoder) Encode(ctx context.Context, b extract.Batch) (matrix.Matrix, error) {
+	it, err := items(b)
+	if err != nil {
+		return nil, err
+	}
+	return e.Extractor.Encode(ctx, b.Side, b.Start, it)
+}
+
+// branchEncoder adapts an Extractor with branches to extract.BranchEncoder.
+type branchEncoder struct{ *Extractor }
+
+func (e branchEncoder) EncodeBranch(ctx context.Context, b extract.Batch, branch string) (matrix.Matrix, error) {
+	it, err := items(b)
+	if err != nil {
+		return nil, err
+	}
+	return e.Extractor.EncodeBranch(ctx, branch, b.Side, b.Start, it)
+}
+
+// AsExtractor returns e as an extract.Encoder, or as an
+// extract.BranchEncoder when it was configured with branches.
+func (e *Extractor) AsExtractor() extract.Extractor {
+	if len(e.Branches()) > 0 {
+		return branchEncoder{e}
+	}
+	return encoder{e}
+}

@@ -1,0 +1,174 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/vertebrae-eval/vertebrae/formats/npy"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+)
+
+var npyMagic = []byte("\x93NUMPY")
+
+// parseNPY decodes a single 2-D float .npy array with one row per ID; start
+// is the endpoint index of the first row.
+func parseNPY(out []byte, start int, ids []string) (*matrix.Dense, error) {
+	m, err := npy.DecodeMatrix("stdout", out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	// DecodeMatrix ignores trailing bytes; here they mean the program
+	// printed something after the array, so the output is suspect.
+	h, off, err := npy.ParseHeader(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	size, err := h.DataSize()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if extra := len(out) - off - size; extra > 0 {
+		return nil, fmt.Errorf("%w: %d unexpected bytes after the .npy array on stdout", ErrMalformed, extra)
+	}
+	if m.Rows() != len(ids) {
+		return nil, fmt.Errorf("returned %d embeddings for %d rows", m.Rows(), len(ids))
+	}
+	if m.Cols() == 0 {
+		return nil, fmt.Errorf("%w: .npy array has zero columns", ErrMalformed)
+	}
+	if r, c, bad := matrix.FirstNonFinite(m); bad {
+		return nil, fmt.Errorf("row %d (ID %q) must contain only finite numeric values; column %d is %v",
+			start+r, ids[r], c, m.At(r, c))
+	}
+	return m, nil
+}
+
+// parseJSONL decodes one embedding per non-blank line. Rows past len(ids)
+// are only counted, so the row-count error reports the true number.
+func parseJSONL(out []byte, start int, ids []string) (*matrix.Dense, error) {
+	n := len(ids)
+	var data []float64
+	width, widthLine := 0, 0
+	rows := 0
+	for lineNo := 1; len(out) > 0; lineNo++ {
+		line := out
+		if i := bytes.IndexByte(out, '\n'); i >= 0 {
+			line, out = out[:i], out[i+1:]
+		} else {
+			out = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if rows >= n {
+			rows++
+			continue
+		}
+		vals, err := parseLine(line, start+rows, ids[rows])
+		if err != nil {
+			return nil, fmt.Errorf("output line %d: %w", lineNo, err)
+		}
+		if rows == 0 {
+			width, widthLine = len(vals), lineNo
+			// Each further value takes at least two bytes ("0,"), which
+			// bounds the allocation by what the program actually wrote.
+			data = make([]float64, 0, width*min(n, 1+len(out)/(2*width)))
+		} else if len(vals) != width {
+			return nil, fmt.Errorf("output line %d: %w: ragged rows: %d values, line %d has %d",
+				lineNo, ErrMalformed, len(vals), widthLine, width)
+		}
+		data = append(data, vals...)
+		rows++
+	}
+	if rows != n {
+		return nil, fmt.Errorf("returned %d embeddings for %d rows", rows, n)
+	}
+	return matrix.NewDense64(n, width, data)
+}
+
+// parseLine decodes `[numbers]` or `{"embedding": [numbers]}` for the row
+// with endpoint index and ID id. An object's optional "index" and "id" must
+// match, which catches programs that reorder rows.
+func parseLine(line []byte, index int, id string) ([]float64, error) {
+	arr := line
+	if line[0] == '{' {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(line, &obj); err != nil {
+			return nil, jsonError(line, err)
+		}
+		emb, ok := obj["embedding"]
+		if !ok {
+			return nil, fmt.Errorf("%w: object has no \"embedding\" field", ErrMalformed)
+		}
+		if raw, ok := obj["index"]; ok {
+			var got int
+			if err := json.Unmarshal(raw, &got); err != nil || got != index {
+				return nil, fmt.Errorf("%w: \"index\" is %s, expected %d (rows must be in input order)", ErrMalformed, clip(raw), index)
+			}
+		}
+		if raw, ok := obj["id"]; ok {
+			var got string
+			if err := json.Unmarshal(raw, &got); err != nil || got != id {
+				return nil, fmt.Errorf("%w: \"id\" is %s, expected %q (rows must be in input order)", ErrMalformed, clip(raw), id)
+			}
+		}
+		arr = bytes.TrimSpace(emb)
+	}
+	// Checked here because json.Unmarshal accepts null as an empty slice.
+	if len(arr) == 0 || arr[0] != '[' {
+		return nil, fmt.Errorf("%w: want a JSON array of numbers or {\"embedding\": [...]}; got %s", ErrMalformed, clip(arr))
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(arr, &elems); err != nil {
+		return nil, jsonError(arr, err)
+	}
+	if len(elems) == 0 {
+		return nil, fmt.Errorf("%w: empty embedding", ErrMalformed)
+	}
+	vals := make([]float64, len(elems))
+	for j, raw := range elems {
+		raw = bytes.TrimSpace(raw)
+		// A JSON number starts with '-' or a digit; anything else ("NaN" as
+		// a string, null, true) is not a number.
+		if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			return nil, fmt.Errorf("%w: column %d is not a number: %s", ErrMalformed, j, clip(raw))
+		}
+		v, err := strconv.ParseFloat(string(raw), 64)
+		if math.IsInf(v, 0) {
+			return nil, fmt.Errorf("row %d (ID %q) must contain only finite numeric values; column %d (%s) overflows float64",
+				index, id, j, clip(raw))
+		}
+		// A range error without infinity is underflow to zero or a
+		// subnormal, which any float parser would accept.
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Errorf("%w: column %d: %w", ErrMalformed, j, err)
+		}
+		vals[j] = v
+	}
+	return vals, nil
+}
+
+// jsonError describes a JSON syntax error; Python's json module writes NaN
+// and Infinity bare, which is the most likely cause worth pointing out.
+func jsonError(line []byte, err error) error {
+	hint := ""
+	if bytes.Contains(line, []byte("NaN")) || bytes.Contains(line, []byte("Infinity")) {
+		hint = " (NaN and Infinity are not JSON numbers; embeddings must be finite)"
+	}
+	return fmt.Errorf("%w: %v in %s%s", ErrMalformed, err, clip(line), hint)
+}
+
+// clip shortens b for messages.
+func clip(b []byte) string {
+	const max = 40
+	if len(b) > max {
+		return strings.ToValidUTF8(string(b[:max]), "\uFFFD") + "..."
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}

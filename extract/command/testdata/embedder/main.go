@@ -1,0 +1,240 @@
+// Command embedder is a stand-in embedding program for the command extractor
+// tests. It reads the JSON Lines rows on stdin and writes deterministic
+// vectors; flags make it misbehave in the ways the extractor must catch.
+//
+// The vector of a row with string value s (text, or the base name of an image
+// path) and endpoint index i is
+//
+//	[count('a'), count('b'), count('c'), runes(s), i + 0.25, runes(s) / 3]
+//
+// and of a vector value v, [sum(v), len(v), i + 0.25].
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+type row struct {
+	Index    int             `json:"index"`
+	ID       string          `json:"id"`
+	Side     string          `json:"side"`
+	Modality string          `json:"modality"`
+	Value    json.RawMessage `json:"value"`
+}
+
+var (
+	format    = flag.String("format", "jsonl", "output format: jsonl, object or npy")
+	dtype     = flag.String("dtype", "f8", "npy element type: f4 or f8")
+	fail      = flag.Bool("fail", false, "write 100 stderr lines and exit 3")
+	bigStderr = flag.Bool("big-stderr", false, "write 1 MiB to stderr and exit 3")
+	rowsDelta = flag.Int("rows-delta", 0, "emit this many rows more (or fewer)")
+	badLine   = flag.Int("malformed-line", 0, "replace this 1-based output line with garbage")
+	nanRow    = flag.Int("nan-row", -1, "make column 1 of this row NaN (a JSON string in jsonl)")
+	raggedRow = flag.Int("ragged-row", -1, "drop the last value of this row")
+	swapIndex = flag.Bool("swap-index", false, "object format: report index+1")
+	trailing  = flag.Bool("trailing", false, "npy format: write extra bytes after the array")
+	sleep     = flag.Duration("sleep", 0, "sleep this long after reading stdin")
+	spawn     = flag.Bool("spawn", false, "start a sleeping copy of itself that shares stdout, then sleep")
+	pidFile   = flag.String("pidfile", "", "write the process ID to this file")
+	record    = flag.String("record", "", "append the environment, cwd and stdin to this file")
+	noRead    = flag.Bool("no-read", false, "exit at once without reading stdin or writing anything")
+)
+
+func main() {
+	flag.Parse()
+	if *noRead {
+		return
+	}
+	if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			die(err)
+		}
+	}
+	var rows []row
+	var lines []string
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		var r row
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			die(fmt.Errorf("bad input line %d: %w", len(lines), err))
+		}
+		rows = append(rows, r)
+	}
+	if err := sc.Err(); err != nil {
+		die(err)
+	}
+	if *record != "" {
+		writeRecord(lines)
+	}
+	if *fail {
+		for i := range 100 {
+			fmt.Fprintf(os.Stderr, "noise line %d\n", i)
+		}
+		fmt.Fprintln(os.Stderr, "fatal: model exploded")
+		os.Exit(3)
+	}
+	if *bigStderr {
+		fmt.Fprint(os.Stderr, strings.Repeat("x", 1<<20))
+		os.Exit(3)
+	}
+	if *spawn {
+		child := exec.Command(os.Args[0], "-sleep", "1h", "-pidfile", *pidFile+".child")
+		child.Stdin = strings.NewReader("")
+		child.Stdout = os.Stdout // holds the pipe open unless it is killed too
+		child.Stderr = os.Stderr
+		if err := child.Start(); err != nil {
+			die(err)
+		}
+		*sleep = time.Hour
+	}
+	if *sleep > 0 {
+		time.Sleep(*sleep)
+	}
+
+	vecs := make([][]float64, 0, len(rows))
+	for _, r := range rows {
+		vecs = append(vecs, vector(r))
+	}
+	n := max(len(vecs)+*rowsDelta, 0)
+	for len(vecs) < n {
+		vecs = append(vecs, vecs[len(vecs)-1])
+	}
+	vecs = vecs[:n]
+	if *raggedRow >= 0 {
+		vecs[*raggedRow] = vecs[*raggedRow][:len(vecs[*raggedRow])-1]
+	}
+	if *nanRow >= 0 {
+		vecs[*nanRow][1] = math.NaN()
+	}
+
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	if *format == "npy" {
+		writeNPY(out, vecs)
+		if *trailing {
+			out.WriteString("done\n")
+		}
+		return
+	}
+	for i, v := range vecs {
+		line := jsonArray(v)
+		if *format == "object" {
+			index := rows[min(i, len(rows)-1)].Index
+			if *swapIndex {
+				index++
+			}
+			line = fmt.Sprintf(`{"index": %d, "embedding": %s}`, index, line)
+		}
+		if i+1 == *badLine {
+			line = "[1, 2,"
+		}
+		fmt.Fprintln(out, line)
+	}
+}
+
+func vector(r row) []float64 {
+	base := float64(r.Index) + 0.25
+	var s string
+	if err := json.Unmarshal(r.Value, &s); err != nil {
+		var v []float64
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			die(fmt.Errorf("row %d: value is neither a string nor numbers", r.Index))
+		}
+		sum := 0.0
+		for _, x := range v {
+			sum += x
+		}
+		return []float64{sum, float64(len(v)), base}
+	}
+	if r.Modality == "image" {
+		s = filepath.Base(s)
+	}
+	n := float64(utf8.RuneCountInString(s))
+	return []float64{
+		float64(strings.Count(s, "a")), float64(strings.Count(s, "b")), float64(strings.Count(s, "c")),
+		n, base, n / 3,
+	}
+}
+
+// jsonArray writes NaN as the string "NaN", the way some hand-written
+// serialisers do; the extractor must reject it as malformed.
+func jsonArray(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		if math.IsNaN(x) {
+			parts[i] = `"NaN"`
+		} else {
+			parts[i] = strconv.FormatFloat(x, 'g', -1, 64)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// writeNPY writes a format 1.0 C-order little-endian array, as np.save does.
+func writeNPY(w *bufio.Writer, vecs [][]float64) {
+	cols := 0
+	if len(vecs) > 0 {
+		cols = len(vecs[0])
+	}
+	header := fmt.Sprintf("{'descr': '<%s', 'fortran_order': False, 'shape': (%d, %d), }", *dtype, len(vecs), cols)
+	pad := 64 - (10+len(header)+1)%64
+	header += strings.Repeat(" ", pad%64) + "\n"
+	w.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(w, binary.LittleEndian, uint16(len(header)))
+	w.WriteString(header)
+	for _, v := range vecs {
+		for _, x := range v[:cols] {
+			if *dtype == "f4" {
+				binary.Write(w, binary.LittleEndian, float32(x))
+			} else {
+				binary.Write(w, binary.LittleEndian, x)
+			}
+		}
+	}
+}
+
+func writeRecord(lines []string) {
+	cwd, _ := os.Getwd()
+	rec := map[string]any{
+		"args":  os.Args[1:],
+		"cwd":   cwd,
+		"stdin": lines,
+		"env": map[string]string{
+			"VERTEBRAE_SIDE":     os.Getenv("VERTEBRAE_SIDE"),
+			"VERTEBRAE_BRANCH":   os.Getenv("VERTEBRAE_BRANCH"),
+			"VERTEBRAE_MODALITY": os.Getenv("VERTEBRAE_MODALITY"),
+			"EMBEDDER_TOKEN":     os.Getenv("EMBEDDER_TOKEN"),
+		},
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		die(err)
+	}
+	f, err := os.OpenFile(*record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		die(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		die(err)
+	}
+}
+
+func die(err error) {
+	fmt.Fprintln(os.Stderr, "embedder:", err)
+	os.Exit(1)
+}
