@@ -138,6 +138,9 @@ func (r *run) encode(lo int, first matrix.Matrix) (matrix.Matrix, error) {
 	if err := r.check(m, lo, hi, first); err != nil {
 		return nil, err
 	}
+	if p := progressOf(r.ctx); p != nil {
+		p(r.owner, hi, r.n)
+	}
 	return m, nil
 }
 
