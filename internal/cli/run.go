@@ -28,6 +28,7 @@ type runFlags struct {
 	queriesTensor, galleryTensor string
 	queryIDs, galleryIDs         string
 	qrels, qrelsFormat           string
+	spec                         string
 	queryLabels, galleryLabels   string
 	leaveOneOut                  bool
 	exclusions                   string
@@ -179,6 +180,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.datasetID, "dataset-id", "", "declared dataset identity (with --dataset-revision)")
 	f.StringVar(&fl.datasetRevision, "dataset-revision", "", "declared dataset revision (with --dataset-id)")
 	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
+	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
 	fl.config.register(cmd)
 	fl.mem.register(cmd)
@@ -227,6 +229,9 @@ func (fl *runFlags) check(cmd *cobra.Command) error {
 }
 
 func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
+	if fl.spec != "" {
+		return runSpec(ctx, cmd, fl, stdout, stderr)
+	}
 	if err := fl.check(cmd); err != nil {
 		return err
 	}

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProgress(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := &progress{w: &buf, start: map[string]time.Time{}, now: func() time.Time { return clock }}
+	p.report("Retriever 'x' query embeddings", 50, 100)
+	clock = clock.Add(2 * time.Second)
+	p.report("Retriever 'x' query embeddings", 100, 100)
+	if got := buf.String(); got != "vertebrae: Retriever 'x' query embeddings: 100 rows in 2.0s (50 rows/s)\n" {
+		t.Errorf("line mode: %q", got)
+	}
+	buf.Reset()
+	p = &progress{w: &buf, terminal: true, start: map[string]time.Time{}, now: func() time.Time { return clock }}
+	p.report("q", 10, 40)
+	clock = clock.Add(time.Second)
+	p.report("q", 20, 40)
+	out := buf.String()
+	if !strings.Contains(out, "\rq [############------------]  50% 20/40 20 rows/s ETA 1s") || strings.HasSuffix(out, "\n") {
+		t.Errorf("bar mode: %q", out)
+	}
+}

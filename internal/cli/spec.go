@@ -1,0 +1,345 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vertebrae-eval/vertebrae/encode"
+	"github.com/vertebrae-eval/vertebrae/extract"
+	"github.com/vertebrae-eval/vertebrae/extract/command"
+	"github.com/vertebrae-eval/vertebrae/extract/hosted"
+	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+	"github.com/vertebrae-eval/vertebrae/runspec"
+)
+
+// specOverrides are the flags allowed next to --spec (SPEC §6.3).
+var specOverrides = map[string]bool{"spec": true, "json": true, "markdown": true, "csv": true, "run": true,
+	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true}
+
+// runSpec evaluates a declarative run file (SPEC §6.5).
+func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
+	var bad []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if !specOverrides[f.Name] {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --threads and --quiet are allowed; got %s", strings.Join(bad, ", "))
+	}
+	spec, err := runspec.Load(fl.spec)
+	if err != nil {
+		return err
+	}
+	if spec.Engine != "" && spec.Engine != "local" {
+		return fmt.Errorf("%s: engine %q is not available in this build; use engine: local", fl.spec, spec.Engine)
+	}
+	out := fl.out
+	changed := cmd.Flags().Changed
+	for _, o := range []struct {
+		flag string
+		dst  *string
+		val  string
+	}{{"json", &out.json, spec.Outputs.JSON}, {"markdown", &out.markdown, spec.Outputs.Markdown}, {"csv", &out.csv, spec.Outputs.CSV},
+		{"run", &out.run, spec.Outputs.Run}, {"write-qrels", &out.writeQrels, spec.Outputs.WriteQrels}} {
+		if !changed(o.flag) {
+			*o.dst = o.val
+		}
+	}
+	if !changed("run-depth") && spec.Outputs.RunDepth != nil {
+		out.runDepth = *spec.Outputs.RunDepth
+	}
+	if err := out.check(cmd); err != nil {
+		return err
+	}
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}()
+	ds, tables, err := specDataset(spec, &closers)
+	if err != nil {
+		return err
+	}
+	entries := make([]extract.Entry, len(spec.Extractors))
+	for i := range spec.Extractors {
+		e := &spec.Extractors[i]
+		x, err := specExtractor(spec, e, tables, &closers)
+		if err != nil {
+			return err
+		}
+		entries[i] = extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch}
+	}
+	bench := &extract.Benchmark{
+		Dataset: ds, Config: spec.Retrieval, Extractors: entries, Compression: spec.Compression,
+		Embedding: extract.EmbeddingConfig(spec.Embedding), Memory: spec.Memory,
+		Threads: fl.threads, RunDepth: out.runDepthOption(),
+	}
+	if !out.quiet {
+		ctx = encode.WithProgress(ctx, newProgress(stderr).report)
+	}
+	b, err := bench.Run(ctx)
+	if err != nil {
+		return err
+	}
+	return out.emit(b, ds, stdout, stderr)
+}
+
+// endpointTables are the embedding files a dataset names, for precomputed
+// extractors that do not name their own.
+type endpointTables struct{ query, gallery matrix.Matrix }
+
+func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Dataset, endpointTables, error) {
+	d := spec.Dataset
+	var tables endpointTables
+	load := func(ep runspec.Endpoint, side string, table *matrix.Matrix) (retrieval.Items, []string, error) {
+		var ids []string
+		var err error
+		if ep.IDs != "" {
+			if ids, err = idlist.ReadIDs(ep.IDs); err != nil {
+				return nil, nil, err
+			}
+		}
+		switch ep.Modality {
+		case "", retrieval.ModalityEmbeddings:
+			if ep.Path == "" {
+				if ids == nil {
+					return nil, nil, fmt.Errorf("%s: dataset.%s needs a path or an ids file", spec.Path, side)
+				}
+				return retrieval.IDsOnly(len(ids)), ids, nil
+			}
+			m, err := readEmbeddings(ep.Path, ep.Tensor, closers)
+			if err != nil {
+				return nil, nil, err
+			}
+			*table = m
+			return retrieval.Embeddings(m), ids, nil
+		case "text":
+			texts, fileIDs, err := readTexts(ep.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ids == nil {
+				ids = fileIDs
+			}
+			return retrieval.Texts(texts), ids, nil
+		case "image":
+			paths, err := readImageList(ep.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			return retrieval.Images(paths), ids, nil
+		}
+		return nil, nil, fmt.Errorf("%s: dataset.%s: modality %q has no built-in reader (use text, image or embeddings)", spec.Path, side, ep.Modality)
+	}
+	q, qids, err := load(d.Queries, "queries", &tables.query)
+	if err != nil {
+		return nil, tables, err
+	}
+	identity := retrieval.FromContent()
+	if d.Declared() {
+		identity = retrieval.Declared(d.ID, d.Revision)
+	}
+	var excl []retrieval.Pair
+	if d.Exclusions != "" {
+		if excl, err = readExclusions(d.Exclusions); err != nil {
+			return nil, tables, err
+		}
+	}
+	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithMetadata(d.Metadata)}
+	if d.Labels != nil && d.Labels.LeaveOneOut {
+		labels, err := readLabels(d.Labels.Queries)
+		if err != nil {
+			return nil, tables, err
+		}
+		tables.gallery = tables.query
+		ds, err := retrieval.NewLeaveOneOutDataset(q, qids, labels, opts...)
+		return ds, tables, err
+	}
+	g, gids, err := load(d.Gallery, "gallery", &tables.gallery)
+	if err != nil {
+		return nil, tables, err
+	}
+	var rel retrieval.Relevance
+	if d.Qrels != nil {
+		rel, err = readRelevance(d.Qrels.Path, d.Qrels.Format)
+	} else {
+		var ql, gl []string
+		if ql, err = readLabels(d.Labels.Queries); err == nil {
+			if gl, err = readLabels(d.Labels.Gallery); err == nil {
+				rel = retrieval.LabelRelevance(ql, gl)
+			}
+		}
+	}
+	if err != nil {
+		return nil, tables, err
+	}
+	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: q, Gallery: g, QueryIDs: qids, GalleryIDs: gids}, rel, opts...)
+	return ds, tables, err
+}
+
+// readTexts reads raw texts (SPEC §6.4.6): .txt one per line, or .jsonl
+// with a JSON string or an object with a "text" field per line (an "_id" or
+// "id" field gives the row's ID, as in BEIR's corpus.jsonl).
+func readTexts(path string) ([]string, []string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, &formats.Error{Path: path, Msg: "cannot open file", Err: err}
+	}
+	defer f.Close()
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".jsonl" && ext != ".ndjson" {
+		texts, err := idlist.ParseLabels(path, ".txt", f)
+		return texts, nil, err
+	}
+	var texts, ids []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return nil, nil, formats.LineErrorf(path, line, "malformed JSON line: %v", err)
+		}
+		switch t := v.(type) {
+		case string:
+			texts = append(texts, t)
+		case map[string]any:
+			text, ok := t["text"].(string)
+			if !ok {
+				return nil, nil, formats.LineErrorf(path, line, `object has no string "text" field`)
+			}
+			if title, _ := t["title"].(string); title != "" {
+				text = title + " " + text
+			}
+			texts = append(texts, text)
+			id, _ := t["_id"].(string)
+			if id == "" {
+				id, _ = t["id"].(string)
+			}
+			ids = append(ids, id)
+		default:
+			return nil, nil, formats.LineErrorf(path, line, "each line must be a JSON string or an object with a text field")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, &formats.Error{Path: path, Msg: "read failed", Err: err}
+	}
+	if len(ids) != len(texts) || strings.Contains(strings.Join(ids, "\x00")+"\x00", "\x00\x00") {
+		ids = nil // IDs only when every row carries one
+	}
+	return texts, ids, nil
+}
+
+// readImageList reads a .txt list of image paths; relative paths resolve
+// against the list file's directory.
+func readImageList(path string) ([]string, error) {
+	paths, err := idlist.ReadIDs(path)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range paths {
+		if !filepath.IsAbs(p) {
+			paths[i] = filepath.Join(filepath.Dir(path), p)
+		}
+	}
+	return paths, nil
+}
+
+// specExtractor builds one run-file extractor (SPEC §9.4).
+func specExtractor(spec *runspec.Spec, e *runspec.Extractor, tables endpointTables, closers *[]func() error) (extract.Extractor, error) {
+	switch e.Type {
+	case runspec.TypePrecomputed:
+		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery}
+		if path := e.Str("queries"); path != "" {
+			m, err := readEmbeddings(path, e.Str("queries_tensor"), closers)
+			if err != nil {
+				return nil, err
+			}
+			p.Query = m
+		}
+		if path := e.Str("gallery"); path != "" {
+			m, err := readEmbeddings(path, e.Str("gallery_tensor"), closers)
+			if err != nil {
+				return nil, err
+			}
+			p.Gallery = m
+		}
+		if p.Query == nil || p.Gallery == nil {
+			return nil, e.Errorf("queries", "a precomputed extractor needs queries and gallery tables (options queries/gallery or dataset paths)")
+		}
+		return p, nil
+	case runspec.TypeOpenAI, runspec.TypeOllama, runspec.TypeTEI:
+		cacheDir := ""
+		if e.Cache {
+			cacheDir = filepath.Join(spec.Dir, ".vertebrae_cache", "hosted")
+		}
+		c, err := hosted.New(hosted.Config{
+			Provider: e.Type, BaseURL: e.Str("base_url"), Model: e.Str("model"), Dimensions: e.Int("dimensions", 0),
+			APIKeyEnv: e.Str("api_key_env"), Headers: e.StringMap("headers"), BatchSize: e.Int("batch_size", 0),
+			Concurrency: e.Int("max_concurrency", 0), MaxRetries: maxRetries(e),
+			BackoffBase: e.Duration("initial_backoff", 0), BackoffMax: e.Duration("max_backoff", 0),
+			Timeout: e.Duration("request_timeout", 0), CacheDir: cacheDir,
+		})
+		if err != nil {
+			return nil, e.Errorf("base_url", "%v", err)
+		}
+		recipe := c.Recipe()
+		return &extract.Func{
+			ExtractorName: e.Name, ExtractorType: e.Type, Serves: "text", Streaming: true, RecipeValues: recipe,
+			EncodeFunc: func(ctx context.Context, b extract.Batch) (matrix.Matrix, error) {
+				texts, ok := b.Items.(retrieval.Texts)
+				if !ok {
+					return nil, fmt.Errorf("Extractor %s does not support retrieval modality %s", e.Name, b.Items.Modality())
+				}
+				return c.Embed(ctx, texts)
+			},
+		}, nil
+	case runspec.TypeCommand:
+		env := []string{}
+		for k, v := range e.StringMap("env") {
+			env = append(env, k+"="+v)
+		}
+		x, err := command.New(command.Config{
+			Name: e.Name, Argv: e.Strings("command"), Dir: e.Str("dir"), Env: env,
+			Modality: e.Str("modality"), Branches: e.StringMap("branches"), BatchSize: e.Int("batch_size", 0),
+			Timeout: e.Duration("timeout", command.DefaultTimeout), BatchDependent: !e.Bool("streaming_safe", true),
+			CacheIdentity: e.Str("cache_identity"),
+		})
+		if err != nil {
+			return nil, e.Errorf("command", "%v", err)
+		}
+		return x.AsExtractor(), nil
+	}
+	return nil, e.Errorf("type", "type %s needs the ONNX Runtime adapters, which this build does not include", e.Type)
+}
+
+// maxRetries maps the run file's max_retries (0 = no retries) onto the
+// client's convention (0 = default).
+func maxRetries(e *runspec.Extractor) int {
+	if _, set := e.Options["max_retries"]; !set {
+		return 0
+	}
+	if n := e.Int("max_retries", 0); n > 0 {
+		return n
+	}
+	return hosted.NoRetries
+}

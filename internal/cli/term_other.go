@@ -1,0 +1,7 @@
+//go:build !unix
+
+package cli
+
+import "os"
+
+func isTerminal(*os.File) bool { return false }
