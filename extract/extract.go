@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/encode"
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -210,4 +211,24 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingCo
 		*side.dst = m
 	}
 	return out, nil
+}
+
+// StatefulFitter is a Fitter whose fitted state can be serialised, which a
+// distributed run needs to ship the state to its workers (SPEC §11.2).
+type StatefulFitter interface {
+	Fitter
+	MarshalState() ([]byte, error)
+	UnmarshalState([]byte) error
+}
+
+// ContentDigester is implemented by custom endpoint items that support
+// content identity (SPEC §2.9).
+type ContentDigester interface {
+	ContentDigest() (map[string]any, error)
+}
+
+// RecipeHash is an extractor's identity: H({"identity_schema": 2, "recipe":
+// recipe}) (SPEC §10.2).
+func RecipeHash(x Extractor) (string, error) {
+	return canonjson.Hash(map[string]any{"identity_schema": 2, "recipe": x.Recipe()})
 }

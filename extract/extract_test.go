@@ -188,3 +188,18 @@ func TestPrecomputedAdapter(t *testing.T) {
 		t.Errorf("%+v", res.ExtractorResults[0])
 	}
 }
+
+func TestRecipeHash(t *testing.T) {
+	a := &Func{ExtractorName: "m", Serves: "text", RecipeValues: map[string]any{"model": "x"}}
+	b := &Func{ExtractorName: "m", Serves: "text", RecipeValues: map[string]any{"model": "y"}}
+	ha, err := RecipeHash(a)
+	if err != nil || len(ha) != 64 {
+		t.Fatal(ha, err)
+	}
+	if hb, _ := RecipeHash(b); hb == ha {
+		t.Error("recipes differ but hashes agree")
+	}
+	if again, _ := RecipeHash(a); again != ha {
+		t.Error("recipe hash is not stable")
+	}
+}
