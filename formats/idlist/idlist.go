@@ -33,10 +33,39 @@ func ReadIDs(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if ext := normExt(filepath.Ext(path)); ext == ".jsonl" || ext == ".ndjson" {
+	switch normExt(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
 		return ParseJSONIDs(path, f)
+	case ".tsv":
+		return ParseTSVIDs(path, f)
 	}
 	return ParseIDs(path, f)
+}
+
+// idHeaders are first-column names that mark a TSV ID file's header row.
+var idHeaders = map[string]bool{"id": true, "_id": true, "query-id": true, "corpus-id": true, "query_id": true, "gallery_id": true, "doc_id": true}
+
+// ParseTSVIDs reads the first TAB-separated column of each line as the ID
+// (a side file that carries IDs next to other columns); a first row whose
+// first field is a usual ID column name (id, _id, query-id, corpus-id, …)
+// is a header and skipped.
+func ParseTSVIDs(path string, r io.Reader) ([]string, error) {
+	lines, err := parseLines(path, "IDs", r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(lines))
+	for i, l := range lines {
+		id, _, _ := strings.Cut(l, "\t")
+		if i == 0 && idHeaders[id] {
+			continue
+		}
+		if id == "" {
+			return nil, formats.LineErrorf(path, i+1, "empty first column: IDs must be non-empty UTF-8 strings")
+		}
+		out = append(out, id)
+	}
+	return out, nil
 }
 
 // ParseJSONIDs reads IDs from JSON Lines (see ReadIDs); other fields of an

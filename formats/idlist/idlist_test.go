@@ -219,3 +219,13 @@ func TestParseJSONIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTSVIDs(t *testing.T) {
+	got, err := ParseTSVIDs("ids.tsv", strings.NewReader("_id\ttitle\nd1\tfirst\nd 2\tsecond\n"))
+	if err != nil || strings.Join(got, "|") != "d1|d 2" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := ParseTSVIDs("ids.tsv", strings.NewReader("a\tx\n\ty\n")); err == nil || !strings.Contains(err.Error(), "ids.tsv:2:") {
+		t.Fatalf("got %v", err)
+	}
+}
