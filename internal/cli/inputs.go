@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/columnar"
 	"github.com/vertebrae-eval/vertebrae/formats/idlist"
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
@@ -42,6 +44,8 @@ func readEmbeddings(path, tensor string, closers *[]func() error) (matrix.Matrix
 			return a.CSRMatrix()
 		}
 		return a.DenseMatrix(tensor)
+	case ".parquet", ".arrow", ".feather", ".ipc":
+		return nil, formats.Errorf(path, "columnar files are read with readColumnar")
 	case ".safetensors":
 		f, err := safetensors.Open(path)
 		if err != nil {
@@ -50,7 +54,40 @@ func readEmbeddings(path, tensor string, closers *[]func() error) (matrix.Matrix
 		*closers = append(*closers, f.Close)
 		return f.Matrix(tensor)
 	}
-	return nil, formats.Errorf(path, "unsupported embedding file format %q (supported: .npy, .npz, .safetensors)", filepath.Ext(path))
+	return nil, formats.Errorf(path, "unsupported embedding file format %q (supported: .npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)", filepath.Ext(path))
+}
+
+// isColumnar reports whether path is a Parquet or Arrow IPC file.
+func isColumnar(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".parquet", ".arrow", ".feather", ".ipc":
+		return true
+	}
+	return false
+}
+
+// readEndpoint reads an embedding file and, for Parquet/Arrow, the IDs held
+// in idColumn (nil otherwise). An ID column is only valid for those formats.
+func readEndpoint(ctx context.Context, path, tensor, idColumn string, closers *[]func() error) (matrix.Matrix, []string, error) {
+	if !isColumnar(path) {
+		if idColumn != "" {
+			return nil, nil, usagef("--*-id-column applies to Parquet/Arrow files only; %s is not one", path)
+		}
+		m, err := readEmbeddings(path, tensor, closers)
+		return m, nil, err
+	}
+	opts := columnar.Options{Column: tensor, IDColumn: idColumn}
+	var t *columnar.Table
+	var err error
+	if strings.ToLower(filepath.Ext(path)) == ".parquet" {
+		t, err = columnar.ReadParquet(ctx, path, opts)
+	} else {
+		t, err = columnar.ReadArrow(ctx, path, opts)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.Matrix, t.IDs, nil
 }
 
 // readRelevance reads a qrels file in any form of SPEC §6.4.3.

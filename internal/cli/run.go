@@ -29,6 +29,7 @@ type runFlags struct {
 	queryIDs, galleryIDs         string
 	qrels, qrelsFormat           string
 	spec                         string
+	queryIDColumn, galleryIDCol  string
 	queryLabels, galleryLabels   string
 	leaveOneOut                  bool
 	exclusions                   string
@@ -181,6 +182,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.datasetRevision, "dataset-revision", "", "declared dataset revision (with --dataset-id)")
 	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
 	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
+	f.StringVar(&fl.queryIDColumn, "query-id-column", "", "Parquet/Arrow column holding the query IDs (instead of --query-ids)")
+	f.StringVar(&fl.galleryIDCol, "gallery-id-column", "", "Parquet/Arrow column holding the gallery IDs (instead of --gallery-ids)")
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
 	fl.config.register(cmd)
 	fl.mem.register(cmd)
@@ -215,6 +218,12 @@ func (fl *runFlags) check(cmd *cobra.Command) error {
 	}
 	if changed("qrels-format") && fl.qrels == "" {
 		return usagef("--qrels-format requires --qrels")
+	}
+	if fl.queryIDColumn != "" && fl.queryIDs != "" || fl.galleryIDCol != "" && fl.galleryIDs != "" {
+		return usagef("an ID column and an ID file cannot both be given for one endpoint")
+	}
+	if fl.leaveOneOut && fl.galleryIDCol != "" && fl.galleryIDCol != fl.queryIDColumn {
+		return usagef("--leave-one-out requires the query and gallery inputs to be the same file")
 	}
 	if (fl.datasetID == "") != (fl.datasetRevision == "") {
 		return usagef("--dataset-id and --dataset-revision must be given together")
@@ -283,9 +292,12 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 			return nil, err
 		}
 	}
-	qm, err := readEmbeddings(fl.queries, fl.queriesTensor, closers)
+	qm, colIDs, err := readEndpoint(ctx, fl.queries, fl.queriesTensor, fl.queryIDColumn, closers)
 	if err != nil {
 		return nil, err
+	}
+	if colIDs != nil {
+		qids = colIDs
 	}
 	if err := checkFinite(fl.queries, "Query", qm, qids); err != nil {
 		return nil, err
@@ -314,9 +326,12 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		}
 		return retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
 	}
-	gm, err := readEmbeddings(fl.gallery, fl.galleryTensor, closers)
+	gm, colIDs, err := readEndpoint(ctx, fl.gallery, fl.galleryTensor, fl.galleryIDCol, closers)
 	if err != nil {
 		return nil, err
+	}
+	if colIDs != nil {
+		gids = colIDs
 	}
 	if err := checkFinite(fl.gallery, "Gallery", gm, gids); err != nil {
 		return nil, err

@@ -121,9 +121,12 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 				}
 				return retrieval.IDsOnly(len(ids)), ids, nil
 			}
-			m, err := readEmbeddings(ep.Path, ep.Tensor, closers)
+			m, colIDs, err := readEndpoint(context.Background(), ep.Path, ep.Tensor, ep.IDColumn, closers)
 			if err != nil {
 				return nil, nil, err
+			}
+			if colIDs != nil {
+				ids = colIDs
 			}
 			*table = m
 			return retrieval.Embeddings(m), ids, nil
@@ -270,14 +273,14 @@ func specExtractor(spec *runspec.Spec, e *runspec.Extractor, tables endpointTabl
 	case runspec.TypePrecomputed:
 		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery}
 		if path := e.Str("queries"); path != "" {
-			m, err := readEmbeddings(path, e.Str("queries_tensor"), closers)
+			m, _, err := readEndpoint(context.Background(), path, e.Str("queries_tensor"), "", closers)
 			if err != nil {
 				return nil, err
 			}
 			p.Query = m
 		}
 		if path := e.Str("gallery"); path != "" {
-			m, err := readEmbeddings(path, e.Str("gallery_tensor"), closers)
+			m, _, err := readEndpoint(context.Background(), path, e.Str("gallery_tensor"), "", closers)
 			if err != nil {
 				return nil, err
 			}
