@@ -7,12 +7,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/confval"
 )
 
 // Method names (SPEC §8.1).
@@ -312,7 +312,7 @@ func ConfigFromJSON(data []byte) (Config, error) {
 func asString(field string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", configErr(field, "CompressionConfig.%s must be a string; got %s", field, describe(v))
+		return "", configErr(field, "CompressionConfig.%s must be a string; got %s", field, confval.Describe(v))
 	}
 	return s, nil
 }
@@ -320,68 +320,25 @@ func asString(field string, v any) (string, error) {
 func asBool(field string, v any) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
-		return false, configErr(field, "CompressionConfig.%s must be a bool; got %s", field, describe(v))
+		return false, configErr(field, "CompressionConfig.%s must be a bool; got %s", field, confval.Describe(v))
 	}
 	return b, nil
 }
 
 func asInt(field string, v any) (int, error) {
-	switch t := v.(type) {
-	case int:
-		return t, nil
-	case int32:
-		return int(t), nil
-	case int64:
-		return int(t), nil
-	case uint64:
-		if t <= math.MaxInt64 {
-			return int(t), nil
-		}
-	case json.Number:
-		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil {
-			return int(n), nil
-		}
-		if f, err := t.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			return int(f), nil
-		}
-	case float64:
-		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
-			return int(t), nil
-		}
+	n, ok := confval.Int64(v)
+	if !ok || n != int64(int(n)) {
+		return 0, configErr(field, "CompressionConfig.%s must be an integer; got %s", field, confval.Describe(v))
 	}
-	return 0, configErr(field, "CompressionConfig.%s must be an integer; got %s", field, describe(v))
+	return int(n), nil
 }
 
 func asFloat(field string, v any) (float64, error) {
-	switch t := v.(type) {
-	case float64:
-		return t, nil
-	case float32:
-		return float64(t), nil
-	case int:
-		return float64(t), nil
-	case int64:
-		return float64(t), nil
-	case json.Number:
-		if f, err := t.Float64(); err == nil {
-			return f, nil
-		}
+	f, ok := confval.Float(v)
+	if !ok {
+		return 0, configErr(field, "CompressionConfig.%s must be a number; got %s", field, confval.Describe(v))
 	}
-	return 0, configErr(field, "CompressionConfig.%s must be a number; got %s", field, describe(v))
-}
-
-func describe(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return fmt.Sprintf("bool %v", t)
-	case string:
-		return fmt.Sprintf("string %q", t)
-	case json.Number, float64, float32, int, int32, int64, uint64:
-		return fmt.Sprintf("number %v", t)
-	}
-	return fmt.Sprintf("%T", v)
+	return f, nil
 }
 
 // specForms lists the CLI --compress forms (SPEC §6.3).

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
+
+	"github.com/vertebrae-eval/vertebrae/internal/confval"
 )
 
 // Config is the MemoryConfig of SPEC §7.1. None of its fields is part of any
@@ -120,12 +120,7 @@ func (c Config) AsMap() map[string]any {
 // reported error does not depend on map iteration.
 func ConfigFromMap(m map[string]any) (Config, error) {
 	c := Default()
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range confval.SortedKeys(m) {
 		v := m[k]
 		var err error
 		switch k {
@@ -138,7 +133,7 @@ func ConfigFromMap(m map[string]any) (Config, error) {
 		case "allow_disk_spill":
 			b, ok := v.(bool)
 			if !ok {
-				err = configErr(k, "MemoryConfig.%s must be a bool; got %s", k, describe(v))
+				err = configErr(k, "MemoryConfig.%s must be a bool; got %s", k, confval.Describe(v))
 			}
 			c.AllowDiskSpill = b
 		case "model_memory_bytes":
@@ -148,7 +143,7 @@ func ConfigFromMap(m map[string]any) (Config, error) {
 		case "spill_dir":
 			s, ok := v.(string)
 			if !ok {
-				err = configErr(k, "MemoryConfig.%s must be a string; got %s", k, describe(v))
+				err = configErr(k, "MemoryConfig.%s must be a string; got %s", k, confval.Describe(v))
 			}
 			c.SpillDir = s
 		default:
@@ -178,76 +173,23 @@ func asOptInt(field string, v any) (*int64, error) {
 	}
 	n, err := asInt(field, v)
 	if err != nil {
-		return nil, configErr(field, "MemoryConfig.%s must be an integer or null; got %s", field, describe(v))
+		return nil, configErr(field, "MemoryConfig.%s must be an integer or null; got %s", field, confval.Describe(v))
 	}
 	return &n, nil
 }
 
-// asInt accepts the integer representations JSON and YAML decoders produce;
-// bools and fractional numbers are type errors.
 func asInt(field string, v any) (int64, error) {
-	switch t := v.(type) {
-	case int:
-		return int64(t), nil
-	case int32:
-		return int64(t), nil
-	case int64:
-		return t, nil
-	case uint:
-		if uint64(t) <= math.MaxInt64 {
-			return int64(t), nil
-		}
-	case uint32:
-		return int64(t), nil
-	case uint64:
-		if t <= math.MaxInt64 {
-			return int64(t), nil
-		}
-	case json.Number:
-		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil {
-			return n, nil
-		}
-		if f, err := t.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			return int64(f), nil
-		}
-	case float64:
-		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
-			return int64(t), nil
-		}
+	n, ok := confval.Int64(v)
+	if !ok {
+		return 0, configErr(field, "MemoryConfig.%s must be an integer; got %s", field, confval.Describe(v))
 	}
-	return 0, configErr(field, "MemoryConfig.%s must be an integer; got %s", field, describe(v))
+	return n, nil
 }
 
 func asFloat(field string, v any) (float64, error) {
-	switch t := v.(type) {
-	case float64:
-		return t, nil
-	case float32:
-		return float64(t), nil
-	case int:
-		return float64(t), nil
-	case int64:
-		return float64(t), nil
-	case uint64:
-		return float64(t), nil
-	case json.Number:
-		if f, err := t.Float64(); err == nil {
-			return f, nil
-		}
+	f, ok := confval.Float(v)
+	if !ok {
+		return 0, configErr(field, "MemoryConfig.%s must be a number; got %s", field, confval.Describe(v))
 	}
-	return 0, configErr(field, "MemoryConfig.%s must be a number; got %s", field, describe(v))
-}
-
-func describe(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return fmt.Sprintf("bool %v", t)
-	case string:
-		return fmt.Sprintf("string %q", t)
-	case json.Number, float64, float32, int, int32, int64, uint, uint32, uint64:
-		return fmt.Sprintf("number %v", t)
-	}
-	return fmt.Sprintf("%T", v)
+	return f, nil
 }

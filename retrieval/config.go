@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
-	"sort"
 	"strconv"
+
+	"github.com/vertebrae-eval/vertebrae/internal/confval"
 )
 
 // Similarity names (SPEC §4.2).
@@ -178,12 +178,7 @@ func (c Config) AsMap() map[string]any {
 // keys), reporting type errors and unknown keys as SPEC §3.2 requires.
 func ConfigFromMap(m map[string]any) (Config, error) {
 	c := DefaultConfig()
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range confval.SortedKeys(m) {
 		v := m[k]
 		var err error
 		switch k {
@@ -198,7 +193,7 @@ func ConfigFromMap(m map[string]any) (Config, error) {
 		case "bidirectional":
 			b, ok := v.(bool)
 			if !ok {
-				err = configErr(k, "RetrievalConfig.%s must be a bool; got %s", k, describe(v))
+				err = configErr(k, "RetrievalConfig.%s must be a bool; got %s", k, confval.Describe(v))
 			}
 			c.Bidirectional = b
 		case "query_batch_size":
@@ -219,7 +214,7 @@ func ConfigFromMap(m map[string]any) (Config, error) {
 		case "ks":
 			list, ok := v.([]any)
 			if !ok {
-				err = configErr(k, "RetrievalConfig.ks must be a list of integers; got %s", describe(v))
+				err = configErr(k, "RetrievalConfig.ks must be a list of integers; got %s", confval.Describe(v))
 				break
 			}
 			c.Ks = make([]int, len(list))
@@ -252,51 +247,15 @@ func ConfigFromJSON(data []byte) (Config, error) {
 func asString(field string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", configErr(field, "RetrievalConfig.%s must be a string; got %s", field, describe(v))
+		return "", configErr(field, "RetrievalConfig.%s must be a string; got %s", field, confval.Describe(v))
 	}
 	return s, nil
 }
 
 func asInt(field string, v any) (int, error) {
-	var f float64
-	switch t := v.(type) {
-	case int:
-		return t, nil
-	case int64:
-		return int(t), nil
-	case uint64:
-		if t <= math.MaxInt64 {
-			return int(t), nil
-		}
-	case json.Number:
-		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil {
-			return int(n), nil
-		}
-		var err error
-		if f, err = t.Float64(); err != nil {
-			return 0, configErr(field, "RetrievalConfig.%s must be an integer; got %s", field, t)
-		}
-		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			return int(f), nil
-		}
-	case float64:
-		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
-			return int(t), nil
-		}
+	n, ok := confval.Int64(v)
+	if !ok || n != int64(int(n)) {
+		return 0, configErr(field, "RetrievalConfig.%s must be an integer; got %s", field, confval.Describe(v))
 	}
-	return 0, configErr(field, "RetrievalConfig.%s must be an integer; got %s", field, describe(v))
-}
-
-func describe(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return fmt.Sprintf("bool %v", t)
-	case string:
-		return fmt.Sprintf("string %q", t)
-	case json.Number, float64, int, int64:
-		return fmt.Sprintf("number %v", t)
-	}
-	return fmt.Sprintf("%T", v)
+	return int(n), nil
 }
