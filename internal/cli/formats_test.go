@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"archive/zip"
 	"bytes"
+	"io"
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/formats/columnar"
+	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/formats/safetensors"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -149,6 +152,53 @@ func TestEveryEmbeddingFormatGivesTheSameJSON(t *testing.T) {
 		}
 		if !bytes.Equal(got, ref) {
 			t.Errorf("%s: forward result differs from %s", name, refName)
+		}
+	}
+}
+
+// rawCSR writes a scipy-style CSR archive without validating it.
+func rawCSR(t *testing.T, dir, name string, rows, cols int, indptr, indices []int64, data []float64) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	add := func(member string, write func(w io.Writer) error) {
+		w, err := zw.Create(member + ".npy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("indices", func(w io.Writer) error { return npy.WriteInt64(w, []int{len(indices)}, indices) })
+	add("indptr", func(w io.Writer) error { return npy.WriteInt64(w, []int{len(indptr)}, indptr) })
+	add("format", func(w io.Writer) error { return npy.WriteStrings(w, []string{"csr"}) })
+	add("shape", func(w io.Writer) error { return npy.WriteInt64(w, []int{2}, []int64{int64(rows), int64(cols)}) })
+	add("data", func(w io.Writer) error { return npy.WriteFloat64(w, []int{len(data)}, data) })
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, buf.String())
+}
+
+func TestMalformedSparseInputs(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		path  string
+		frags []string
+	}{
+		{rawCSR(t, f.dir, "indptr.npz", 3, 2, []int64{0, 2, 1, 3}, []int64{0, 1, 1}, []float64{1, 1, 1}), []string{"indptr.npz", "bad CSR indptr"}},
+		{rawCSR(t, f.dir, "range.npz", 3, 2, []int64{0, 1, 2, 3}, []int64{0, 5, 1}, []float64{1, 1, 1}), []string{"range.npz", "out-of-range index", "row 1"}},
+	}
+	for _, c := range cases {
+		code, _, stderr := run(t, "retrieval", "run", "--queries", f.q, "--gallery", c.path, "--qrels", f.qrels(t))
+		if code != 1 {
+			t.Errorf("%s: exit %d: %s", c.path, code, stderr)
+		}
+		for _, frag := range c.frags {
+			if !strings.Contains(stderr, frag) {
+				t.Errorf("%q lacks %q", stderr, frag)
+			}
 		}
 	}
 }
