@@ -3,8 +3,8 @@ package cli
 import (
 	"archive/zip"
 	"bytes"
-	"io"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
