@@ -46,49 +46,7 @@ func Keys(ks []int) []string {
 // Query computes one query's metrics. ranks[i] and grades[i] belong to the
 // same eligible positive (any order); len(ranks) = P ≥ 1.
 func Query(ranks []int, grades []float64, ks []int, gain Gain) Values {
-	p := len(ranks)
-	idx := make([]int, p)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return ranks[idx[a]] < ranks[idx[b]] })
-	sorted := make([]int, p)
-	for i, k := range idx {
-		sorted[i] = ranks[k]
-	}
-	out := Values{Keys: Keys(ks), Vals: make([]float64, 0, 2+4*len(ks))}
-	out.Vals = append(out.Vals, 1/float64(sorted[0]))
-	var ap float64
-	for i, r := range sorted {
-		ap += float64(i+1) / float64(r)
-	}
-	out.Vals = append(out.Vals, ap/float64(p))
-	ratios := gainRatios(grades, gain)
-	ideal := append([]float64(nil), ratios...)
-	sort.Sort(sort.Reverse(sort.Float64Slice(ideal)))
-	for _, k := range ks {
-		found := sort.SearchInts(sorted, k+1) // #{r ≤ k}
-		hit := 0.0
-		if found > 0 {
-			hit = 1
-		}
-		var dcg, idcg float64
-		for _, i := range idx { // ascending rank order
-			if ranks[i] > k {
-				break
-			}
-			dcg += ratios[i] / math.Log2(float64(ranks[i])+1)
-		}
-		for j := 0; j < k && j < p; j++ {
-			idcg += ideal[j] / math.Log2(float64(j+2))
-		}
-		ndcg := 0.0
-		if idcg != 0 {
-			ndcg = math.Min(1, math.Max(0, dcg/idcg))
-		}
-		out.Vals = append(out.Vals, float64(found)/float64(k), float64(found)/float64(p), hit, ndcg)
-	}
-	return out
+	return compute(ranks, grades, nil, ks, gain)
 }
 
 // gainRatios returns gain(g)/gain(g_max) for every grade, evaluated so that

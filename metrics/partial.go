@@ -22,17 +22,18 @@ func QueryWithMissing(ranks []int, grades, missingGrades []float64, ks []int, ga
 	if len(ranks) != len(grades) {
 		panic("metrics: QueryWithMissing: ranks and grades differ in length")
 	}
-	if len(missingGrades) == 0 && len(ranks) > 0 {
-		return Query(ranks, grades, ks, gain)
+	if len(ranks) == 0 {
+		return Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))} // nothing retrieved
 	}
+	return compute(ranks, grades, missingGrades, ks, gain)
+}
+
+// compute is the one implementation of the per-query metrics: Query is the
+// case without missing positives, so both agree bit for bit.
+func compute(ranks []int, grades, missingGrades []float64, ks []int, gain Gain) Values {
 	out := Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))}
 	n := len(ranks)
-	if n == 0 {
-		return out // nothing retrieved: every sum is empty
-	}
 	p := n + len(missingGrades)
-	// From here on the arithmetic mirrors Query term by term, so a metric
-	// that a missing positive does not touch is computed identically.
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
