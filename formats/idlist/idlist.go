@@ -71,7 +71,13 @@ func ParseTSVIDs(path string, r io.Reader) ([]string, error) {
 // ParseJSONIDs reads IDs from JSON Lines (see ReadIDs); other fields of an
 // object are ignored, blank lines skipped.
 func ParseJSONIDs(path string, r io.Reader) ([]string, error) {
-	lr, err := newLineReader(path, "IDs", r)
+	return parseJSONLines(path, "IDs", r, jsonID)
+}
+
+// parseJSONLines reads one value per non-blank line with parse, naming the
+// file and line of the first bad one.
+func parseJSONLines(path, what string, r io.Reader, parse func(string) (string, error)) ([]string, error) {
+	lr, err := newLineReader(path, what, r)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +93,11 @@ func ParseJSONIDs(path string, r io.Reader) ([]string, error) {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		id, err := jsonID(s)
+		v, err := parse(s)
 		if err != nil {
 			return nil, lineErr(path, lr.line, err)
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
 }
 
@@ -261,28 +267,7 @@ func lineErr(path string, line int, err error) error {
 // parseJSONLabels reads one JSON string or integer per line; blank lines are
 // skipped.
 func parseJSONLabels(path string, r io.Reader) ([]string, error) {
-	lr, err := newLineReader(path, "labels", r)
-	if err != nil {
-		return nil, err
-	}
-	out := []string{}
-	for {
-		s, ok, err := lr.next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
-		if strings.TrimSpace(s) == "" {
-			continue
-		}
-		label, err := jsonLabel(s)
-		if err != nil {
-			return nil, lineErr(path, lr.line, err)
-		}
-		out = append(out, label)
-	}
+	return parseJSONLines(path, "labels", r, jsonLabel)
 }
 
 func jsonLabel(line string) (string, error) {

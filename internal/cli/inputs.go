@@ -45,7 +45,11 @@ func readEmbeddings(path, tensor string, closers *[]func() error) (matrix.Matrix
 		}
 		return a.DenseMatrix(tensor)
 	case ".parquet", ".arrow", ".feather", ".ipc":
-		return nil, formats.Errorf(path, "columnar files are read with readColumnar")
+		t, err := readColumnar(context.Background(), path, tensor, "")
+		if err != nil {
+			return nil, err
+		}
+		return t.Matrix, nil
 	case ".safetensors":
 		f, err := safetensors.Open(path)
 		if err != nil {
@@ -76,18 +80,20 @@ func readEndpoint(ctx context.Context, path, tensor, idColumn string, closers *[
 		m, err := readEmbeddings(path, tensor, closers)
 		return m, nil, err
 	}
-	opts := columnar.Options{Column: tensor, IDColumn: idColumn}
-	var t *columnar.Table
-	var err error
-	if strings.ToLower(filepath.Ext(path)) == ".parquet" {
-		t, err = columnar.ReadParquet(ctx, path, opts)
-	} else {
-		t, err = columnar.ReadArrow(ctx, path, opts)
-	}
+	t, err := readColumnar(ctx, path, tensor, idColumn)
 	if err != nil {
 		return nil, nil, err
 	}
 	return t.Matrix, t.IDs, nil
+}
+
+// readColumnar reads a Parquet or Arrow IPC embedding column (and IDs).
+func readColumnar(ctx context.Context, path, column, idColumn string) (*columnar.Table, error) {
+	opts := columnar.Options{Column: column, IDColumn: idColumn}
+	if strings.ToLower(filepath.Ext(path)) == ".parquet" {
+		return columnar.ReadParquet(ctx, path, opts)
+	}
+	return columnar.ReadArrow(ctx, path, opts)
 }
 
 // readRelevance reads a qrels file in any form of SPEC §6.4.3.

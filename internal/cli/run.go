@@ -279,33 +279,39 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	return fl.out.emit(bench, ds, stdout, stderr)
 }
 
-func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, closers *[]func() error) (*retrieval.Dataset, error) {
-	var qids, gids []string
+// loadSide reads one endpoint: its embedding file (mapped or loaded), its
+// IDs (ID file or Parquet/Arrow column), checked for finite values and row
+// alignment with the files named, then admitted against the memory budget.
+func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, idColumn string, budget *encode.Budget, closers *[]func() error) (matrix.Matrix, []string, error) {
+	var ids []string
 	var err error
-	if fl.queryIDs != "" {
-		if qids, err = idlist.ReadIDs(fl.queryIDs); err != nil {
-			return nil, err
+	if idsPath != "" {
+		if ids, err = idlist.ReadIDs(idsPath); err != nil {
+			return nil, nil, err
 		}
 	}
-	if fl.galleryIDs != "" {
-		if gids, err = idlist.ReadIDs(fl.galleryIDs); err != nil {
-			return nil, err
-		}
-	}
-	qm, colIDs, err := readEndpoint(ctx, fl.queries, fl.queriesTensor, fl.queryIDColumn, closers)
+	m, colIDs, err := readEndpoint(ctx, path, tensor, idColumn, closers)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if colIDs != nil {
-		qids = colIDs
+		ids = colIDs
 	}
-	if err := checkFinite(fl.queries, "Query", qm, qids); err != nil {
-		return nil, err
+	endpoint := strings.ToUpper(side[:1]) + side[1:]
+	if err := checkFinite(path, endpoint, m, ids); err != nil {
+		return nil, nil, err
 	}
-	if err := checkAligned("query", fl.queryIDs, qids, fl.queries, qm); err != nil {
-		return nil, err
+	if err := checkAligned(side, idsPath, ids, path, m); err != nil {
+		return nil, nil, err
 	}
-	if qm, err = admit(ctx, fmt.Sprintf("Retriever '%s' query embeddings", fl.name), qm, budget, closers); err != nil {
+	m, err = admit(ctx, fmt.Sprintf("Retriever '%s' %s embeddings", fl.name, side), m, budget, closers)
+	return m, ids, err
+}
+
+func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, closers *[]func() error) (*retrieval.Dataset, error) {
+	// The query endpoint is loaded and admitted before the gallery (SPEC §7.3).
+	qm, qids, err := fl.loadSide(ctx, "query", fl.queries, fl.queriesTensor, fl.queryIDs, fl.queryIDColumn, budget, closers)
+	if err != nil {
 		return nil, err
 	}
 	identity := retrieval.FromContent()
@@ -326,20 +332,8 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		}
 		return retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
 	}
-	gm, colIDs, err := readEndpoint(ctx, fl.gallery, fl.galleryTensor, fl.galleryIDCol, closers)
+	gm, gids, err := fl.loadSide(ctx, "gallery", fl.gallery, fl.galleryTensor, fl.galleryIDs, fl.galleryIDCol, budget, closers)
 	if err != nil {
-		return nil, err
-	}
-	if colIDs != nil {
-		gids = colIDs
-	}
-	if err := checkFinite(fl.gallery, "Gallery", gm, gids); err != nil {
-		return nil, err
-	}
-	if err := checkAligned("gallery", fl.galleryIDs, gids, fl.gallery, gm); err != nil {
-		return nil, err
-	}
-	if gm, err = admit(ctx, fmt.Sprintf("Retriever '%s' gallery embeddings", fl.name), gm, budget, closers); err != nil {
 		return nil, err
 	}
 	if qm.Cols() != gm.Cols() {
