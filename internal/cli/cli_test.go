@@ -460,3 +460,39 @@ func TestBenchCommand(t *testing.T) {
 		t.Errorf("bad bench flags: exit %d", code)
 	}
 }
+
+// Relevance problems found by the dataset name the file they came from.
+func TestRelevanceErrorsNameTheFile(t *testing.T) {
+	f := newFixture(t)
+	var dense bytes.Buffer
+	if err := npy.WriteFloat64(&dense, []int{2, 2}, []float64{1, 0, 0, 1}); err != nil { // 2×2, gallery has 3
+		t.Fatal(err)
+	}
+	shape := writeFile(t, f.dir, "shape.npy", dense.String())
+	var neg bytes.Buffer
+	if err := npy.WriteFloat64(&neg, []int{2, 3}, []float64{1, 0, 0, 0, -2, 1}); err != nil {
+		t.Fatal(err)
+	}
+	negPath := writeFile(t, f.dir, "neg.npy", neg.String())
+	labels := writeFile(t, f.dir, "short.txt", "a\n")
+	glabels := writeFile(t, f.dir, "g.txt", "a\nb\na\n")
+	cases := []struct {
+		args  []string
+		frags []string
+	}{
+		{[]string{"--qrels", shape}, []string{"shape.npy: Dense relevance must have shape (n_queries, n_gallery)"}},
+		{[]string{"--qrels", negPath}, []string{"neg.npy: Relevance grades must be finite and non-negative", `gallery "1"`}},
+		{[]string{"--query-labels", labels, "--gallery-labels", glabels}, []string{"short.txt, ", "g.txt: labels must align with their input collections"}},
+	}
+	for _, c := range cases {
+		code, _, stderr := run(t, append([]string{"retrieval", "run", "--queries", f.q, "--gallery", f.g}, c.args...)...)
+		if code != 1 {
+			t.Errorf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		for _, frag := range c.frags {
+			if !strings.Contains(stderr, frag) {
+				t.Errorf("%q lacks %q", stderr, frag)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -190,4 +191,30 @@ func readExclusions(path string) ([]retrieval.Pair, error) {
 		out[i] = retrieval.Pair{QueryID: p.QueryID, GalleryID: p.GalleryID, Origin: fmt.Sprintf("%s:%d", path, p.Line)}
 	}
 	return out, nil
+}
+
+// relevanceSources are the files a dataset's relevance came from.
+type relevanceSources struct{ qrels, queryLabels, galleryLabels string }
+
+// nameSource adds the file to dataset errors about relevance that carry no
+// file or line of their own (matrix forms and labels; record forms already
+// name "path:line").
+func (src relevanceSources) nameSource(err error) error {
+	var inv *retrieval.InvalidError
+	if err == nil || !errors.As(err, &inv) {
+		return err
+	}
+	msg := inv.Error()
+	switch {
+	case src.qrels != "" && (strings.HasPrefix(msg, "Dense relevance") || strings.HasPrefix(msg, "Sparse relevance") ||
+		strings.HasPrefix(msg, "Relevance grades must be finite and non-negative (query")):
+		return fmt.Errorf("%s: %w", src.qrels, err)
+	case src.queryLabels != "" && strings.Contains(msg, "labels must"):
+		files := src.queryLabels
+		if src.galleryLabels != "" && src.galleryLabels != src.queryLabels {
+			files += ", " + src.galleryLabels
+		}
+		return fmt.Errorf("%s: %w", files, err)
+	}
+	return err
 }

@@ -330,7 +330,8 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		if err != nil {
 			return nil, err
 		}
-		return retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
+		ds, err := retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
+		return ds, relevanceSources{queryLabels: fl.queryLabels}.nameSource(err)
 	}
 	gm, gids, err := fl.loadSide(ctx, "gallery", fl.gallery, fl.galleryTensor, fl.galleryIDs, fl.galleryIDCol, budget, closers)
 	if err != nil {
@@ -354,9 +355,10 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	if err != nil {
 		return nil, err
 	}
-	return retrieval.NewDataset(retrieval.DatasetInputs{
+	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
 	}, rel, opts...)
+	return ds, relevanceSources{fl.qrels, fl.queryLabels, fl.galleryLabels}.nameSource(err)
 }
 
 // admitRows is the batch size in which file inputs are admitted.

@@ -152,6 +152,9 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 	if err != nil {
 		return nil, tables, err
 	}
+	if err := alignedItems("query", d.Queries, q, qids); err != nil {
+		return nil, tables, err
+	}
 	identity := retrieval.FromContent()
 	if d.Declared() {
 		identity = retrieval.Declared(d.ID, d.Revision)
@@ -170,10 +173,13 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 		}
 		tables.gallery = tables.query
 		ds, err := retrieval.NewLeaveOneOutDataset(q, qids, labels, opts...)
-		return ds, tables, err
+		return ds, tables, relevanceSources{queryLabels: d.Labels.Queries}.nameSource(err)
 	}
 	g, gids, err := load(d.Gallery, "gallery", &tables.gallery)
 	if err != nil {
+		return nil, tables, err
+	}
+	if err := alignedItems("gallery", d.Gallery, g, gids); err != nil {
 		return nil, tables, err
 	}
 	var rel retrieval.Relevance
@@ -191,7 +197,22 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 		return nil, tables, err
 	}
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: q, Gallery: g, QueryIDs: qids, GalleryIDs: gids}, rel, opts...)
-	return ds, tables, err
+	var src relevanceSources
+	if d.Qrels != nil {
+		src.qrels = d.Qrels.Path
+	} else {
+		src.queryLabels, src.galleryLabels = d.Labels.Queries, d.Labels.Gallery
+	}
+	return ds, tables, src.nameSource(err)
+}
+
+// alignedItems names both files when an endpoint's ID file and its inputs
+// disagree on the row count (SPEC §2.2).
+func alignedItems(side string, ep runspec.Endpoint, items retrieval.Items, ids []string) error {
+	if ep.IDs == "" || ids == nil || len(ids) == items.Len() || len(ids) == 0 {
+		return nil
+	}
+	return formats.Errorf(ep.IDs, "%s IDs must align with their input collections: %d IDs for the %d rows of %s", side, len(ids), items.Len(), ep.Path)
 }
 
 // readTexts reads raw texts (SPEC §6.4.6): .txt one per line, or .jsonl
