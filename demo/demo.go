@@ -10,6 +10,7 @@
 package demo
 
 //go:generate go run ./internal/gen
+//go:generate go run ./internal/mnistgen
 
 import (
 	_ "embed"
@@ -77,3 +78,12 @@ func split(pixels, labels []byte, idPrefix string) (images [][]byte, names, ids 
 	}
 	return images, names, ids
 }
+
+//go:embed data/mnist-8.onnx
+var mnistModel []byte
+
+// MNISTModel returns the ONNX model zoo's MNIST digit classifier (mnist-8,
+// MIT; see data/LICENSE-mnist-onnx.txt): input Input3 float32[1,1,28,28]
+// with pixel values 0..255, output Plus214_Output_0 float32[1,10] logits.
+// `vertebrae demo --onnx` uses its logits as a fourth image backbone.
+func MNISTModel() []byte { return append([]byte(nil), mnistModel...) }

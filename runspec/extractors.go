@@ -203,7 +203,7 @@ var (
 	onnxCommon = map[string]optSpec{
 		"model_dir": pathOpt, "batch_size": posInt, "intra_op_threads": nonNegInt,
 		"execution_provider": provider, "onnxruntime_library": library, "cache_identity": str,
-		"pooling": pooling,
+		"pooling": pooling, "normalize": {kind: optBool},
 	}
 )
 
@@ -236,7 +236,7 @@ var typeSpecs = map[string]typeSpec{
 		"max_length": posInt, "padding": padding,
 	}), required: []string{"model_dir"}, branches: []string{"image_branch", "text_branch"}},
 	TypeONNXText: {opts: with(onnxCommon, map[string]optSpec{
-		"max_length": posInt, "padding": padding,
+		"max_length": posInt, "padding": padding, "output": str,
 	}), required: []string{"model_dir"}},
 	TypeONNXImage: {opts: with(onnxCommon, map[string]optSpec{
 		"output": str,

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/demo"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -24,6 +27,8 @@ func (im imageItems) Slice(lo, hi int) retrieval.Items { return im[lo:hi] }
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var out outputFlags
 	var threads int
+	var withONNX bool
+	var onnxLib string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Rank frozen image backbones on an embedded Fashion-MNIST subset",
@@ -38,6 +43,14 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if withONNX {
+				bb, closeFn, err := demoONNXBackbone(cmd.Context(), onnxLib)
+				if err != nil {
+					return err
+				}
+				defer closeFn()
+				backbones = append(backbones, bb)
+			}
 			b, err := evaluate.Run(cmd.Context(), ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
 			if err != nil {
 				return err
@@ -47,6 +60,8 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	out.register(cmd, false)
 	cmd.Flags().IntVar(&threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
+	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add a fourth backbone: the logits of the ONNX model zoo's MNIST classifier, run on ONNX Runtime")
+	cmd.Flags().StringVar(&onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for --onnx (default $ONNXRUNTIME_LIB, then standard locations)")
 	return cmd
 }
 
@@ -100,4 +115,48 @@ func withName(recipe map[string]any, name, typ string) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// demoONNXBackbone is the --onnx row: the real MNIST digit classifier
+// (mnist-8) applied to Fashion-MNIST, its ten logits used as the embedding.
+// The model's batch dimension is fixed at 1, so images run one at a time.
+func demoONNXBackbone(ctx context.Context, library string) (evaluate.Backbone, func() error, error) {
+	model := demo.MNISTModel()
+	sess, err := onnx.OpenSessionBytes(ctx, "mnist-8.onnx", model, onnx.Runtime{Library: library})
+	if err != nil {
+		return evaluate.Backbone{}, nil, fmt.Errorf("demo --onnx: %w", err)
+	}
+	const name, typ = "mnist-cnn-onnx", "onnx_image"
+	sum := sha256.Sum256(model)
+	recipe := map[string]any{
+		"model":           "mnist-8 (ONNX model zoo, CNTK 2.5.1)",
+		"input":           "28x28 uint8 grayscale as float32 0..255, NCHW [1,1,28,28]",
+		"output":          "Plus214_Output_0 (10 logits)",
+		"dim":             10,
+		"runtime_version": sess.RuntimeVersion(),
+		"path_identities": map[string]any{"model": "sha256:" + hex.EncodeToString(sum[:])},
+	}
+	bb := evaluate.Backbone{
+		Name: name, Type: typ, Recipe: withName(recipe, name, typ),
+		Encode: func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error) {
+			im, ok := items.(imageItems)
+			if !ok {
+				return nil, fmt.Errorf("Extractor %s does not support retrieval modality %s", name, items.Modality())
+			}
+			out := make([]float32, 0, 10*len(im))
+			pix := make([]float32, demo.ImageSide*demo.ImageSide)
+			for i, img := range im {
+				for j, p := range img {
+					pix[j] = float32(p)
+				}
+				o, err := sess.Run(ctx, []onnx.Feed{{Name: "Input3", Shape: []int64{1, 1, demo.ImageSide, demo.ImageSide}, Float32: pix}}, "Plus214_Output_0")
+				if err != nil {
+					return nil, fmt.Errorf("%s image %d: %w", side, i, err)
+				}
+				out = append(out, o.Data...)
+			}
+			return matrix.NewDense32(len(im), 10, out)
+		},
+	}
+	return bb, sess.Close, nil
 }

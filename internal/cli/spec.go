@@ -26,7 +26,7 @@ import (
 
 // specOverrides are the flags allowed next to --spec (SPEC §6.3).
 var specOverrides = map[string]bool{"spec": true, "json": true, "markdown": true, "csv": true, "run": true,
-	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true}
+	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true, "onnxruntime-lib": true}
 
 // runSpec evaluates a declarative run file (SPEC §6.5).
 func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
@@ -37,7 +37,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 		}
 	})
 	if len(bad) > 0 {
-		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --threads and --quiet are allowed; got %s", strings.Join(bad, ", "))
+		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --threads, --onnxruntime-lib and --quiet are allowed; got %s", strings.Join(bad, ", "))
 	}
 	spec, err := runspec.Load(fl.spec)
 	if err != nil {
@@ -77,7 +77,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	entries := make([]extract.Entry, len(spec.Extractors))
 	for i := range spec.Extractors {
 		e := &spec.Extractors[i]
-		x, err := specExtractor(spec, e, tables, &closers)
+		x, err := specExtractor(ctx, spec, e, tables, fl.onnxLib, &closers)
 		if err != nil {
 			return err
 		}
@@ -289,7 +289,7 @@ func readImageList(path string) ([]string, error) {
 }
 
 // specExtractor builds one run-file extractor (SPEC §9.4).
-func specExtractor(spec *runspec.Spec, e *runspec.Extractor, tables endpointTables, closers *[]func() error) (extract.Extractor, error) {
+func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor, tables endpointTables, onnxLib string, closers *[]func() error) (extract.Extractor, error) {
 	switch e.Type {
 	case runspec.TypePrecomputed:
 		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery}
@@ -352,8 +352,10 @@ func specExtractor(spec *runspec.Spec, e *runspec.Extractor, tables endpointTabl
 			return nil, e.Errorf("command", "%v", err)
 		}
 		return x.AsExtractor(), nil
+	case runspec.TypeONNXDualEncoder, runspec.TypeONNXText, runspec.TypeONNXImage:
+		return onnxExtractor(ctx, e, onnxLib, closers)
 	}
-	return nil, e.Errorf("type", "type %s needs the ONNX Runtime adapters, which this build does not include", e.Type)
+	return nil, e.Errorf("type", "unknown extractor type %s", e.Type)
 }
 
 // maxRetries maps the run file's max_retries (0 = no retries) onto the

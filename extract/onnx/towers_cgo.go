@@ -1,0 +1,263 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/tokenize"
+)
+
+// textTower is a tokenizer plus a text model: texts → float32 rows.
+type textTower struct {
+	sess       *Session
+	tok        *tokenize.Tokenizer
+	opts       tokenize.Options
+	output     TensorInfo
+	pooling    string
+	normalize  bool
+	batch      int
+	idsInput   string
+	maskInput  string // "" when the model does not declare one
+	posInput   string
+	typesInput string
+}
+
+func newTextTower(sess *Session, tok *tokenize.Tokenizer, maxLen int, padding, output, pooling string, normalize bool, batch int, defaults ...string) (*textTower, error) {
+	t := &textTower{sess: sess, tok: tok, pooling: pooling, normalize: normalize, batch: batch}
+	t.opts = tokenize.Options{MaxLength: maxLen, Padding: tokenize.PadMaxLength, PadID: tok.PadID()}
+	if padding == PadLongest {
+		t.opts.Padding = tokenize.PadLongest
+	}
+	for _, in := range sess.Inputs() {
+		if in.Type != "int64" && in.Type != "int32" {
+			return nil, fmt.Errorf("text model input %s is not an integer tensor", in)
+		}
+		switch {
+		case in.Name == "attention_mask":
+			t.maskInput = in.Name
+		case in.Name == "position_ids":
+			t.posInput = in.Name
+		case in.Name == "token_type_ids":
+			t.typesInput = in.Name
+		case in.Name == "input_ids" || (t.idsInput == "" && len(sess.Inputs()) == 1):
+			t.idsInput = in.Name
+		default:
+			return nil, fmt.Errorf("text model input %s is not one vertebrae can feed (input_ids, attention_mask, position_ids, token_type_ids)", in)
+		}
+	}
+	if t.idsInput == "" {
+		return nil, fmt.Errorf("text model has no input_ids input (inputs: %s)", names(sess.Inputs()))
+	}
+	out, err := pickOutput(sess.Outputs(), output, defaults...)
+	if err != nil {
+		return nil, fmt.Errorf("text model: %w", err)
+	}
+	if err := checkOutputRank(out, pooling); err != nil {
+		return nil, fmt.Errorf("text model: %w", err)
+	}
+	t.output = out
+	return t, nil
+}
+
+// checkOutputRank allows [batch, hidden], and [batch, seq, hidden] only
+// with pooling (SPEC §9.4).
+func checkOutputRank(out TensorInfo, pooling string) error {
+	switch len(out.Shape) {
+	case 2:
+		return nil
+	case 3:
+		if pooling == PoolNone {
+			return fmt.Errorf("output %s is 3-D; set pooling (cls or mean) to reduce it", out)
+		}
+		return nil
+	}
+	return fmt.Errorf("output %s must be 2-D [batch, dim] or 3-D [batch, seq, dim]", out)
+}
+
+func (t *textTower) encode(ctx context.Context, texts []string) ([]float32, int, error) {
+	var rows []float32
+	width := -1
+	for lo := 0; lo < len(texts); lo += t.batch {
+		hi := min(lo+t.batch, len(texts))
+		enc, err := t.tok.Encode(ctx, texts[lo:hi], t.opts)
+		if err != nil {
+			return nil, 0, err
+		}
+		shape := []int64{int64(enc.Rows), int64(enc.Len)}
+		feeds := []Feed{{Name: t.idsInput, Shape: shape, Int64: enc.IDs}}
+		if t.maskInput != "" {
+			feeds = append(feeds, Feed{Name: t.maskInput, Shape: shape, Int64: enc.AttentionMask})
+		}
+		if t.posInput != "" {
+			pos := make([]int64, len(enc.IDs))
+			for i := range pos {
+				pos[i] = int64(i % enc.Len)
+			}
+			feeds = append(feeds, Feed{Name: t.posInput, Shape: shape, Int64: pos})
+		}
+		if t.typesInput != "" {
+			types := enc.TypeIDs
+			if types == nil {
+				types = make([]int64, len(enc.IDs))
+			}
+			feeds = append(feeds, Feed{Name: t.typesInput, Shape: shape, Int64: types})
+		}
+		out, err := t.sess.Run(ctx, feeds, t.output.Name)
+		if err != nil {
+			return nil, 0, fmt.Errorf("text rows %d-%d: %w", lo, hi-1, err)
+		}
+		data, w, err := reduce(out, enc.Rows, t.pooling, enc.AttentionMask, enc.Len)
+		if err != nil {
+			return nil, 0, fmt.Errorf("text rows %d-%d: %w", lo, hi-1, err)
+		}
+		if width >= 0 && w != width {
+			return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", lo, hi-1, w, width)
+		}
+		width = w
+		rows = append(rows, data...)
+	}
+	if t.normalize && width > 0 {
+		normalizeRows(rows, width)
+	}
+	return rows, max(width, 0), nil
+}
+
+// reduce turns one run's output into [rows, width], pooling 3-D outputs.
+// mask (rows×seq) restricts mean pooling when its length matches.
+func reduce(out Output, rows int, pooling string, mask []int64, seq int) ([]float32, int, error) {
+	switch len(out.Shape) {
+	case 2:
+		if int(out.Shape[0]) != rows {
+			return nil, 0, fmt.Errorf("output %s has %d rows for %d inputs", out.Name, out.Shape[0], rows)
+		}
+		return out.Data, int(out.Shape[1]), nil
+	case 3:
+		if int(out.Shape[0]) != rows {
+			return nil, 0, fmt.Errorf("output %s has %d rows for %d inputs", out.Name, out.Shape[0], rows)
+		}
+		if pooling == PoolNone {
+			return nil, 0, fmt.Errorf("output %s is 3-D %v; set pooling (cls or mean)", out.Name, out.Shape)
+		}
+		s, h := int(out.Shape[1]), int(out.Shape[2])
+		if s != seq || len(mask) != rows*s {
+			mask = nil // not token-aligned (an image model's patches): plain mean
+		}
+		data, err := pool(out.Data, rows, s, h, pooling, mask)
+		return data, h, err
+	}
+	return nil, 0, fmt.Errorf("output %s has shape %v; want 2-D or 3-D", out.Name, out.Shape)
+}
+
+// imageTower is a preprocessor plus an image model: image files → rows.
+type imageTower struct {
+	sess       *Session
+	prep       imageprep.Config
+	input      TensorInfo
+	output     TensorInfo
+	pooling    string
+	normalize  bool
+	batch      int
+	fixedBatch bool // the model's batch dimension is fixed (1): run one image at a time
+}
+
+func newImageTower(sess *Session, prep imageprep.Config, output, pooling string, normalize bool, batch int, defaults ...string) (*imageTower, error) {
+	t := &imageTower{sess: sess, prep: prep, pooling: pooling, normalize: normalize, batch: batch}
+	ins := sess.Inputs()
+	if in, ok := findInfo(ins, "pixel_values"); ok {
+		t.input = in
+	} else if len(ins) == 1 {
+		t.input = ins[0]
+	} else {
+		return nil, fmt.Errorf("image model has no pixel_values input (inputs: %s)", names(ins))
+	}
+	if len(ins) != 1 {
+		return nil, fmt.Errorf("image model has inputs other than %s (inputs: %s)", t.input.Name, names(ins))
+	}
+	if t.input.Type != "float32" && t.input.Type != "float16" {
+		return nil, fmt.Errorf("image model input %s is not a float tensor", t.input)
+	}
+	if len(t.input.Shape) != 4 {
+		return nil, fmt.Errorf("image model input %s is not 4-D NCHW", t.input)
+	}
+	if c := t.input.Shape[1]; c >= 0 && int(c) != prep.Channels() {
+		return nil, fmt.Errorf("image model input %s takes %d channels; the preprocessor produces %d", t.input, c, prep.Channels())
+	}
+	if h, w, ok := prep.FixedSize(); ok {
+		if (t.input.Shape[2] >= 0 && int(t.input.Shape[2]) != h) || (t.input.Shape[3] >= 0 && int(t.input.Shape[3]) != w) {
+			return nil, fmt.Errorf("image model input %s does not match the preprocessor's %dx%d output", t.input, h, w)
+		}
+	}
+	if b := t.input.Shape[0]; b >= 0 {
+		if b != 1 {
+			return nil, fmt.Errorf("image model input %s has a fixed batch of %d; only 1 or dynamic is supported", t.input, b)
+		}
+		t.fixedBatch = true
+	}
+	out, err := pickOutput(sess.Outputs(), output, defaults...)
+	if err != nil {
+		return nil, fmt.Errorf("image model: %w", err)
+	}
+	if err := checkOutputRank(out, pooling); err != nil {
+		return nil, fmt.Errorf("image model: %w", err)
+	}
+	t.output = out
+	return t, nil
+}
+
+func (t *imageTower) encode(ctx context.Context, paths []string, firstRow int) ([]float32, int, error) {
+	batch := t.batch
+	if t.fixedBatch {
+		batch = 1
+	}
+	var rows []float32
+	width := -1
+	c := t.prep.Channels()
+	for lo := 0; lo < len(paths); {
+		// A run is up to batch consecutive images of one tensor size.
+		var pix []float32
+		var h0, w0 int
+		hi := lo
+		for hi < len(paths) && hi-lo < batch {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
+			img, err := imageprep.DecodeFile(paths[hi])
+			if err != nil {
+				return nil, 0, fmt.Errorf("image row %d: %w", firstRow+hi, err)
+			}
+			data, h, w, err := t.prep.Tensor(img)
+			if err != nil {
+				return nil, 0, fmt.Errorf("image row %d (%s): %w", firstRow+hi, paths[hi], err)
+			}
+			if hi > lo && (h != h0 || w != w0) {
+				break
+			}
+			h0, w0 = h, w
+			pix = append(pix, data...)
+			hi++
+		}
+		n := hi - lo
+		shape := []int64{int64(n), int64(c), int64(h0), int64(w0)}
+		out, err := t.sess.Run(ctx, []Feed{{Name: t.input.Name, Shape: shape, Float32: pix}}, t.output.Name)
+		if err != nil {
+			return nil, 0, fmt.Errorf("image rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+		}
+		data, w, err := reduce(out, n, t.pooling, nil, 0)
+		if err != nil {
+			return nil, 0, fmt.Errorf("image rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+		}
+		if width >= 0 && w != width {
+			return nil, 0, fmt.Errorf("image rows %d-%d: output width %d differs from earlier rows (%d)", firstRow+lo, firstRow+hi-1, w, width)
+		}
+		width = w
+		rows = append(rows, data...)
+		lo = hi
+	}
+	if t.normalize && width > 0 {
+		normalizeRows(rows, width)
+	}
+	return rows, max(width, 0), nil
+}
