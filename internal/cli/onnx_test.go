@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -74,5 +75,83 @@ func TestDemoONNXLibraryMissing(t *testing.T) {
 	code, _, stderr := run(t, "demo", "--onnx", "--markdown", "-")
 	if code != 1 || !strings.Contains(stderr, "ONNX Runtime library not found") || !strings.Contains(stderr, "--onnxruntime-lib") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A run file with an onnx_dual_encoder: captions query images (and back,
+// bidirectional) through the tiny CLIP-style export. The designed outcome:
+// the purple caption ranks its magenta image second (MRR 0.9 forward), every
+// image ranks its caption first (MRR 1 reverse).
+func TestRunSpecONNXDualEncoder(t *testing.T) {
+	requireONNXRuntime(t)
+	dir := t.TempDir()
+	testdata, err := filepath.Abs(filepath.Join("..", "..", "extract", "onnx", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	colors := []string{"red", "green", "blue", "yellow", "purple"}
+	files := []string{"red", "green", "blue", "yellow", "magenta"}
+	var queries, images, qrels strings.Builder
+	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+	for i, c := range colors {
+		fmt.Fprintf(&queries, `{"_id": "t%d", "text": "a photo of a %s square"}`+"\n", i, c)
+		fmt.Fprintf(&images, "%s\n", filepath.Join(testdata, "images", files[i]+".png"))
+		fmt.Fprintf(&qrels, "t%d\ti%d\t1\n", i, i)
+	}
+	writeFile(t, dir, "captions.jsonl", queries.String())
+	writeFile(t, dir, "images.txt", images.String())
+	writeFile(t, dir, "image_ids.txt", "i0\ni1\ni2\ni3\ni4\n")
+	writeFile(t, dir, "qrels.tsv", qrels.String())
+	spec := writeFile(t, dir, "run.yaml", `version: 1
+dataset:
+  queries: {modality: text, path: captions.jsonl}
+  gallery: {modality: image, path: images.txt, ids: image_ids.txt}
+  qrels: {path: qrels.tsv}
+retrieval: {similarity: cosine, ks: [1, 5], primary_metric: ndcg@5, bidirectional: true}
+extractors:
+  - {name: tiny-clip, type: onnx_dual_encoder, model_dir: `+filepath.Join(testdata, "tiny-clip")+`,
+     query_branch: text_branch, gallery_branch: image_branch, batch_size: 2, intra_op_threads: 1}
+  - {name: tiny-siglip, type: onnx_dual_encoder, model_dir: `+filepath.Join(testdata, "tiny-siglip")+`,
+     query_branch: text_branch, gallery_branch: image_branch, normalize: true}
+`)
+	code, stdout, stderr := run(t, "retrieval", "run", "--spec", spec, "--json", "-", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rep := reportOf(t, stdout)
+	results := rep["extractor_results"].([]any)
+	if len(results) != 2 {
+		t.Fatalf("%d results", len(results))
+	}
+	for _, r := range results {
+		m := r.(map[string]any)
+		fwd := m["forward"].(map[string]any)["metrics"].(map[string]any)
+		rev := m["reverse"].(map[string]any)["metrics"].(map[string]any)
+		if math.Abs(fwd["mrr"].(float64)-0.9) > 1e-12 || fwd["recall@1"] != 0.8 || rev["mrr"] != 1.0 {
+			t.Errorf("%s: forward %v, reverse %v", m["name"], fwd, rev)
+		}
+		recipe := m["recipe"].(map[string]any)
+		if m["extractor_type"] != "onnx_dual_encoder" || recipe["cache_safe"] != true {
+			t.Errorf("%s: type %v, recipe %v", m["name"], m["extractor_type"], recipe)
+		}
+	}
+	if rep["dataset_summary"].(map[string]any)["gallery_modality"] != "image" {
+		t.Errorf("summary %v", rep["dataset_summary"])
+	}
+
+	// A missing model directory fails before anything is encoded, naming
+	// the entry's line and the files looked for.
+	bad := writeFile(t, dir, "bad.yaml", `version: 1
+dataset:
+  queries: {modality: text, path: captions.jsonl}
+  gallery: {modality: image, path: images.txt, ids: image_ids.txt}
+  qrels: {path: qrels.tsv}
+extractors:
+  - {name: clip, type: onnx_dual_encoder, model_dir: models/none,
+     query_branch: text_branch, gallery_branch: image_branch}
+`)
+	code, _, stderr = run(t, "retrieval", "run", "--spec", bad, "--quiet")
+	if code != 1 || !strings.Contains(stderr, "bad.yaml:7: extractor clip: text model not found (looked for "+filepath.Join(dir, "models", "none", "text_model.onnx")) {
+		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }

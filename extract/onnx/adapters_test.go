@@ -1,0 +1,480 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/extract"
+	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/tinymodels"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+const testdata = "testdata"
+
+// closeTo compares ONNX Runtime's float32 results with the float64
+// reference passes: 1e-5 relative (1e-5 absolute below 1).
+func closeTo(t *testing.T, what string, got []float32, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); d > 1e-5*math.Max(1, math.Abs(want[i])) {
+			t.Fatalf("%s[%d] = %v, reference %v (diff %g)", what, i, got[i], want[i], d)
+		}
+	}
+}
+
+func flat(rows [][]float64) []float64 {
+	var out []float64
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// mustDense returns a function that unwraps an encoder's result.
+func mustDense(t *testing.T) func(matrix.Matrix, error) *matrix.Dense {
+	return func(m matrix.Matrix, err error) *matrix.Dense {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.(*matrix.Dense)
+	}
+}
+
+// padded pads each row to n with pad and returns ids and attention masks.
+func padded(rows [][]int64, n int, pad int64) (ids, mask [][]int64) {
+	for _, r := range rows {
+		id := make([]int64, n)
+		m := make([]int64, n)
+		for i := range id {
+			id[i], m[i] = pad, 0
+			if i < len(r) {
+				id[i], m[i] = r[i], 1
+			}
+		}
+		ids, mask = append(ids, id), append(mask, m)
+	}
+	return ids, mask
+}
+
+func retrievalImagePaths() retrieval.Images {
+	var paths retrieval.Images
+	for _, c := range tinymodels.RetrievalImages {
+		paths = append(paths, filepath.Join(testdata, "images", c.Name+".png"))
+	}
+	return paths
+}
+
+// TestDualEncoderEmbeddings checks both towers of the tiny CLIP- and
+// SigLIP-style exports against the generator's reference forward passes,
+// starting from the texts and the image files.
+func TestDualEncoderEmbeddings(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	texts := retrieval.Texts(tinymodels.RetrievalTexts)
+	images := retrievalImagePaths()
+	cases := []struct {
+		dir        string
+		text       func() [][]float64
+		image      func() [][]float64
+		maxLen     int
+		layoutFile string
+	}{
+		{"tiny-clip", func() [][]float64 {
+			var rows [][]int64
+			for _, s := range texts {
+				rows = append(rows, tinymodels.CLIPExpectedIDs(s))
+			}
+			pad, _ := tinymodels.CLIPTokenID("<|endoftext|>")
+			return tinymodels.CLIPText(padded(rows, 16, pad))
+		}, func() [][]float64 {
+			var px [][]float32
+			for _, c := range tinymodels.RetrievalImages {
+				px = append(px, tinymodels.CLIPPixels(c))
+			}
+			return tinymodels.CLIPVision(px)
+		}, 16, "onnx/text_model.onnx"},
+		{"tiny-siglip", func() [][]float64 {
+			var rows [][]int64
+			for _, s := range texts {
+				rows = append(rows, tinymodels.SigLIPExpectedIDs(s))
+			}
+			return tinymodels.SigLIPText(rows, tinymodels.SigLIPPositionIDs(len(rows), 16))
+		}, func() [][]float64 {
+			var px [][]float32
+			for _, c := range tinymodels.RetrievalImages {
+				px = append(px, tinymodels.SigLIPPixels(c))
+			}
+			return tinymodels.SigLIPVision(px)
+		}, 16, "text_model.onnx"},
+	}
+	for _, c := range cases {
+		t.Run(c.dir, func(t *testing.T) {
+			d, err := NewDualEncoder(ctx, DualEncoderConfig{Name: c.dir, ModelDir: filepath.Join(testdata, c.dir), BatchSize: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			got := mustDense(t)(d.EncodeBranch(ctx, extract.Batch{Side: "query", Items: texts}, TextBranch))
+			closeTo(t, "text embeddings", got.Float32Data(), flat(c.text()))
+			got = mustDense(t)(d.EncodeBranch(ctx, extract.Batch{Side: "gallery", Items: images}, ImageBranch))
+			closeTo(t, "image embeddings", got.Float32Data(), flat(c.image()))
+
+			r := d.Recipe()
+			text := r["text"].(map[string]any)
+			if text["max_length"] != c.maxLen || text["padding"] != PadMaxLength {
+				t.Errorf("text recipe %v", text)
+			}
+			ids := r["path_identities"].(map[string]any)
+			want, err := fileDigest(filepath.Join(testdata, c.dir, c.layoutFile))
+			if err != nil || ids["text_model"] != "sha256:"+want {
+				t.Errorf("text_model identity %v, want sha256:%s", ids["text_model"], want)
+			}
+			for _, role := range []string{"vision_model", "tokenizer", "preprocessor", "config"} {
+				if !strings.HasPrefix(ids[role].(string), "sha256:") {
+					t.Errorf("identity of %s missing: %v", role, ids)
+				}
+			}
+			if r["cache_safe"] != true || r["runtime_version"] == "" || !d.StreamingSafe() {
+				t.Errorf("recipe %v", r)
+			}
+			if _, err := d.EncodeBranch(ctx, extract.Batch{Items: texts}, ImageBranch); err == nil || !strings.Contains(err.Error(), "does not support retrieval modality text") {
+				t.Errorf("texts on the image branch: %v", err)
+			}
+		})
+	}
+}
+
+// TestDualEncoderImageFiles covers decoding and geometry: RGBA and GIF
+// files give the same embedding as the solid PNGs, and images that need a
+// resize and crop give the embedding of the preprocessed tensor.
+func TestDualEncoderImageFiles(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	d, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "clip", ModelDir: filepath.Join(testdata, "tiny-clip")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	img := func(name string) string { return filepath.Join(testdata, "images", name) }
+	got := mustDense(t)(d.EncodeBranch(ctx, extract.Batch{Items: retrieval.Images{
+		img("red.png"), img(tinymodels.RGBAImage), img("blue.png"), img(tinymodels.GIFImage),
+		img(tinymodels.StripesImage), img(tinymodels.QuadrantsImage),
+	}}, ImageBranch))
+	row := func(i int) []float32 { return got.Float32Data()[i*tinymodels.Dim : (i+1)*tinymodels.Dim] }
+	for _, pair := range [][2]int{{0, 1}, {2, 3}} {
+		if a, b := row(pair[0]), row(pair[1]); !equal32(a, b) {
+			t.Errorf("rows %d and %d differ: %v vs %v", pair[0], pair[1], a, b)
+		}
+	}
+	prep, err := imageprep.LoadConfig(filepath.Join(testdata, "tiny-clip", "preprocessor_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{tinymodels.StripesImage, tinymodels.QuadrantsImage} {
+		im, err := imageprep.DecodeFile(img(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		px, h, w, err := prep.Tensor(im)
+		if err != nil || h != 8 || w != 8 {
+			t.Fatalf("%s: %d×%d %v", name, h, w, err)
+		}
+		closeTo(t, name, row(4+i), tinymodels.CLIPVision([][]float32{px})[0])
+	}
+	// The pattern dimension (3) is non-zero for the patterned images only.
+	if row(0)[3] != 0 || row(5)[3] == 0 {
+		t.Errorf("pattern dimension: solid %v, quadrants %v", row(0)[3], row(5)[3])
+	}
+}
+
+func equal32(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDualEncoderRetrieval runs the designed cross-modal task end to end:
+// text→image (forward) and image→text (reverse) with both tiny exports,
+// under dot and cosine. "purple" is learned as mostly blue, so the purple
+// caption ranks its magenta image second: forward ranks [1,1,1,1,2], reverse
+// all 1.
+func TestDualEncoderRetrieval(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	texts := retrieval.Texts(tinymodels.RetrievalTexts)
+	images := retrievalImagePaths()
+	var recs []retrieval.Record
+	for i := range texts {
+		recs = append(recs, retrieval.Record{QueryID: "t" + strconv.Itoa(i), GalleryID: "i" + strconv.Itoa(i), Grade: 1})
+	}
+	ids := func(p string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = p + strconv.Itoa(i)
+		}
+		return out
+	}
+	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
+		Queries: texts, Gallery: images, QueryIDs: ids("t", len(texts)), GalleryIDs: ids("i", len(images)),
+		Identity: retrieval.FromContent(),
+	}, retrieval.RecordRelevance(recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ranks [1,1,1,1,2]: MRR (4 + 1/2)/5, recall@1 4/5, NDCG@5 with one
+	// positive: (4 + 1/log2(3))/5.
+	wantForward := map[string]float64{"mrr": 0.9, "recall@1": 0.8, "hit_rate@5": 1, "ndcg@5": (4 + 1/math.Log2(3)) / 5}
+	wantReverse := map[string]float64{"mrr": 1, "recall@1": 1, "ndcg@5": 1}
+	for _, dir := range []string{"tiny-clip", "tiny-siglip"} {
+		for _, sim := range []string{retrieval.Cosine, retrieval.Dot} {
+			t.Run(dir+"/"+sim, func(t *testing.T) {
+				d, err := NewDualEncoder(ctx, DualEncoderConfig{Name: dir, ModelDir: filepath.Join(testdata, dir)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				cfg := retrieval.DefaultConfig()
+				cfg.Similarity, cfg.Ks, cfg.PrimaryMetric, cfg.Bidirectional = sim, []int{1, 5}, "ndcg@5", true
+				b := &extract.Benchmark{Dataset: ds, Config: cfg, Embedding: extract.DefaultEmbeddingConfig(), Memory: memory.Default(),
+					Extractors: []extract.Entry{{Extractor: d, QueryBranch: TextBranch, GalleryBranch: ImageBranch}}}
+				res, err := b.Run(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := res.ExtractorResults[0]
+				for k, want := range wantForward {
+					if got, _ := r.Forward.Metrics.Get(k); math.Abs(got-want) > 1e-12 {
+						t.Errorf("text→image %s = %v, want %v", k, got, want)
+					}
+				}
+				for k, want := range wantReverse {
+					if got, _ := r.Reverse.Metrics.Get(k); math.Abs(got-want) > 1e-12 {
+						t.Errorf("image→text %s = %v, want %v", k, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestTextEncoder pools the tiny sentence model's last_hidden_state (E[id] +
+// T[type]) over the attention mask, or takes [CLS], optionally normalised.
+func TestTextEncoder(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	texts := []string{"a photo of a red square", "Red squares!", "über", "x@y 日本"}
+	var rows [][]int64
+	for _, s := range texts {
+		rows = append(rows, tinymodels.TextExpectedIDs(s))
+	}
+	ids, mask := padded(rows, 12, 0)
+	types := make([][]int64, len(ids))
+	for i := range types {
+		types[i] = make([]int64, 12)
+	}
+	hidden := tinymodels.TextHidden(ids, types)
+	pooled := func(mode string, norm bool) []float64 {
+		var out []float64
+		for r, h := range hidden {
+			v := make([]float64, tinymodels.Dim)
+			n := 0.0
+			for s := range h {
+				if mode == PoolCLS && s > 0 || mode == PoolMean && mask[r][s] == 0 {
+					continue
+				}
+				n++
+				for k := range v {
+					v[k] += h[s][k]
+				}
+			}
+			var ss float64
+			for k := range v {
+				v[k] /= n
+				ss += v[k] * v[k]
+			}
+			if norm {
+				for k := range v {
+					v[k] /= math.Sqrt(ss)
+				}
+			}
+			out = append(out, v...)
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		cfg     TextConfig
+		want    []float64
+		stream  bool
+		padding string
+	}{
+		{"default mean", TextConfig{}, pooled(PoolMean, false), true, PadMaxLength},
+		{"cls", TextConfig{Pooling: PoolCLS}, pooled(PoolCLS, false), true, PadMaxLength},
+		{"mean normalised, longest", TextConfig{Pooling: PoolMean, Normalize: true, Text: TextOptions{Padding: PadLongest}}, pooled(PoolMean, true), false, PadLongest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Name, cfg.ModelDir, cfg.BatchSize = "minilm-tiny", filepath.Join(testdata, "tiny-text"), 3
+			e, err := NewTextEncoder(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			got := mustDense(t)(e.Encode(ctx, extract.Batch{Items: retrieval.Texts(texts)}))
+			closeTo(t, "pooled", got.Float32Data(), c.want)
+			text := e.Recipe()["text"].(map[string]any)
+			if e.StreamingSafe() != c.stream || text["padding"] != c.padding || text["max_length"] != 12 || text["output"] != "last_hidden_state" {
+				t.Errorf("streaming %v, recipe %v", e.StreamingSafe(), text)
+			}
+		})
+	}
+	// A long text is truncated to the tokenizer's max_length (12) and still
+	// encodes; max_length 5 overrides it.
+	long := strings.Repeat("red square ", 20)
+	e, err := NewTextEncoder(ctx, TextConfig{Name: "t", ModelDir: filepath.Join(testdata, "tiny-text"), Text: TextOptions{MaxLength: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got := mustDense(t)(e.Encode(ctx, extract.Batch{Items: retrieval.Texts{long}}))
+	var short []int64 // [CLS] red square red [SEP]
+	for _, tok := range []string{"[CLS]", "red", "square", "red", "[SEP]"} {
+		id, ok := tinymodels.TextTokenID(tok)
+		if !ok {
+			t.Fatalf("no token %q", tok)
+		}
+		short = append(short, id)
+	}
+	h := tinymodels.TextHidden([][]int64{short}, [][]int64{make([]int64, 5)})[0]
+	want := make([]float64, tinymodels.Dim)
+	for _, v := range h {
+		for k := range want {
+			want[k] += v[k] / 5
+		}
+	}
+	closeTo(t, "truncated", got.Float32Data(), want)
+}
+
+// TestImageEncoder: pooler_output by default; last_hidden_state (4 patches)
+// needs pooling; mean over patches equals the model's own pooler.
+func TestImageEncoder(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	dir := filepath.Join(testdata, "tiny-image")
+	images := retrievalImagePaths()
+	var px [][]float32
+	for _, c := range tinymodels.RetrievalImages {
+		px = append(px, tinymodels.CLIPPixels(c))
+	}
+	hidden := tinymodels.ImageHidden(px)
+	var cls []float64
+	for _, h := range hidden {
+		cls = append(cls, h[0]...)
+	}
+	cases := []struct {
+		cfg  ImageConfig
+		want []float64
+	}{
+		{ImageConfig{}, flat(tinymodels.ImagePooled(px))},
+		{ImageConfig{Output: "last_hidden_state", Pooling: PoolMean}, flat(tinymodels.ImagePooled(px))},
+		{ImageConfig{Output: "last_hidden_state", Pooling: PoolCLS}, cls},
+	}
+	for i, c := range cases {
+		cfg := c.cfg
+		cfg.Name, cfg.ModelDir = "img", dir
+		e, err := NewImageEncoder(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustDense(t)(e.Encode(ctx, extract.Batch{Items: images}))
+		closeTo(t, "case "+strconv.Itoa(i), got.Float32Data(), c.want)
+		e.Close()
+	}
+	if _, err := NewImageEncoder(ctx, ImageConfig{Name: "img", ModelDir: dir, Output: "last_hidden_state"}); err == nil ||
+		!strings.Contains(err.Error(), "output last_hidden_state float32[?,4,4] is 3-D; set pooling") {
+		t.Errorf("3-D output without pooling: %v", err)
+	}
+}
+
+func TestAdapterErrors(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	copyDir := func(src string, skip ...string) string {
+		dst := filepath.Join(tmp, filepath.Base(src)+strconv.Itoa(len(skip)))
+		filepath.WalkDir(src, func(p string, de os.DirEntry, err error) error {
+			rel, _ := filepath.Rel(src, p)
+			for _, s := range skip {
+				if rel == s {
+					return nil
+				}
+			}
+			if de.IsDir() {
+				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			}
+			b, _ := os.ReadFile(p)
+			return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+		})
+		return dst
+	}
+	noTok := copyDir(filepath.Join(testdata, "tiny-clip"), "tokenizer.json")
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"missing tokenizer", func() error {
+			_, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "c", ModelDir: noTok})
+			return err
+		}, "extractor c: tokenizer.json not found (looked for " + filepath.Join(noTok, "tokenizer.json") + ")"},
+		{"unknown text output", func() error {
+			_, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "c", ModelDir: filepath.Join(testdata, "tiny-clip"), TextOutput: "logits"})
+			return err
+		}, `has no output "logits" (outputs: text_embeds float32[?,4], last_hidden_state float32[?,?,4])`},
+		{"3-D text output", func() error {
+			_, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "c", ModelDir: filepath.Join(testdata, "tiny-clip"), TextOutput: "last_hidden_state"})
+			return err
+		}, "is 3-D; set pooling (cls or mean)"},
+		{"image model as text model", func() error {
+			_, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "c", ModelDir: filepath.Join(testdata, "tiny-clip"), TextModel: "onnx/vision_model.onnx"})
+			return err
+		}, "text model input pixel_values float32[?,3,8,8] is not an integer tensor"},
+		{"library missing", func() error {
+			_, err := NewTextEncoder(ctx, TextConfig{Name: "t", ModelDir: filepath.Join(testdata, "tiny-text"), Runtime: Runtime{Library: filepath.Join(tmp, "libonnxruntime.so")}})
+			return err
+		}, "ONNX Runtime library not found"},
+		{"bad pooling", func() error {
+			_, err := NewImageEncoder(ctx, ImageConfig{Name: "i", ModelDir: filepath.Join(testdata, "tiny-image"), Pooling: "max"})
+			return err
+		}, `pooling must be cls or mean, got "max"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.run()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v\nwant %q", err, c.want)
+			}
+		})
+	}
+}
