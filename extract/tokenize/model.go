@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -277,20 +278,7 @@ func (b *bpeModel) tokenize(s string) ([]int64, error) {
 		syms = append(syms, "\x00unk")
 		unkRun = true
 	}
-	// Merge the lowest-ranked adjacent pair (leftmost on ties) until none is left.
-	for len(syms) > 1 {
-		best, at := math.MaxInt, -1
-		for i := 0; i+1 < len(syms); i++ {
-			if r, ok := b.ranks[[2]string{syms[i], syms[i+1]}]; ok && r < best {
-				best, at = r, i
-			}
-		}
-		if at < 0 {
-			break
-		}
-		syms[at] += strings.TrimPrefix(syms[at+1], b.prefix)
-		syms = append(syms[:at+1], syms[at+2:]...)
-	}
+	syms = b.merge(syms)
 	out := make([]int64, len(syms))
 	for i, sym := range syms {
 		if sym == "\x00unk" {
@@ -300,6 +288,78 @@ func (b *bpeModel) tokenize(s string) ([]int64, error) {
 		out[i] = int64(b.v[sym])
 	}
 	return out, nil
+}
+
+// merge applies the merges: repeatedly the lowest-ranked adjacent pair,
+// leftmost on ties, as tokenizers' merge_word does. Pairs wait in a min-heap
+// keyed by (rank, left position) over a linked list of symbols, so a word
+// of n characters costs O(n log n) rather than O(n²).
+func (b *bpeModel) merge(syms []string) []string {
+	if len(syms) < 2 {
+		return syms
+	}
+	next := make([]int, len(syms)) // -1 at the end
+	prev := make([]int, len(syms)) // -1 at the start
+	version := make([]int, len(syms))
+	for i := range syms {
+		next[i], prev[i] = i+1, i-1
+	}
+	next[len(syms)-1] = -1
+	h := &pairHeap{}
+	push := func(l int) {
+		if l < 0 || next[l] < 0 {
+			return
+		}
+		r := next[l]
+		if rank, ok := b.ranks[[2]string{syms[l], syms[r]}]; ok {
+			heap.Push(h, pairEntry{rank: rank, left: l, right: r, lv: version[l], rv: version[r]})
+		}
+	}
+	for i := 0; i+1 < len(syms); i++ {
+		push(i)
+	}
+	for h.Len() > 0 {
+		e := heap.Pop(h).(pairEntry)
+		l, r := e.left, e.right
+		if version[l] != e.lv || version[r] != e.rv || next[l] != r {
+			continue // stale: one side has merged since
+		}
+		syms[l] += strings.TrimPrefix(syms[r], b.prefix)
+		version[l]++
+		version[r] = -1 // gone
+		next[l] = next[r]
+		if next[l] >= 0 {
+			prev[next[l]] = l
+		}
+		push(prev[l])
+		push(l)
+	}
+	out := syms[:0]
+	for i := 0; i >= 0; i = next[i] {
+		out = append(out, syms[i])
+	}
+	return out
+}
+
+type pairEntry struct{ rank, left, right, lv, rv int }
+
+// pairHeap orders candidate merges by rank, then by left position.
+type pairHeap []pairEntry
+
+func (h pairHeap) Len() int { return len(h) }
+func (h pairHeap) Less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].left < h[j].left
+}
+func (h pairHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pairEntry)) }
+func (h *pairHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 // ---- Unigram (tokenizers::models::unigram, Viterbi) ----

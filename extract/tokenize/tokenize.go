@@ -23,6 +23,10 @@ type Tokenizer struct {
 	preTok    preTokenizerFunc
 	post      postProcessor
 	added     []addedToken // sorted by decreasing content length
+	// addedByFirst lists, per first byte, the indices into added of the
+	// tokens starting with it (in added's order), so that splitting a text
+	// looks at a handful of candidates per position instead of all.
+	addedByFirst [256][]int
 	vocabSize int          // max id + 1 over model vocab and added tokens
 
 	maxLength      int
@@ -129,6 +133,9 @@ func parse(data []byte) (t *Tokenizer, err error) {
 		t.added = append(t.added, at)
 	}
 	sort.SliceStable(t.added, func(i, j int) bool { return len(t.added[i].content) > len(t.added[j].content) })
+	for i, a := range t.added {
+		t.addedByFirst[a.content[0]] = append(t.addedByFirst[a.content[0]], i)
+	}
 	for _, id := range t.post.ids() {
 		t.vocabSize = max(t.vocabSize, id+1)
 	}
@@ -379,7 +386,8 @@ func (t *Tokenizer) splitAdded(s string, normalized bool) []segment {
 	}
 	for i := 0; i < len(s); {
 		matched := false
-		for _, a := range t.added {
+		for _, ai := range t.addedByFirst[s[i]] {
+			a := t.added[ai]
 			if a.normalized != normalized || !strings.HasPrefix(s[i:], a.content) {
 				continue
 			}

@@ -449,3 +449,38 @@ func writeFileF(f *testing.F, name, content string) string {
 	}
 	return p
 }
+
+// Benchmarks of the two costs that grow with input size: a long run of
+// letters goes to BPE as one word (merging is O(n log n) per word), and a
+// long document is scanned for added tokens at every position.
+//
+//	go test -run '^$' -bench Encode ./extract/tokenize
+func BenchmarkEncodeLongWord(b *testing.B) {
+	tok := loadCached(b, filepath.Join(dauletDir(b), "Meta-Llama-3-8B-Instruct.json"))
+	word := strings.Repeat("abcdefghij", 1600)
+	b.SetBytes(int64(len(word)))
+	for b.Loop() {
+		if _, err := tok.Encode(context.Background(), []string{word}, Options{MaxLength: 77}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeLongText(b *testing.B) {
+	dir := dauletDir(b)
+	text, err := os.ReadFile(filepath.Join(dir, "long_text.txt"))
+	if err != nil {
+		b.Skip(err)
+	}
+	for _, f := range []string{"bert-base-uncased.json", "Meta-Llama-3-8B-Instruct.json"} {
+		tok := loadCached(b, filepath.Join(dir, f))
+		b.Run(f, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if _, err := tok.Encode(context.Background(), []string{string(text)}, Options{MaxLength: 512}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
