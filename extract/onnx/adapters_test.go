@@ -478,3 +478,69 @@ func TestAdapterErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenCLIPLayout rearranges the tiny CLIP export into the OpenCLIP
+// (Immich) layout — textual/ and visual/ towers, preprocess_cfg.json, the
+// context length in config.json — and expects the same embeddings.
+func TestOpenCLIPLayout(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	src := filepath.Join(testdata, "tiny-clip")
+	dir := t.TempDir()
+	cp := func(from, to string) {
+		b, err := os.ReadFile(filepath.Join(src, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, to)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp("onnx/text_model.onnx", "textual/model.onnx")
+	cp("tokenizer.json", "textual/tokenizer.json")
+	cp("tokenizer_config.json", "textual/tokenizer_config.json")
+	cp("onnx/vision_model.onnx", "visual/model.onnx")
+	os.WriteFile(filepath.Join(dir, "visual", "preprocess_cfg.json"), []byte(`{"size": [8, 8], "mode": "RGB",
+		"mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711],
+		"interpolation": "bicubic", "resize_mode": "shortest", "fill_color": 0}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"embed_dim": 4, "text_cfg": {"context_length": 16}}`), 0o644)
+
+	hf, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "hf", ModelDir: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hf.Close()
+	oc, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "oc", ModelDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	if oc.Recipe()["layout"] != "openclip" || hf.Recipe()["layout"] != "huggingface" {
+		t.Errorf("layouts %v, %v", oc.Recipe()["layout"], hf.Recipe()["layout"])
+	}
+	texts := extract.Batch{Items: retrieval.Texts(tinymodels.RetrievalTexts)}
+	images := extract.Batch{Items: retrieval.Images{
+		filepath.Join(testdata, "images", tinymodels.StripesImage), filepath.Join(testdata, "images", tinymodels.QuadrantsImage)}}
+	for _, c := range []struct {
+		branch string
+		batch  extract.Batch
+	}{{TextBranch, texts}, {ImageBranch, images}} {
+		a := mustDense(t)(hf.EncodeBranch(ctx, c.batch, c.branch))
+		b := mustDense(t)(oc.EncodeBranch(ctx, c.batch, c.branch))
+		if !equal32(a.Float32Data(), b.Float32Data()) {
+			t.Errorf("%s: OpenCLIP layout %v, HF layout %v", c.branch, b.Float32Data(), a.Float32Data())
+		}
+	}
+}
+
+// A CPU-only library cannot take the CUDA execution provider: the error
+// says so instead of silently running on the CPU.
+func TestCUDAUnavailable(t *testing.T) {
+	requireRuntime(t)
+	_, err := NewImageEncoder(context.Background(), ImageConfig{Name: "i", ModelDir: filepath.Join(testdata, "tiny-image"),
+		Runtime: Runtime{ExecutionProvider: "cuda"}})
+	if err == nil || !strings.Contains(err.Error(), "execution_provider cuda: this ONNX Runtime library") {
+		t.Fatalf("error = %v", err)
+	}
+}

@@ -145,6 +145,13 @@ func TestSessionErrors(t *testing.T) {
 	if _, err := OpenSession(ctx, "no/such/model.onnx", Runtime{}); err == nil || !strings.Contains(err.Error(), "no/such/model.onnx") {
 		t.Fatalf("missing model: %v", err)
 	}
+	// One process loads one library: asking for another one afterwards is
+	// an error naming both (any existing file stands in for it here).
+	other := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	os.WriteFile(other, nil, 0o644)
+	if _, err := LoadRuntime(other); err == nil || !strings.Contains(err.Error(), "ONNX Runtime is already loaded from") || !strings.Contains(err.Error(), other) {
+		t.Fatalf("second library: %v", err)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.onnx")
 	os.WriteFile(bad, []byte("not a model"), 0o644)
 	if _, err := OpenSession(ctx, bad, Runtime{}); err == nil || !strings.Contains(err.Error(), bad) {

@@ -155,3 +155,43 @@ extractors:
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// --onnxruntime-lib picks the library for run-file ONNX entries; an entry's
+// own onnxruntime_library wins over it.
+func TestRunSpecONNXRuntimeLibFlag(t *testing.T) {
+	requireONNXRuntime(t)
+	lib, err := onnx.ResolveLibrary("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, _ = filepath.Abs(lib)
+	dir := t.TempDir()
+	testdata, _ := filepath.Abs(filepath.Join("..", "..", "extract", "onnx", "testdata"))
+	writeFile(t, dir, "q.txt", "a photo of a red square\na photo of a blue square\n")
+	writeFile(t, dir, "g.txt", "red square\nblue square\n")
+	writeFile(t, dir, "qrels.tsv", "0\t0\t1\n1\t1\t1\n")
+	entry := func(extra string) string {
+		return `version: 1
+dataset:
+  queries: {modality: text, path: q.txt}
+  gallery: {modality: text, path: g.txt}
+  qrels: {path: qrels.tsv}
+extractors:
+  - {name: tiny, type: onnx_text, model_dir: ` + filepath.Join(testdata, "tiny-text") + extra + `}
+`
+	}
+	missing := filepath.Join(dir, "nowhere", "libonnxruntime.so")
+	spec := writeFile(t, dir, "flag.yaml", entry(""))
+	code, _, stderr := run(t, "retrieval", "run", "--spec", spec, "--onnxruntime-lib", missing, "--quiet")
+	if code != 1 || !strings.Contains(stderr, "ONNX Runtime library not found (configured path: "+missing+")") {
+		t.Fatalf("flag with a missing library: exit %d, %s", code, stderr)
+	}
+	spec = writeFile(t, dir, "entry.yaml", entry(", onnxruntime_library: "+lib))
+	code, stdout, stderr := run(t, "retrieval", "run", "--spec", spec, "--onnxruntime-lib", missing, "--json", "-", "--quiet")
+	if code != 0 {
+		t.Fatalf("entry library should win over the flag: exit %d, %s", code, stderr)
+	}
+	if r := reportOf(t, stdout)["extractor_results"].([]any)[0].(map[string]any); r["extractor_type"] != "onnx_text" {
+		t.Errorf("result %v", r)
+	}
+}
