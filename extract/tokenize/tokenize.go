@@ -27,7 +27,7 @@ type Tokenizer struct {
 	// tokens starting with it (in added's order), so that splitting a text
 	// looks at a handful of candidates per position instead of all.
 	addedByFirst [256][]int
-	vocabSize int          // max id + 1 over model vocab and added tokens
+	vocabSize    int // max id + 1 over model vocab and added tokens
 
 	maxLength      int
 	modelMaxLength int
