@@ -5,6 +5,8 @@ package onnx
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
 	"github.com/vertebrae-eval/vertebrae/extract/tokenize"
@@ -215,49 +217,94 @@ func (t *imageTower) encode(ctx context.Context, paths []string, firstRow int) (
 	var rows []float32
 	width := -1
 	c := t.prep.Channels()
-	for lo := 0; lo < len(paths); {
-		// A run is up to batch consecutive images of one tensor size.
-		var pix []float32
-		var h0, w0 int
-		hi := lo
-		for hi < len(paths) && hi-lo < batch {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, err
-			}
-			img, err := imageprep.DecodeFile(paths[hi])
-			if err != nil {
-				return nil, 0, fmt.Errorf("image row %d: %w", firstRow+hi, err)
-			}
-			data, h, w, err := t.prep.Tensor(img)
-			if err != nil {
-				return nil, 0, fmt.Errorf("image row %d (%s): %w", firstRow+hi, paths[hi], err)
-			}
-			if hi > lo && (h != h0 || w != w0) {
-				break
-			}
-			h0, w0 = h, w
-			pix = append(pix, data...)
-			hi++
-		}
-		n := hi - lo
-		shape := []int64{int64(n), int64(c), int64(h0), int64(w0)}
-		out, err := t.sess.Run(ctx, []Feed{{Name: t.input.Name, Shape: shape, Float32: pix}}, t.output.Name)
+	// Images are decoded and preprocessed in parallel a chunk at a time;
+	// each chunk then runs as ONNX batches of consecutive images whose
+	// tensors have the same size.
+	chunk := max(batch, runtime.GOMAXPROCS(0))
+	for lo := 0; lo < len(paths); lo += chunk {
+		hi := min(lo+chunk, len(paths))
+		tensors, err := t.preprocess(ctx, paths[lo:hi], firstRow+lo)
 		if err != nil {
-			return nil, 0, fmt.Errorf("image rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+			return nil, 0, err
 		}
-		data, w, err := reduce(out, n, t.pooling, nil, 0)
-		if err != nil {
-			return nil, 0, fmt.Errorf("image rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+		for s := 0; s < len(tensors); {
+			e := s + 1
+			for e < len(tensors) && e-s < batch && tensors[e].h == tensors[s].h && tensors[e].w == tensors[s].w {
+				e++
+			}
+			pix := make([]float32, 0, (e-s)*len(tensors[s].data))
+			for _, x := range tensors[s:e] {
+				pix = append(pix, x.data...)
+			}
+			a, b := firstRow+lo+s, firstRow+lo+e-1
+			shape := []int64{int64(e - s), int64(c), int64(tensors[s].h), int64(tensors[s].w)}
+			out, err := t.sess.Run(ctx, []Feed{{Name: t.input.Name, Shape: shape, Float32: pix}}, t.output.Name)
+			if err != nil {
+				return nil, 0, fmt.Errorf("image rows %d-%d: %w", a, b, err)
+			}
+			data, w, err := reduce(out, e-s, t.pooling, nil, 0)
+			if err != nil {
+				return nil, 0, fmt.Errorf("image rows %d-%d: %w", a, b, err)
+			}
+			if width >= 0 && w != width {
+				return nil, 0, fmt.Errorf("image rows %d-%d: output width %d differs from earlier rows (%d)", a, b, w, width)
+			}
+			width = w
+			rows = append(rows, data...)
+			s = e
 		}
-		if width >= 0 && w != width {
-			return nil, 0, fmt.Errorf("image rows %d-%d: output width %d differs from earlier rows (%d)", firstRow+lo, firstRow+hi-1, w, width)
-		}
-		width = w
-		rows = append(rows, data...)
-		lo = hi
 	}
 	if t.normalize && width > 0 {
 		normalizeRows(rows, width)
 	}
 	return rows, max(width, 0), nil
+}
+
+type imageTensor struct {
+	data []float32
+	h, w int
+}
+
+// preprocess decodes and preprocesses images on up to GOMAXPROCS
+// goroutines. Of several failures the lowest row is reported, so the error
+// does not depend on scheduling.
+func (t *imageTower) preprocess(ctx context.Context, paths []string, firstRow int) ([]imageTensor, error) {
+	out := make([]imageTensor, len(paths))
+	errs := make([]error, len(paths))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					continue
+				}
+				img, err := imageprep.DecodeFile(paths[i])
+				if err != nil {
+					errs[i] = fmt.Errorf("image row %d: %w", firstRow+i, err)
+					continue
+				}
+				data, h, w, err := t.prep.Tensor(img)
+				if err != nil {
+					errs[i] = fmt.Errorf("image row %d (%s): %w", firstRow+i, paths[i], err)
+					continue
+				}
+				out[i] = imageTensor{data, h, w}
+			}
+		}()
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
