@@ -115,12 +115,7 @@ func openSession(ctx context.Context, name string, model []byte, rt Runtime) (*S
 			return nil, fmt.Errorf("execution_provider cuda: this ONNX Runtime library (%s) cannot use CUDA: %w", env.path, err)
 		}
 	}
-	var ins, outs []ort.InputOutputInfo
-	if model != nil {
-		ins, outs, err = ort.GetInputOutputInfoWithONNXData(model)
-	} else {
-		ins, outs, err = ort.GetInputOutputInfoWithOptions(name, opts)
-	}
+	ins, outs, err := inputOutputInfo(name, model)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("ONNX model %s: %w", name, err)
@@ -133,6 +128,23 @@ func openSession(ctx context.Context, name string, model []byte, rt Runtime) (*S
 		return nil, fmt.Errorf("ONNX model %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// inputOutputInfo reads a model's signature through a throw-away session
+// without graph optimisation, so that a large model is not optimised twice.
+func inputOutputInfo(path string, model []byte) ([]ort.InputOutputInfo, []ort.InputOutputInfo, error) {
+	if model != nil {
+		return ort.GetInputOutputInfoWithONNXData(model)
+	}
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer opts.Destroy()
+	if err := opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll); err != nil {
+		return nil, nil, err
+	}
+	return ort.GetInputOutputInfoWithOptions(path, opts)
 }
 
 func convertInfos(in []ort.InputOutputInfo) ([]TensorInfo, error) {
