@@ -145,17 +145,17 @@ func NewTextEncoder(ctx context.Context, cfg TextConfig) (*TextEncoder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extractor %s: %w", cfg.Name, err)
 	}
-	pooling := cfg.Pooling
-	output := cfg.Output
+	// sentence_embedding when the model has it, else last_hidden_state; a
+	// 3-D output is mean-pooled over the attention mask unless told otherwise.
+	pooling, output := cfg.Pooling, cfg.Output
 	if output == "" {
+		output = "last_hidden_state"
 		if _, ok := findInfo(sess.Outputs(), "sentence_embedding"); ok {
 			output = "sentence_embedding"
-		} else {
-			output = "last_hidden_state"
-			if pooling == PoolNone {
-				pooling = PoolMean
-			}
 		}
+	}
+	if out, ok := findInfo(sess.Outputs(), output); ok && len(out.Shape) == 3 && pooling == PoolNone {
+		pooling = PoolMean
 	}
 	batch := batchOr(cfg.BatchSize)
 	tower, err := newTextTower(sess, tok, maxLen, cfg.Text.Padding, output, pooling, cfg.Normalize, batch)

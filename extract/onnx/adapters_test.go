@@ -329,6 +329,7 @@ func TestTextEncoder(t *testing.T) {
 		padding string
 	}{
 		{"default mean", TextConfig{}, pooled(PoolMean, false), true, PadMaxLength},
+		{"named 3-D output, default mean", TextConfig{Output: "last_hidden_state"}, pooled(PoolMean, false), true, PadMaxLength},
 		{"cls", TextConfig{Pooling: PoolCLS}, pooled(PoolCLS, false), true, PadMaxLength},
 		{"mean normalised, longest", TextConfig{Pooling: PoolMean, Normalize: true, Text: TextOptions{Padding: PadLongest}}, pooled(PoolMean, true), false, PadLongest},
 	}
@@ -349,6 +350,19 @@ func TestTextEncoder(t *testing.T) {
 			}
 		})
 	}
+	// A sentence-transformers export with the pooling inside the graph: its
+	// sentence_embedding output is used as is.
+	st, err := NewTextEncoder(ctx, TextConfig{Name: "st", ModelDir: filepath.Join(testdata, "tiny-text-st")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	got := mustDense(t)(st.Encode(ctx, extract.Batch{Items: retrieval.Texts(texts)}))
+	closeTo(t, "sentence_embedding", got.Float32Data(), pooled(PoolMean, false))
+	if text := st.Recipe()["text"].(map[string]any); text["output"] != "sentence_embedding" || text["pooling"] != nil {
+		t.Errorf("recipe %v", text)
+	}
+
 	// A long text is truncated to the tokenizer's max_length (12) and still
 	// encodes; max_length 5 overrides it.
 	long := strings.Repeat("red square ", 20)
@@ -357,7 +371,7 @@ func TestTextEncoder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	got := mustDense(t)(e.Encode(ctx, extract.Batch{Items: retrieval.Texts{long}}))
+	got = mustDense(t)(e.Encode(ctx, extract.Batch{Items: retrieval.Texts{long}}))
 	var short []int64 // [CLS] red square red [SEP]
 	for _, tok := range []string{"[CLS]", "red", "square", "red", "[SEP]"} {
 		id, ok := tinymodels.TextTokenID(tok)

@@ -172,3 +172,28 @@ func TextTokenizerJSON() []byte {
 			"max_input_chars_per_word", 100, "vocab", vocab),
 	))
 }
+
+// TextSTModel returns tiny-text-st/model.onnx: tiny-text with the mean
+// pooling inside the graph, as sentence-transformers exports have it — an
+// extra sentence_embedding output = Σ mask·last_hidden_state / Σ mask.
+func TextSTModel() onnxpb.Model {
+	n := onnxpb.Node
+	m := TextModel()
+	g := m.Graph
+	g.Name = "tiny_text_st"
+	g.Nodes = append(g.Nodes,
+		n("Cast", []string{"attention_mask"}, []string{"mask_f"}, onnxpb.IntAttr("to", int64(onnxpb.Float))),
+		n("Unsqueeze", []string{"mask_f", "axes_2"}, []string{"mask_3d"}),
+		n("Mul", []string{"last_hidden_state", "mask_3d"}, []string{"masked"}),
+		n("ReduceSum", []string{"masked", "axes_1"}, []string{"summed"}, onnxpb.IntAttr("keepdims", 0)),
+		n("ReduceSum", []string{"mask_3d", "axes_1"}, []string{"count"}, onnxpb.IntAttr("keepdims", 0)),
+		n("Div", []string{"summed", "count"}, []string{"sentence_embedding"}),
+	)
+	g.Initializers = append(g.Initializers,
+		onnxpb.Int64Tensor("axes_1", []int64{1}, []int64{1}),
+		onnxpb.Int64Tensor("axes_2", []int64{1}, []int64{2}),
+	)
+	g.Outputs = append(g.Outputs, onnxpb.Output("sentence_embedding", onnxpb.Float, batchDim...))
+	m.Graph = g
+	return m
+}

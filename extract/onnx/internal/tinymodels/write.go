@@ -28,6 +28,9 @@ func Files() map[string][]byte {
 		"tiny-text/model.onnx":     TextModel().Marshal(),
 		"tiny-text/tokenizer.json": TextTokenizerJSON(),
 
+		"tiny-text-st/model.onnx":     TextSTModel().Marshal(),
+		"tiny-text-st/tokenizer.json": TextTokenizerJSON(),
+
 		"tiny-image/model.onnx":               ImageModel().Marshal(),
 		"tiny-image/preprocessor_config.json": clipPreprocessorConfig(),
 	}
