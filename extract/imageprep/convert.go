@@ -165,17 +165,20 @@ func clamp255(v int32) uint8 {
 	return uint8(v)
 }
 
-// ycbcrToRGB converts full-range (JFIF) YCbCr with libjpeg's arithmetic.
-// Chroma is sampled at the nearest subsampled position (libjpeg's default
-// "fancy" upsampling is not reproduced; see doc.go).
+// ycbcrToRGB converts full-range (JFIF) YCbCr with libjpeg's arithmetic,
+// after upsampling subsampled chroma like libjpeg-turbo (see upsample.go).
 func ycbcrToRGB(m *image.YCbCr, w, h int, rgb []uint8) {
+	u := newChromaUpsampler(m)
+	cbRow, crRow := make([]uint8, w), make([]uint8, w)
 	b := m.Rect
 	i := 0
 	for y := b.Min.Y; y < b.Min.Y+h; y++ {
-		for x := b.Min.X; x < b.Min.X+w; x++ {
-			yy := int32(m.Y[m.YOffset(x, y)])
-			ci := m.COffset(x, y)
-			cb, cr := m.Cb[ci], m.Cr[ci]
+		u.row(cbRow, m.Cb, y)
+		u.row(crRow, m.Cr, y)
+		yo := m.YOffset(b.Min.X, y)
+		for x, yv := range m.Y[yo : yo+w] {
+			yy := int32(yv)
+			cb, cr := cbRow[x], crRow[x]
 			rgb[3*i] = clamp255(yy + crR[cr])
 			rgb[3*i+1] = clamp255(yy + (cbG[cb]+crG[cr])>>16)
 			rgb[3*i+2] = clamp255(yy + cbB[cb])

@@ -11,8 +11,9 @@
 //  1. Convert to 8-bit RGB like PIL's convert("RGB"): grey replicated,
 //     palette expanded, alpha dropped (the straight, un-premultiplied colour
 //     is kept, never composited), 16-bit samples reduced to their high byte,
-//     YCbCr converted with libjpeg's jdcolor.c fixed-point arithmetic, CMYK
-//     with Pillow's cmyk2rgb arithmetic. Lossy WebP is converted at decode
+//     YCbCr chroma upsampled like libjpeg-turbo (see Decoding) and converted
+//     with libjpeg's jdcolor.c fixed-point arithmetic, CMYK with Pillow's
+//     cmyk2rgb arithmetic. Lossy WebP is converted at decode
 //     time with libwebp's VP8YuvToRgb arithmetic (limited-range BT.601).
 //     do_convert_rgb is parsed and recorded, but conversion always happens:
 //     the tensor has 3 channels, and for RGB inputs skipping it is a no-op
@@ -83,18 +84,78 @@
 // DecodeFile and Decode recognise PNG, JPEG, GIF, WebP, BMP and TIFF by
 // their magic bytes (without registering formats globally), check the
 // header size against MaxPixels (64 Mi pixels) before decoding, and name
-// the file in every error. Known differences from PIL's decoders, which
-// affect decoded pixels before any preprocessing. Measured once (dev-time,
-// not a committed test) on a 128×96 gradient-plus-noise image saved by PIL:
-// JPEG q90 4:4:4 max |diff| 3, 4.5 % of values differ, mean 0.05; JPEG q90
-// 4:2:0 max 28, 85 % differ, mean 3.5; lossy WebP q90 max 22, 84 % differ,
-// mean 3.4; lossless WebP identical. The noisy chroma makes these worst
-// cases; natural photos differ less.
+// the file in every error.
 //
-//   - JPEG: Go's IDCT differs from libjpeg-turbo's, and chroma is sampled
-//     at the nearest position instead of libjpeg's "fancy" (triangle)
-//     upsampling, so subsampled colour JPEGs differ from PIL by small
-//     amounts. The colour conversion itself is libjpeg's.
+// JPEG colour images (*image.YCbCr from image/jpeg) are converted the way
+// Pillow's libjpeg-turbo decoder does by default (do_fancy_upsampling on,
+// islow IDCT; Pillow changes these only in draft mode): subsampled chroma
+// is upsampled with jdsample.c's algorithms, chosen per ratio as
+// jinit_upsampler does — the triangle ("fancy") filter with libjpeg's
+// alternating rounding biases for 4:2:2 and 4:2:0 when the chroma plane is
+// more than 2 samples wide (replication otherwise), the vertical triangle
+// filter for 4:4:0, replication for 4:1:1 and 4:1:0 — with the edge sample
+// repeated past the first and last chroma column and row (libjpeg's edge
+// columns and the context rows jdmainct.c duplicates), over the
+// ceil(width/h) × ceil(height/v) samples libjpeg calls downsampled_width
+// and downsampled_height (Go's planes also hold partial-MCU padding, which
+// is ignored). Then jdcolor.c's YCbCr → RGB arithmetic is applied. Images
+// whose Rect has a negative origin (never produced by the decoder) keep
+// nearest chroma sampling. The only remaining difference is the IDCT: Go's
+// image/jpeg IDCT is not bit-exact with libjpeg-turbo's jidctint (islow),
+// so decoded Y, Cb and Cr samples differ by at most 1 in about 1-2 % of
+// samples, which the colour conversion turns into the RGB figures below.
+//
+// Parity is measured by TestPILJPEGParity on JPEGs written by
+// internal/pilref/pilref.py with Pillow 9.4.0 (libjpeg-turbo 2.1.5) at
+// quality 90 (4:4:0 and 4:1:1 files are relabelled PIL files, see the
+// script): uniform noise (the worst case), smooth gradients, and flat
+// 16×16 colour blocks (DC-only blocks, whose IDCT is exact in both
+// decoders, so any upsampling error would show):
+//
+//	fixture            ratio  size   differing  max |diff|  mean |diff|  nearest chroma (before): max, mean
+//	noise              4:4:4  33×17     4.2 %        2         0.054       2, 0.054
+//	noise              4:2:2  33×17     3.3 %        2         0.041      55, 12.1
+//	noise              4:2:0  33×17     2.8 %        2         0.032      57, 12.9
+//	noise              4:4:4  48×32     4.2 %        2         0.053       2, 0.053
+//	noise              4:2:2  48×32     3.7 %        3         0.044      62, 12.2
+//	noise              4:2:0  48×32     3.8 %        2         0.046      69, 12.8
+//	noise              4:2:2  7×5       4.8 %        2         0.057      45, 10.2
+//	noise              4:2:0  7×5       0 %          0         0          57, 13.7
+//	noise              4:2:0  3×3       7.4 %        1         0.074       1, 0.074  (box filter)
+//	noise              4:4:0  33×17     3.3 %        3         0.037      64, 14.6
+//	noise              4:1:1  33×17     4.2 %        2         0.052       2, 0.052  (box filter)
+//	noise progressive  4:2:0  33×17     4.2 %        3         0.050      80, 14.6
+//	smooth             4:4:4  48×32     3.2 %        3         0.038       3, 0.038
+//	smooth             4:2:2  48×32     2.9 %        3         0.035      11, 3.17
+//	smooth             4:2:0  48×32     2.3 %        2         0.026      16, 4.62
+//	smooth             4:2:0  33×17     2.3 %        2         0.025      15, 4.89
+//	blocks             4:4:4  48×32     0 %          0         0           0, 0
+//	blocks             4:2:2  48×32     0 %          0         0          20, 0.74
+//	blocks             4:2:0  48×32     0 %          0         0          52, 1.63
+//	blocks             4:2:0  41×23     0 %          0         0          60, 2.40
+//	blocks             4:4:0  41×23     0 %          0         0          41, 1.23
+//
+// ("differing" is the share of uint8 RGB values that differ from Pillow's.)
+// The test requires exact equality for the block images and max |diff| <= 3,
+// mean |diff| <= 0.08 for the others, and checks that nearest chroma
+// sampling fails those bounds wherever libjpeg-turbo interpolates. On a
+// 128×96 gradient-plus-noise photo-like image (dev-time, not committed) the
+// figures are the same: 4:2:0 max 2, 4.1 % differing, mean 0.05 (nearest
+// chroma: max 48, 91 %, mean 6.8); 4:4:4 max 3, 4.2 %, mean 0.05. Reproduce
+// with:
+//
+//	go test ./extract/imageprep/ -run PILJPEG -v
+//
+// Other known differences from PIL's decoders, which affect decoded pixels
+// before any preprocessing (measured once, dev-time, on a 128×96
+// gradient-plus-noise image saved by PIL: lossy WebP q90 max |diff| 22,
+// 84 % of values differ, mean 3.4; lossless WebP identical):
+//
+//   - JPEGs that image/jpeg does not return as *image.YCbCr keep Go's
+//     handling: subsampled components of RGB (Adobe transform 0) and CMYK
+//     files are sampled at the nearest position, and YCbCrK files are turned
+//     into CMYK with Go's YCbCr arithmetic and nearest chroma (the CMYK →
+//     RGB step is Pillow's).
 //   - Lossy WebP: libwebp's colour arithmetic, but nearest chroma instead of
 //     libwebp's fancy upsampling.
 //   - GIF: Go's decoder replaces the transparent palette entry with

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"image"
 	"image/color"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -49,6 +51,18 @@ func FuzzConfig(f *testing.F) {
 
 func FuzzDecodeTensor(f *testing.F) {
 	for _, data := range encodeAll(f) {
+		f.Add(data)
+	}
+	// Colour JPEGs of every subsampling ratio (the pilref fixtures).
+	jpegs, err := filepath.Glob("testdata/pil_jpeg/*.jpg")
+	if err != nil || len(jpegs) == 0 {
+		f.Fatalf("no JPEG seeds: %v", err)
+	}
+	for _, p := range jpegs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(data)
 	}
 	f.Add([]byte("GIF89a\x60\xea\x60\xea\x00\x00\x00"))

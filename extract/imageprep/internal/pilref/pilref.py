@@ -7,7 +7,8 @@ python3-numpy, i.e. /usr/bin/python3, not a pyenv interpreter:
     /usr/bin/python3 extract/imageprep/internal/pilref/pilref.py extract/imageprep/testdata
 
 then run `go test ./extract/imageprep/ -run PIL -v` to see the parity figures.
-The fixtures were generated with Pillow 9.4.0 / numpy 1.24.2 on x86-64.
+The fixtures were generated with Pillow 9.4.0 / numpy 1.24.2 on x86-64
+(Debian bookworm; Pillow's JPEG codec is libjpeg-turbo 2.1.5).
 
 Outputs (in the given directory):
 
@@ -26,9 +27,25 @@ pil_clip.json   The Hugging Face CLIP slow-processor pipeline (resize shortest
                 224 cases store the SHA-256 of the little-endian float32
                 tensor plus every 499th value. Floats are written as JSON strings
                 holding the shortest decimal of the float32 value.
+pil_jpeg/*.jpg  Small baseline JPEGs written by PIL (quality 90) with 4:4:4,
+                4:2:2 and 4:2:0 chroma subsampling, plus 4:4:0 and 4:1:1 files
+                made by relabelling the SOF sampling factors of a PIL 4:2:2 or
+                4:2:0 file (see relabel_sof; the coefficients are unchanged, so
+                the picture is scrambled but the file is valid) and one
+                progressive file. Contents: uniform noise (worst case), a
+                smooth gradient, and flat 16x16 colour blocks (DC-only blocks,
+                whose IDCT is exact in both decoders).
+pil_jpeg.bin    PIL's decoded RGB pixels for each pil_jpeg/*.jpg, i.e.
+                np.asarray(Image.open(path).convert("RGB")) through Pillow's
+                libjpeg-turbo (default islow IDCT, fancy upsampling).
+                Layout (little endian): magic b"PILJPG1\\n", u32 case count, then
+                per case: u8 name length, name (file name in pil_jpeg/),
+                u16 width, u16 height, width*height*3 bytes of RGB (row major,
+                interleaved).
 """
 
 import hashlib
+import io
 import json
 import math
 import os
@@ -189,11 +206,102 @@ def write_clip(path):
     return len(cases)
 
 
+def jpeg_source(kind, w, h, seed):
+    """kind "noise": uniform noise; "smooth": sinusoidal gradients;
+    "blocks": flat 16x16 blocks of pseudo-random colours."""
+    if kind == "noise":
+        return image(0, w, h, seed)
+    if kind == "smooth":
+        y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+        r = 127.5 + 110 * np.sin(x * 0.21 + y * 0.07)
+        g = 127.5 + 110 * np.cos(x * 0.05 - y * 0.17)
+        b = 255 * (x + 2 * y) / max(1, w + 2 * h - 3)
+        return np.clip(np.rint(np.stack([r, g, b], axis=-1)), 0, 255).astype(np.uint8)
+    g = lcg(seed)
+    bw, bh = (w + 15) // 16, (h + 15) // 16
+    cols = np.array([next(g) for _ in range(bw * bh * 3)], dtype=np.uint8).reshape(bh, bw, 3)
+    return np.ascontiguousarray(cols.repeat(16, axis=0).repeat(16, axis=1)[:h, :w])
+
+
+def relabel_sof(data, luma_hv, w, h):
+    """Rewrite the baseline SOF0 of a 3-component JPEG: new size w x h and
+    luma sampling factors luma_hv (chroma stays 1x1). The entropy-coded data
+    is untouched, so the caller must keep the number of blocks per MCU and
+    the number of MCUs unchanged."""
+    data = bytearray(data)
+    i = 2
+    while True:
+        assert data[i] == 0xFF, "marker expected"
+        marker, length = data[i + 1], struct.unpack(">H", data[i + 2:i + 4])[0]
+        if marker == 0xC0:
+            assert data[i + 9] == 3, "3 components expected"
+            struct.pack_into(">HH", data, i + 5, h, w)
+            data[i + 11] = luma_hv
+            return bytes(data)
+        assert marker not in (0xC2, 0xDA), "no baseline SOF0 before SOS"
+        i += 2 + length
+
+
+SUBSAMPLING = {"444": 0, "422": 1, "420": 2}
+JPEG_CASES = [  # (kind, w, h, sampling, seed)
+    ("noise", 33, 17, "444", 201), ("noise", 33, 17, "422", 201), ("noise", 33, 17, "420", 201),
+    ("noise", 48, 32, "444", 202), ("noise", 48, 32, "422", 202), ("noise", 48, 32, "420", 202),
+    ("noise", 7, 5, "422", 203), ("noise", 7, 5, "420", 203),
+    ("noise", 3, 3, "420", 204),     # downsampled width 2: libjpeg box-filters
+    ("noise", 33, 17, "440", 205),   # relabelled 4:2:2
+    ("noise", 33, 17, "411", 206),   # relabelled 4:2:0
+    ("noise", 33, 17, "420p", 207),  # progressive
+    ("smooth", 48, 32, "444", 0), ("smooth", 48, 32, "422", 0), ("smooth", 48, 32, "420", 0),
+    ("smooth", 33, 17, "420", 0),
+    ("blocks", 48, 32, "444", 208), ("blocks", 48, 32, "422", 208), ("blocks", 48, 32, "420", 208),
+    ("blocks", 41, 23, "420", 209), ("blocks", 41, 23, "440", 209),
+]
+
+
+def write_jpeg(dirpath, binpath):
+    os.makedirs(dirpath, exist_ok=True)
+    cases = []
+    for kind, w, h, samp, seed in JPEG_CASES:
+        name = f"{kind}_{w}x{h}_{samp}.jpg"
+        arr = jpeg_source(kind, w, h, seed)
+        buf = io.BytesIO()
+        opts = {"quality": 90}
+        if samp == "440":    # PIL 4:2:2 at h x w, relabelled to 4:4:0 at w x h
+            src = jpeg_source(kind, h, w, seed)
+            Image.fromarray(src, "RGB").save(buf, "JPEG", subsampling=1, **opts)
+            data = relabel_sof(buf.getvalue(), 0x12, w, h)
+        elif samp == "411":  # PIL 4:2:0 at w/2 x 2h, relabelled to 4:1:1 at w x h
+            sw, sh = (w + 1) // 2, 2 * h
+            src = jpeg_source(kind, sw, sh, seed)
+            Image.fromarray(src, "RGB").save(buf, "JPEG", subsampling=2, **opts)
+            data = relabel_sof(buf.getvalue(), 0x41, w, h)
+        else:
+            progressive = samp.endswith("p")
+            Image.fromarray(arr, "RGB").save(buf, "JPEG", subsampling=SUBSAMPLING[samp.rstrip("p")],
+                                             progressive=progressive, **opts)
+            data = buf.getvalue()
+        path = os.path.join(dirpath, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        with Image.open(path) as im:
+            assert im.size == (w, h), (name, im.size)
+            rgb = np.asarray(im.convert("RGB"), dtype=np.uint8)
+        assert rgb.shape == (h, w, 3)
+        cases.append(struct.pack("<B", len(name)) + name.encode() + struct.pack("<HH", w, h) + rgb.tobytes())
+    with open(binpath, "wb") as f:
+        f.write(b"PILJPG1\n")
+        f.write(struct.pack("<I", len(cases)))
+        for c in cases:
+            f.write(c)
+    return len(cases)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "testdata")
     n = write_resize(os.path.join(out, "pil_resize.bin"))
     m = write_clip(os.path.join(out, "pil_clip.json"))
-    print(f"wrote {n} resize cases and {m} pipeline cases to {out}")
+    k = write_jpeg(os.path.join(out, "pil_jpeg"), os.path.join(out, "pil_jpeg.bin"))
+    print(f"wrote {n} resize cases, {m} pipeline cases and {k} JPEG cases to {out}")
 
 
 if __name__ == "__main__":
