@@ -23,6 +23,21 @@ func toPixbuf(img image.Image, gray bool) pixbuf {
 				put(y*w+x, row[4*x], row[4*x+1], row[4*x+2])
 			}
 		}
+	case *image.RGBA:
+		// PNG decodes opaque RGB as RGBA; only translucent pixels need
+		// un-premultiplying.
+		for y := 0; y < h; y++ {
+			row := m.Pix[(y)*m.Stride:]
+			for x := 0; x < w; x++ {
+				q := row[4*x : 4*x+4 : 4*x+4]
+				if q[3] == 0xff {
+					put(y*w+x, q[0], q[1], q[2])
+					continue
+				}
+				r, g, bl := straightRGB(color.RGBA{q[0], q[1], q[2], q[3]})
+				put(y*w+x, r, g, bl)
+			}
+		}
 	case *image.NRGBA64:
 		for y := 0; y < h; y++ {
 			row := m.Pix[(y)*m.Stride:]

@@ -191,44 +191,77 @@ func resize(src pixbuf, outW, outH int, f resampleFilter) pixbuf {
 func resampleHorizontal(src pixbuf, c coeffs, outW, y0, y1 int) pixbuf {
 	nc := src.nc
 	out := pixbuf{w: outW, h: y1 - y0, nc: nc, pix: make([]uint8, outW*(y1-y0)*nc)}
-	var acc [4]int32
+	const half = 1 << (precisionBits - 1)
 	for y := y0; y < y1; y++ {
 		row := src.pix[y*src.w*nc : (y+1)*src.w*nc]
 		orow := out.pix[(y-y0)*outW*nc : (y-y0+1)*outW*nc]
 		for xx := 0; xx < outW; xx++ {
 			xmin, n := c.bounds[2*xx], c.bounds[2*xx+1]
 			k := c.k[xx*c.ksize : xx*c.ksize+n]
-			for ci := 0; ci < nc; ci++ {
-				acc[ci] = 1 << (precisionBits - 1)
-			}
-			p := row[xmin*nc : (xmin+n)*nc]
-			for x, kx := range k {
-				for ci := 0; ci < nc; ci++ {
-					acc[ci] += int32(p[x*nc+ci]) * kx
+			// The common channel counts get straight-line loops; the
+			// arithmetic (and so the result) is the same as the general one.
+			switch nc {
+			case 3:
+				p := row[xmin*3 : (xmin+n)*3]
+				r, g, b := int32(half), int32(half), int32(half)
+				for x, kx := range k {
+					q := p[3*x : 3*x+3 : 3*x+3]
+					r += int32(q[0]) * kx
+					g += int32(q[1]) * kx
+					b += int32(q[2]) * kx
 				}
-			}
-			for ci := 0; ci < nc; ci++ {
-				orow[xx*nc+ci] = clip8(acc[ci])
+				o := orow[3*xx : 3*xx+3 : 3*xx+3]
+				o[0], o[1], o[2] = clip8(r), clip8(g), clip8(b)
+			case 1:
+				p := row[xmin : xmin+n]
+				acc := int32(half)
+				for x, kx := range k {
+					acc += int32(p[x]) * kx
+				}
+				orow[xx] = clip8(acc)
+			default:
+				var acc [4]int32
+				for ci := 0; ci < nc; ci++ {
+					acc[ci] = half
+				}
+				p := row[xmin*nc : (xmin+n)*nc]
+				for x, kx := range k {
+					for ci := 0; ci < nc; ci++ {
+						acc[ci] += int32(p[x*nc+ci]) * kx
+					}
+				}
+				for ci := 0; ci < nc; ci++ {
+					orow[xx*nc+ci] = clip8(acc[ci])
+				}
 			}
 		}
 	}
 	return out
 }
 
+// resampleVertical accumulates whole rows tap by tap, so every inner loop
+// runs along contiguous memory.
 func resampleVertical(src pixbuf, c coeffs, outH int) pixbuf {
 	nc := src.nc
 	stride := src.w * nc
 	out := pixbuf{w: src.w, h: outH, nc: nc, pix: make([]uint8, stride*outH)}
+	acc := make([]int32, stride)
 	for yy := 0; yy < outH; yy++ {
 		ymin, n := c.bounds[2*yy], c.bounds[2*yy+1]
 		k := c.k[yy*c.ksize : yy*c.ksize+n]
-		orow := out.pix[yy*stride : (yy+1)*stride]
-		for i := range orow {
-			acc := int32(1 << (precisionBits - 1))
-			for y, ky := range k {
-				acc += int32(src.pix[(ymin+y)*stride+i]) * ky
+		for i := range acc {
+			acc[i] = 1 << (precisionBits - 1)
+		}
+		for y, ky := range k {
+			in := src.pix[(ymin+y)*stride : (ymin+y+1)*stride]
+			in = in[:len(acc)]
+			for i, v := range in {
+				acc[i] += int32(v) * ky
 			}
-			orow[i] = clip8(acc)
+		}
+		orow := out.pix[yy*stride : (yy+1)*stride]
+		for i, a := range acc {
+			orow[i] = clip8(a)
 		}
 	}
 	return out
