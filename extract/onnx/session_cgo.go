@@ -362,3 +362,6 @@ func float32Data(v ort.Value) ([]float32, error) {
 	}
 	return nil, fmt.Errorf("output is not a float tensor")
 }
+
+// Compiled reports whether this build includes the ONNX Runtime adapters.
+const Compiled = true

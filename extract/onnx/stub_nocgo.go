@@ -60,3 +60,6 @@ func NewImageEncoder(context.Context, ImageConfig) (*ImageEncoder, error) { retu
 
 // Close does nothing.
 func (*ImageEncoder) Close() error { return nil }
+
+// Compiled reports whether this build includes the ONNX Runtime adapters.
+const Compiled = false

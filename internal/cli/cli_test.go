@@ -12,6 +12,7 @@ import (
 
 	"github.com/x448/float16"
 
+	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -413,6 +414,16 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := run(t, "version")
 	if code != 0 || !strings.Contains(stdout, "vertebrae ") || !strings.Contains(stdout, "go1.") {
 		t.Errorf("%d %q", code, stdout)
+	}
+	want := "onnxruntime: not compiled in (built without cgo)"
+	if onnx.Compiled {
+		want = "onnxruntime: compiled in; library not found"
+		if lib, err := onnx.ResolveLibrary(""); err == nil {
+			want = "onnxruntime: compiled in; " + lib + " (ONNX Runtime "
+		}
+	}
+	if !strings.Contains(stdout, want) {
+		t.Errorf("version output lacks %q:\n%s", want, stdout)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -120,9 +121,26 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the version, the Go version and the compiled-in adapters",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(stdout, "vertebrae %s\ngo %s %s/%s\nkernel: %s (available: %s)\nonnxruntime: not compiled in\nbeam: not compiled in\n",
-				version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel.Name(), strings.Join(kernel.Available(), ", "))
+			fmt.Fprintf(stdout, "vertebrae %s\ngo %s %s/%s\nkernel: %s (available: %s)\nonnxruntime: %s\nbeam: not compiled in\n",
+				version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH, kernel.Name(), strings.Join(kernel.Available(), ", "), onnxStatus())
 			return nil
 		},
 	}
+}
+
+// onnxStatus says whether the ONNX adapters are compiled in and which
+// library they would load.
+func onnxStatus() string {
+	if !onnx.Compiled {
+		return "not compiled in (built without cgo)"
+	}
+	lib, err := onnx.ResolveLibrary("")
+	if err != nil {
+		return "compiled in; library not found (set " + onnx.LibraryEnv + " or pass --onnxruntime-lib)"
+	}
+	v, err := onnx.LoadRuntime(lib)
+	if err != nil {
+		return "compiled in; " + err.Error()
+	}
+	return "compiled in; " + lib + " (ONNX Runtime " + v + ")"
 }
