@@ -61,7 +61,7 @@ func NewDualEncoder(ctx context.Context, cfg DualEncoderConfig) (*DualEncoder, e
 		visionSess.Close()
 		return nil, fmt.Errorf("extractor %s: %w", cfg.Name, err)
 	}
-	if d.text, err = newTextTower(textSess, tok, maxLen, cfg.Text.Padding, cfg.TextOutput, cfg.Pooling, cfg.Normalize, batch,
+	if d.text, err = newTextTower(textSess, tok, maxLen, cfg.Text.MaxLength > 0, cfg.Text.Padding, cfg.TextOutput, cfg.Pooling, cfg.Normalize, batch,
 		"text_embeds", "pooler_output"); err != nil {
 		return fail(fmt.Errorf("%s: %w", l.textModel, err))
 	}
@@ -158,7 +158,7 @@ func NewTextEncoder(ctx context.Context, cfg TextConfig) (*TextEncoder, error) {
 		pooling = PoolMean
 	}
 	batch := batchOr(cfg.BatchSize)
-	tower, err := newTextTower(sess, tok, maxLen, cfg.Text.Padding, output, pooling, cfg.Normalize, batch)
+	tower, err := newTextTower(sess, tok, maxLen, cfg.Text.MaxLength > 0, cfg.Text.Padding, output, pooling, cfg.Normalize, batch)
 	if err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("extractor %s: %s: %w", cfg.Name, model, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/onnxpb"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/tinymodels"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
@@ -556,5 +557,61 @@ func TestCUDAUnavailable(t *testing.T) {
 		Runtime: Runtime{ExecutionProvider: "cuda"}})
 	if err == nil || !strings.Contains(err.Error(), "execution_provider cuda: this ONNX Runtime library") {
 		t.Fatalf("error = %v", err)
+	}
+}
+
+// TestStaticTextModel: exports with a fixed [1, L] input_ids (common for
+// OpenCLIP) run one row at a time at length L; a conflicting max_length or
+// padding "longest" is refused.
+func TestStaticTextModel(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	src := filepath.Join(testdata, "tiny-clip")
+	dir := t.TempDir()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "preprocessor_config.json", "onnx/vision_model.onnx"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	m := tinymodels.CLIPTextModel()
+	for i, in := range m.Graph.Inputs {
+		m.Graph.Inputs[i] = onnxpb.Input(in.Name, onnxpb.Int64, onnxpb.Fixed(1), onnxpb.Fixed(16))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "onnx", "text_model.onnx"), m.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No config.json: without the model's fixed length the default would be 77.
+	static, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "static", ModelDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer static.Close()
+	if got := static.Recipe()["text"].(map[string]any)["max_length"]; got != 16 {
+		t.Errorf("max_length %v, want the model's 16", got)
+	}
+	dynamic, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "dynamic", ModelDir: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dynamic.Close()
+	texts := extract.Batch{Items: retrieval.Texts(tinymodels.RetrievalTexts)}
+	a := mustDense(t)(static.EncodeBranch(ctx, texts, TextBranch))
+	b := mustDense(t)(dynamic.EncodeBranch(ctx, texts, TextBranch))
+	if !equal32(a.Float32Data(), b.Float32Data()) {
+		t.Errorf("static %v, dynamic %v", a.Float32Data(), b.Float32Data())
+	}
+	for _, c := range []struct {
+		text TextOptions
+		want string
+	}{
+		{TextOptions{MaxLength: 8}, "max_length is 8 but text model input input_ids int64[1,16] takes exactly 16 tokens"},
+		{TextOptions{Padding: PadLongest}, "has a fixed length of 16 tokens; use padding max_length"},
+	} {
+		if _, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "static", ModelDir: dir, Text: c.text}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.text, err, c.want)
+		}
 	}
 }

@@ -27,7 +27,10 @@ type textTower struct {
 	typesInput string
 }
 
-func newTextTower(sess *Session, tok *tokenize.Tokenizer, maxLen int, padding, output, pooling string, normalize bool, batch int, defaults ...string) (*textTower, error) {
+// newTextTower wires a tokenizer to a text model. maxLen is the resolved
+// text length; explicitLen says it came from the max_length option, which a
+// model with a fixed sequence length must then agree with.
+func newTextTower(sess *Session, tok *tokenize.Tokenizer, maxLen int, explicitLen bool, padding, output, pooling string, normalize bool, batch int, defaults ...string) (*textTower, error) {
 	t := &textTower{sess: sess, tok: tok, pooling: pooling, normalize: normalize, batch: batch}
 	t.opts = tokenize.Options{MaxLength: maxLen, Padding: tokenize.PadMaxLength, PadID: tok.PadID()}
 	if padding == PadLongest {
@@ -52,6 +55,26 @@ func newTextTower(sess *Session, tok *tokenize.Tokenizer, maxLen int, padding, o
 	}
 	if t.idsInput == "" {
 		return nil, fmt.Errorf("text model has no input_ids input (inputs: %s)", names(sess.Inputs()))
+	}
+	// Static exports (common for OpenCLIP) fix the batch and/or the length.
+	ids, _ := findInfo(sess.Inputs(), t.idsInput)
+	if len(ids.Shape) != 2 {
+		return nil, fmt.Errorf("text model input %s is not 2-D [batch, sequence]", ids)
+	}
+	switch b := ids.Shape[0]; {
+	case b == 1:
+		t.batch = 1
+	case b > 1:
+		return nil, fmt.Errorf("text model input %s has a fixed batch of %d; only 1 or dynamic is supported", ids, b)
+	}
+	if l := int(ids.Shape[1]); l > 0 {
+		if t.opts.Padding == tokenize.PadLongest {
+			return nil, fmt.Errorf("text model input %s has a fixed length of %d tokens; use padding max_length", ids, l)
+		}
+		if explicitLen && maxLen != l {
+			return nil, fmt.Errorf("max_length is %d but text model input %s takes exactly %d tokens", maxLen, ids, l)
+		}
+		t.opts.MaxLength = l
 	}
 	out, err := pickOutput(sess.Outputs(), output, defaults...)
 	if err != nil {
