@@ -8,8 +8,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	sgnorm "github.com/sugarme/tokenizer/normalizer"
-	"github.com/sugarme/tokenizer/spm"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -117,30 +115,11 @@ func buildNormalizer(raw json.RawMessage) (normalizerFunc, error) {
 		return func(s string) (string, error) { return nmtNormalize(s), nil }, nil
 	case "Precompiled":
 		if n.Precompiled == nil || *n.Precompiled == "" {
-			// HF accepts an empty charsmap as identity.
+			// Taken as identity (tokenizers 0.23 rejects an empty charsmap;
+			// transformers' converters leave the normalizer out instead).
 			return nil, nil
 		}
-		data, err := spm.FromBase64(*n.Precompiled)
-		if err != nil {
-			return nil, fmt.Errorf("normalizer Precompiled: %w", err)
-		}
-		pc, err := spm.NewPrecompiledFrom(data)
-		if err != nil {
-			return nil, fmt.Errorf("normalizer Precompiled: %w", err)
-		}
-		p := &sgnorm.Precompiled{Precompiled: pc}
-		return func(s string) (out string, err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("precompiled normalizer: %v", r)
-				}
-			}()
-			ns, err := p.Normalize(sgnorm.NewNormalizedFrom(s))
-			if err != nil {
-				return "", fmt.Errorf("precompiled normalizer: %w", err)
-			}
-			return ns.GetNormalized(), nil
-		}, nil
+		return buildPrecompiled(*n.Precompiled)
 	case "Sequence":
 		var fs []normalizerFunc
 		for _, sub := range n.Normalizers {

@@ -408,7 +408,8 @@ func TestConcurrentEncode(t *testing.T) {
 
 func FuzzEncode(f *testing.F) {
 	for _, s := range []string{"", "a photo of a cat", "Café naïve résumé", "東京は日本の首都です", "👨‍👩‍👧‍👦 👍🏽",
-		"  \t\n x  ", "<|endoftext|>", "</s>", "[CLS]", "\xff\xfe", "it's 1,000,000!!!"} {
+		"  \t\n x  ", "<|endoftext|>", "</s>", "[CLS]", "\xff\xfe", "it's 1,000,000!!!",
+		"e\u0301\u0301 ｶﾞ \ufb01\u0301", "a\r\nb\x00\x01\u0085", "ＡＢＣ①\u00a0ﬁ\u2028"} {
 		f.Add(s)
 	}
 	var tks []*Tokenizer
@@ -419,6 +420,9 @@ func FuzzEncode(f *testing.F) {
 		}
 		tks = append(tks, tk)
 	}
+	// SentencePiece Unigram with the real nmt_nfkc / nmt_nfkc_cf charsmaps.
+	tks = append(tks, loadGzipped(f, "testdata/spm_tiny/tokenizer.json.gz"),
+		loadGzipped(f, "testdata/spm_tiny_cf/tokenizer.json.gz"))
 	wp, err := Load(writeFileF(f, "tokenizer.json", tinyWordPiece("")))
 	if err != nil {
 		f.Fatal(err)
