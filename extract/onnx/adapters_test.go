@@ -615,3 +615,35 @@ func TestStaticTextModel(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalData: a model whose weights sit in model.onnx_data runs like
+// the inline one, and the data file is part of the recipe's identity.
+func TestExternalData(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	texts := extract.Batch{Items: retrieval.Texts{"a photo of a red square", "Red squares!"}}
+	inline, err := NewTextEncoder(ctx, TextConfig{Name: "inline", ModelDir: filepath.Join(testdata, "tiny-text")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inline.Close()
+	dir := filepath.Join(testdata, "tiny-text-external")
+	ext, err := NewTextEncoder(ctx, TextConfig{Name: "external", ModelDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	a := mustDense(t)(inline.Encode(ctx, texts))
+	b := mustDense(t)(ext.Encode(ctx, texts))
+	if !equal32(a.Float32Data(), b.Float32Data()) {
+		t.Errorf("external-data model %v, inline %v", b.Float32Data(), a.Float32Data())
+	}
+	ids := ext.Recipe()["path_identities"].(map[string]any)
+	want, err := fileDigest(filepath.Join(dir, "model.onnx_data"))
+	if err != nil || ids["model_data:model.onnx_data"] != "sha256:"+want {
+		t.Errorf("identities %v lack the data file (sha256:%s)", ids, want)
+	}
+	if _, ok := inline.Recipe()["path_identities"].(map[string]any)["model_data:model.onnx_data"]; ok {
+		t.Error("inline model has a data identity")
+	}
+}

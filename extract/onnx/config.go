@@ -190,7 +190,8 @@ func fileDigest(path string) (string, error) {
 }
 
 // identities hashes every file an extractor's outputs depend on, keyed by
-// role ("text_model", "tokenizer", ...).
+// role ("text_model", "tokenizer", ...). An ONNX model's external weight
+// files count too, as "<role>_data:<location>".
 func identities(files map[string]string) (map[string]any, error) {
 	out := make(map[string]any, len(files))
 	for role, p := range files {
@@ -202,6 +203,21 @@ func identities(files map[string]string) (map[string]any, error) {
 			return nil, fmt.Errorf("hashing %s: %w", role, err)
 		}
 		out[role] = "sha256:" + d
+		if !strings.HasSuffix(p, ".onnx") {
+			continue
+		}
+		ext, err := externalDataFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ext {
+			d, err := fileDigest(e)
+			if err != nil {
+				return nil, fmt.Errorf("hashing the external data of %s: %w", role, err)
+			}
+			rel, _ := filepath.Rel(filepath.Dir(p), e)
+			out[role+"_data:"+filepath.ToSlash(rel)] = "sha256:" + d
+		}
 	}
 	return out, nil
 }

@@ -154,7 +154,11 @@ func TestDualLayout(t *testing.T) {
 		for _, f := range files {
 			p := filepath.Join(dir, f)
 			os.MkdirAll(filepath.Dir(p), 0o755)
-			if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+			content := []byte(f) // distinct contents, distinct digests
+			if strings.HasSuffix(f, ".onnx") {
+				content = nil // an empty ModelProto: no external data to look for
+			}
+			if err := os.WriteFile(p, content, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -20,6 +20,7 @@
 package onnxpb
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -91,6 +92,37 @@ type Tensor struct {
 	Dims     []int64
 	Floats   []float32
 	Int64s   []int64
+	// External, when set, stores the data in an external file instead
+	// (TensorProto.external_data, data_location EXTERNAL).
+	External *External
+}
+
+// External locates a tensor's little-endian bytes in a file next to the
+// model.
+type External struct {
+	Location       string
+	Offset, Length int64
+}
+
+// WithExternalData moves the data of every float initializer into one
+// external file named location (as onnx.save_model with
+// save_as_external_data does) and returns the model and that file's bytes.
+func (m Model) WithExternalData(location string) (Model, []byte) {
+	var data []byte
+	inits := make([]Tensor, len(m.Graph.Initializers))
+	for i, t := range m.Graph.Initializers {
+		if t.DataType == Float {
+			off := int64(len(data))
+			for _, v := range t.Floats {
+				data = binary.LittleEndian.AppendUint32(data, math.Float32bits(v))
+			}
+			t.External = &External{Location: location, Offset: off, Length: int64(len(data)) - off}
+			t.Floats = nil
+		}
+		inits[i] = t
+	}
+	m.Graph.Initializers = inits
+	return m, data
 }
 
 // FloatTensor returns a float32 initializer. It panics if len(data) does not
@@ -270,6 +302,16 @@ func (t Tensor) marshal() []byte {
 		b = appendVarintField(b, 1, uint64(d))
 	}
 	b = appendVarintField(b, 2, uint64(t.DataType))
+	if e := t.External; e != nil {
+		b = appendStringField(b, 8, t.Name)
+		for _, kv := range [][2]string{{"location", e.Location}, {"offset", fmt.Sprint(e.Offset)}, {"length", fmt.Sprint(e.Length)}} {
+			var entry []byte
+			entry = appendStringField(entry, 1, kv[0])
+			entry = appendStringField(entry, 2, kv[1])
+			b = appendMessage(b, 13, entry)
+		}
+		return appendVarintField(b, 14, 1) // data_location = EXTERNAL
+	}
 	switch t.DataType {
 	case Float:
 		var p []byte

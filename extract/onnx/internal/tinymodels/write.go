@@ -11,6 +11,9 @@ import (
 // path relative to extract/onnx/testdata. testdata/README.md is written by
 // hand and is not part of it.
 func Files() map[string][]byte {
+	// tiny-text with its weights in an external data file, as exports of
+	// models over 2 GB have them.
+	textExternal, textExternalData := TextModel().WithExternalData("model.onnx_data")
 	files := map[string][]byte{
 		"tiny-clip/onnx/text_model.onnx":     CLIPTextModel().Marshal(),
 		"tiny-clip/onnx/vision_model.onnx":   CLIPVisionModel().Marshal(),
@@ -27,6 +30,10 @@ func Files() map[string][]byte {
 
 		"tiny-text/model.onnx":     TextModel().Marshal(),
 		"tiny-text/tokenizer.json": TextTokenizerJSON(),
+
+		"tiny-text-external/model.onnx":      textExternal.Marshal(),
+		"tiny-text-external/model.onnx_data": textExternalData,
+		"tiny-text-external/tokenizer.json":  TextTokenizerJSON(),
 
 		"tiny-text-st/model.onnx":     TextSTModel().Marshal(),
 		"tiny-text-st/tokenizer.json": TextTokenizerJSON(),
