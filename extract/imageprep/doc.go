@@ -13,8 +13,9 @@
 //     is kept, never composited), 16-bit samples reduced to their high byte,
 //     YCbCr chroma upsampled like libjpeg-turbo (see Decoding) and converted
 //     with libjpeg's jdcolor.c fixed-point arithmetic, CMYK with Pillow's
-//     cmyk2rgb arithmetic. Lossy WebP is converted at decode
-//     time with libwebp's VP8YuvToRgb arithmetic (limited-range BT.601).
+//     cmyk2rgb arithmetic. Lossy WebP is converted at decode time like
+//     libwebp (see Decoding): fancy chroma upsampling, then VP8YuvToRgb
+//     arithmetic (limited-range BT.601).
 //     do_convert_rgb is parsed and recorded, but conversion always happens:
 //     the tensor has 3 channels, and for RGB inputs skipping it is a no-op
 //     (for other inputs transformers would fail or feed palette indices).
@@ -146,18 +147,63 @@
 //
 //	go test ./extract/imageprep/ -run PILJPEG -v
 //
+// Lossy WebP (VP8, *image.YCbCr 4:2:0 from golang.org/x/image/webp, or
+// *image.NYCbCrA when the file has alpha) stores limited-range BT.601, so
+// Decode converts it at once to *image.NRGBA the way libwebp's default
+// decoder does for PIL (WebPDecode / WebPAnimDecoder with
+// no_fancy_upsampling unset and no scaling): EmitFancyRGB's row pairing and
+// UpsampleRgbLinePair's fancy upsampling, each pixel's chroma being
+// (9·a + 3·b + 3·c + d + 8) >> 4 over the 2×2 chroma samples around it
+// (a the nearest), with the far sample clamped to the plane at the first and
+// last column and row (libwebp's edge cases, including the first row, the
+// last row of an even height and the last column of an even width, reduce to
+// that), over the ceil(width/2) × ceil(height/2) chroma plane; then
+// VP8YuvToRgb's 14-bit fixed-point arithmetic. Alpha is kept in the NRGBA
+// (straight colour, as PIL returns it) and dropped by the RGB conversion. libwebp interpolates at every size, so nearest chroma
+// sampling remains only for YCbCr layouts the WebP decoder never returns (a
+// ratio other than 4:2:0 or a Rect not at the origin). The result is
+// bit-identical to PIL's on every file measured, so Go's VP8 decoder
+// (golang.org/x/image/vp8) reconstructs the same Y, U and V samples as
+// libwebp on them.
+//
+// Parity is measured by TestPILWebPParity on lossy WebPs written by
+// internal/pilref/pilref.py with Pillow 9.4.0 (libwebp 1.2.4) at quality
+// 80:
+//
+//	fixture         size   differing  max |diff|  mean |diff|  nearest chroma (before): differing, max, mean
+//	noise           33×17     0 %          0          0        95.0 %, 63, 12.2
+//	noise           48×32     0 %          0          0        95.0 %, 66, 12.7
+//	noise           7×5       0 %          0          0        95.2 %, 53, 12.1
+//	noise           17×33     0 %          0          0        95.4 %, 75, 14.7
+//	noise           2×3       0 %          0          0        66.7 %, 15, 6.28
+//	noise           1×1       0 %          0          0         0 %,    0, 0     (one chroma sample)
+//	smooth          48×32     0 %          0          0        90.0 %, 22, 4.63
+//	smooth          33×17     0 %          0          0        89.5 %, 20, 4.91
+//	noise + alpha   33×17     0 %          0          0        95.0 %, 73, 13.2
+//	smooth + alpha  48×32     0 %          0          0        88.0 %, 31, 4.68
+//
+// The test requires exact equality, and checks that nearest chroma sampling
+// differs from PIL wherever upsampling changes anything;
+// TestWebPFancyReference checks the conversion against a structural
+// transcription of UpsampleRgbLinePair and EmitFancyRGB (packed u | v<<16
+// arithmetic) for every size up to 19×9. Dev-time (not committed), 128
+// further PIL-written files were also bit-identical: 128×96, 257×191,
+// 300×200, 31×65, 64×64, 1×40, 40×1 and 3×2, gradient-plus-noise and
+// uniform noise, quality 10 to 100, encoder methods 0, 4 and 6, with and
+// without alpha (nearest chroma on the 128×96 gradient-plus-noise image at
+// q90: max |diff| 27, 86.7 % of values differ, mean 3.7). Lossless WebP
+// (VP8L) decodes to RGB directly and is identical too. Reproduce with:
+//
+//	go test ./extract/imageprep/ -run PILWebP -v
+//
 // Other known differences from PIL's decoders, which affect decoded pixels
-// before any preprocessing (measured once, dev-time, on a 128×96
-// gradient-plus-noise image saved by PIL: lossy WebP q90 max |diff| 22,
-// 84 % of values differ, mean 3.4; lossless WebP identical):
+// before any preprocessing:
 //
 //   - JPEGs that image/jpeg does not return as *image.YCbCr keep Go's
 //     handling: subsampled components of RGB (Adobe transform 0) and CMYK
 //     files are sampled at the nearest position, and YCbCrK files are turned
 //     into CMYK with Go's YCbCr arithmetic and nearest chroma (the CMYK →
 //     RGB step is Pillow's).
-//   - Lossy WebP: libwebp's colour arithmetic, but nearest chroma instead of
-//     libwebp's fancy upsampling.
 //   - GIF: Go's decoder replaces the transparent palette entry with
 //     (0, 0, 0, 0), so transparent GIF pixels become black, whereas PIL
 //     keeps the palette colour.

@@ -53,12 +53,17 @@ func FuzzDecodeTensor(f *testing.F) {
 	for _, data := range encodeAll(f) {
 		f.Add(data)
 	}
-	// Colour JPEGs of every subsampling ratio (the pilref fixtures).
+	// Colour JPEGs of every subsampling ratio and lossy WebPs with and
+	// without alpha (the pilref fixtures).
 	jpegs, err := filepath.Glob("testdata/pil_jpeg/*.jpg")
 	if err != nil || len(jpegs) == 0 {
 		f.Fatalf("no JPEG seeds: %v", err)
 	}
-	for _, p := range jpegs {
+	webps, err := filepath.Glob("testdata/pil_webp/*.webp")
+	if err != nil || len(webps) == 0 {
+		f.Fatalf("no WebP seeds: %v", err)
+	}
+	for _, p := range append(jpegs, webps...) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -11,41 +11,52 @@ import (
 	"testing"
 )
 
-type pilJPEGCase struct {
+// pilRGBCase is one decoded image of a pilref fixture (pil_jpeg.bin,
+// pil_webp.bin): the file name and PIL's RGB pixels.
+type pilRGBCase struct {
 	name string
 	w, h int
 	want []uint8
 }
 
-func loadPILJPEG(t *testing.T) []pilJPEGCase {
+func loadPILJPEG(t *testing.T) []pilRGBCase {
 	t.Helper()
-	data, err := os.ReadFile("testdata/pil_jpeg.bin")
+	return loadPILRGB(t, "testdata/pil_jpeg.bin", "PILJPG1\n")
+}
+
+// loadPILRGB reads a fixture in pilref.py's decoded-RGB layout: magic, u32
+// case count, then per case u8 name length, name, u16 width, u16 height and
+// width*height*3 bytes of RGB.
+func loadPILRGB(t *testing.T, path, magic string) []pilRGBCase {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(data) < 12 || string(data[:8]) != "PILJPG1\n" {
-		t.Fatal("pil_jpeg.bin: bad magic")
+	base := filepath.Base(path)
+	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+		t.Fatalf("%s: bad magic", base)
 	}
-	n := int(binary.LittleEndian.Uint32(data[8:]))
-	data = data[12:]
-	cases := make([]pilJPEGCase, 0, n)
+	n := int(binary.LittleEndian.Uint32(data[len(magic):]))
+	data = data[len(magic)+4:]
+	cases := make([]pilRGBCase, 0, n)
 	for i := 0; i < n; i++ {
 		if len(data) < 1 || len(data) < 1+int(data[0])+4 {
-			t.Fatalf("pil_jpeg.bin: truncated at case %d", i)
+			t.Fatalf("%s: truncated at case %d", base, i)
 		}
-		c := pilJPEGCase{name: string(data[1 : 1+data[0]])}
+		c := pilRGBCase{name: string(data[1 : 1+data[0]])}
 		data = data[1+len(c.name):]
 		c.w, c.h = int(binary.LittleEndian.Uint16(data)), int(binary.LittleEndian.Uint16(data[2:]))
 		size := c.w * c.h * 3
 		if len(data) < 4+size {
-			t.Fatalf("pil_jpeg.bin: truncated pixels at case %d", i)
+			t.Fatalf("%s: truncated pixels at case %d", base, i)
 		}
 		c.want = data[4 : 4+size]
 		data = data[4+size:]
 		cases = append(cases, c)
 	}
 	if len(data) != 0 {
-		t.Fatalf("pil_jpeg.bin: %d trailing bytes", len(data))
+		t.Fatalf("%s: %d trailing bytes", base, len(data))
 	}
 	return cases
 }

@@ -8,7 +8,9 @@ python3-numpy, i.e. /usr/bin/python3, not a pyenv interpreter:
 
 then run `go test ./extract/imageprep/ -run PIL -v` to see the parity figures.
 The fixtures were generated with Pillow 9.4.0 / numpy 1.24.2 on x86-64
-(Debian bookworm; Pillow's JPEG codec is libjpeg-turbo 2.1.5).
+(Debian bookworm; Pillow's JPEG codec is libjpeg-turbo 2.1.5, its WebP codec
+libwebp 1.2.4). Every output is deterministic: regenerating with these
+versions reproduces the committed files byte for byte.
 
 Outputs (in the given directory):
 
@@ -42,6 +44,14 @@ pil_jpeg.bin    PIL's decoded RGB pixels for each pil_jpeg/*.jpg, i.e.
                 per case: u8 name length, name (file name in pil_jpeg/),
                 u16 width, u16 height, width*height*3 bytes of RGB (row major,
                 interleaved).
+pil_webp/*.webp Small lossy WebPs written by PIL (quality 80, VP8 4:2:0): uniform
+                noise and smooth gradients at odd and even sizes (down to 1x1),
+                and two RGBA images (VP8X with a losslessly coded ALPH chunk,
+                alpha a diagonal ramp, see webp_alpha).
+pil_webp.bin    PIL's decoded RGB pixels for each pil_webp/*.webp, i.e.
+                np.asarray(Image.open(path).convert("RGB")) through libwebp with
+                default options (fancy upsampling; alpha dropped by convert).
+                Same layout as pil_jpeg.bin with magic b"PILWEB1\\n".
 """
 
 import hashlib
@@ -296,12 +306,59 @@ def write_jpeg(dirpath, binpath):
     return len(cases)
 
 
+WEBP_CASES = [  # (kind, w, h, seed, alpha)
+    ("noise", 33, 17, 301, False), ("noise", 48, 32, 302, False), ("noise", 7, 5, 303, False),
+    ("noise", 17, 33, 304, False), ("noise", 2, 3, 305, False), ("noise", 1, 1, 306, False),
+    ("smooth", 48, 32, 0, False), ("smooth", 33, 17, 0, False),
+    ("noise", 33, 17, 307, True), ("smooth", 48, 32, 0, True),
+]
+
+
+def webp_alpha(w, h):
+    """Alpha for the RGBA WebP cases: a diagonal ramp, fully transparent in
+    the top-left corner and opaque in the bottom-right one."""
+    y, x = np.mgrid[0:h, 0:w]
+    return np.clip((x + y) * 255 // max(1, w + h - 2) * 2 - 128, 0, 255).astype(np.uint8)
+
+
+def write_webp(dirpath, binpath):
+    os.makedirs(dirpath, exist_ok=True)
+    cases = []
+    for kind, w, h, seed, alpha in WEBP_CASES:
+        name = f"{kind}_{w}x{h}{'_alpha' if alpha else ''}.webp"
+        arr = jpeg_source(kind, w, h, seed)
+        if alpha:
+            im = Image.fromarray(np.dstack([arr, webp_alpha(w, h)]), "RGBA")
+        else:
+            im = Image.fromarray(arr, "RGB")
+        buf = io.BytesIO()
+        im.save(buf, "WEBP", quality=80)  # lossy (VP8), alpha in a lossless ALPH chunk
+        data = buf.getvalue()
+        assert data[12:16] == (b"VP8X" if alpha else b"VP8 "), (name, data[12:16])
+        path = os.path.join(dirpath, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        with Image.open(path) as im:
+            assert im.size == (w, h), (name, im.size)
+            assert im.mode == ("RGBA" if alpha else "RGB"), (name, im.mode)
+            rgb = np.asarray(im.convert("RGB"), dtype=np.uint8)
+        assert rgb.shape == (h, w, 3)
+        cases.append(struct.pack("<B", len(name)) + name.encode() + struct.pack("<HH", w, h) + rgb.tobytes())
+    with open(binpath, "wb") as f:
+        f.write(b"PILWEB1\n")
+        f.write(struct.pack("<I", len(cases)))
+        for c in cases:
+            f.write(c)
+    return len(cases)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "testdata")
     n = write_resize(os.path.join(out, "pil_resize.bin"))
     m = write_clip(os.path.join(out, "pil_clip.json"))
     k = write_jpeg(os.path.join(out, "pil_jpeg"), os.path.join(out, "pil_jpeg.bin"))
-    print(f"wrote {n} resize cases, {m} pipeline cases and {k} JPEG cases to {out}")
+    v = write_webp(os.path.join(out, "pil_webp"), os.path.join(out, "pil_webp.bin"))
+    print(f"wrote {n} resize cases, {m} pipeline cases, {k} JPEG cases and {v} WebP cases to {out}")
 
 
 if __name__ == "__main__":
