@@ -647,3 +647,39 @@ func TestExternalData(t *testing.T) {
 		t.Error("inline model has a data identity")
 	}
 }
+
+// BenchmarkDualEncoderOverhead measures what the adapters add around the
+// model: with the tiny CLIP export the ONNX compute is negligible, so the
+// time per row is tokenisation, image decoding and preprocessing, tensor
+// copies and session calls.
+//
+//	ONNXRUNTIME_LIB=... go test -run '^$' -bench DualEncoderOverhead ./extract/onnx
+func BenchmarkDualEncoderOverhead(b *testing.B) {
+	requireRuntime(b)
+	ctx := context.Background()
+	d, err := NewDualEncoder(ctx, DualEncoderConfig{Name: "clip", ModelDir: filepath.Join(testdata, "tiny-clip")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	const n = 256
+	texts := make(retrieval.Texts, n)
+	images := make(retrieval.Images, n)
+	for i := range texts {
+		texts[i] = tinymodels.RetrievalTexts[i%len(tinymodels.RetrievalTexts)] + " number " + strconv.Itoa(i)
+		images[i] = filepath.Join(testdata, "images", tinymodels.StripesImage)
+	}
+	for _, c := range []struct {
+		branch string
+		items  retrieval.Items
+	}{{TextBranch, texts}, {ImageBranch, images}} {
+		b.Run(c.branch, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := d.EncodeBranch(ctx, extract.Batch{Items: c.items}, c.branch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/row")
+		})
+	}
+}
