@@ -683,3 +683,53 @@ func BenchmarkDualEncoderOverhead(b *testing.B) {
 		})
 	}
 }
+
+// TestFloat16Model: a half-precision export (float16 pixel_values and
+// image_embeds) is fed float16 and read back as float32; results agree with
+// the float64 reference to half precision.
+func TestFloat16Model(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	const float16 = onnxpb.DataType(10)
+	m := tinymodels.CLIPVisionModel()
+	g := &m.Graph
+	for i := range g.Nodes {
+		for j, in := range g.Nodes[i].Inputs {
+			if in == "pixel_values" {
+				g.Nodes[i].Inputs[j] = "pixel_values_f32"
+			}
+		}
+		for j, out := range g.Nodes[i].Outputs {
+			if out == "image_embeds" {
+				g.Nodes[i].Outputs[j] = "image_embeds_f32"
+			}
+		}
+	}
+	g.Nodes = append([]onnxpb.NodeProto{onnxpb.Node("Cast", []string{"pixel_values"}, []string{"pixel_values_f32"}, onnxpb.IntAttr("to", int64(onnxpb.Float)))}, g.Nodes...)
+	g.Nodes = append(g.Nodes, onnxpb.Node("Cast", []string{"image_embeds_f32"}, []string{"image_embeds"}, onnxpb.IntAttr("to", int64(float16))))
+	g.Inputs = []onnxpb.ValueInfo{onnxpb.Input("pixel_values", float16, onnxpb.Sym("batch"), onnxpb.Fixed(3), onnxpb.Fixed(8), onnxpb.Fixed(8))}
+	g.Outputs = []onnxpb.ValueInfo{onnxpb.Output("image_embeds", float16, onnxpb.Sym("batch"), onnxpb.Fixed(tinymodels.Dim))}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "model.onnx"), m.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prep, _ := os.ReadFile(filepath.Join(testdata, "tiny-clip", "preprocessor_config.json"))
+	os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), prep, 0o644)
+	e, err := NewImageEncoder(ctx, ImageConfig{Name: "fp16", ModelDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got := mustDense(t)(e.Encode(ctx, extract.Batch{Items: retrievalImagePaths()}))
+	var px [][]float32
+	for _, c := range tinymodels.RetrievalImages {
+		px = append(px, tinymodels.CLIPPixels(c))
+	}
+	want := flat(tinymodels.CLIPVision(px))
+	for i, w := range want {
+		// float16 keeps 11 significant bits: inputs and outputs are rounded.
+		if d := math.Abs(float64(got.Float32Data()[i]) - w); d > 2e-2*math.Max(1, math.Abs(w)) {
+			t.Fatalf("value %d = %v, reference %v", i, got.Float32Data()[i], w)
+		}
+	}
+}

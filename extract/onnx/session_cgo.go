@@ -276,11 +276,21 @@ func (s *Session) Run(ctx context.Context, feeds []Feed, output string) (Output,
 		return Output{}, fmt.Errorf("ONNX Runtime run options: %w", err)
 	}
 	defer ro.Destroy()
+	info, _ := findInfo(s.outputs, output)
+	outs := []ort.Value{nil} // nil: allocated by the runtime
+	if info.Type == "float16" {
+		// onnxruntime_go copies too few bytes when it allocates a float16
+		// output itself, so its buffer is allocated here.
+		if outs[0], err = float16Output(info, feeds); err != nil {
+			return Output{}, fmt.Errorf("ONNX model %s: %w", s.name, err)
+		}
+	}
+	preallocated := outs[0] != nil
 	stop := context.AfterFunc(ctx, func() { ro.Terminate() })
-	outs := []ort.Value{nil}
 	runErr := x.RunWithOptions(values, outs, ro)
 	stop()
-	if outs[0] != nil {
+	// A failed run can leave a typed nil pointer in a runtime-allocated slot.
+	if preallocated || runErr == nil {
 		defer outs[0].Destroy()
 	}
 	if err := ctx.Err(); err != nil {
@@ -303,27 +313,66 @@ func makeValue(info TensorInfo, f Feed) (ort.Value, error) {
 	}
 	switch {
 	case f.Float32 != nil && info.Type == "float32":
-		return ort.NewTensor(shape, f.Float32)
+		return value(ort.NewTensor(shape, f.Float32))
 	case f.Float32 != nil && info.Type == "float16":
 		raw := make([]byte, 2*len(f.Float32))
 		for i, v := range f.Float32 {
 			binary.LittleEndian.PutUint16(raw[2*i:], float16.Fromfloat32(v).Bits())
 		}
-		return ort.NewCustomDataTensor(shape, raw, ort.TensorElementDataTypeFloat16)
+		return value(ort.NewCustomDataTensor(shape, raw, ort.TensorElementDataTypeFloat16))
 	case f.Int64 != nil && info.Type == "int64":
-		return ort.NewTensor(shape, f.Int64)
+		return value(ort.NewTensor(shape, f.Int64))
 	case f.Int64 != nil && info.Type == "int32":
 		v := make([]int32, len(f.Int64))
 		for i, x := range f.Int64 {
 			v[i] = int32(x)
 		}
-		return ort.NewTensor(shape, v)
+		return value(ort.NewTensor(shape, v))
 	}
 	kind := "float"
 	if f.Int64 != nil {
 		kind = "integer"
 	}
 	return nil, fmt.Errorf("the model declares %s; vertebrae feeds %s values here", info, kind)
+}
+
+// float16Output allocates a float16 output tensor. Its dynamic dimensions
+// are resolved from the feeds: the first is the batch (every feed's first
+// dimension), the second, of a 3-D output, the sequence length of a 2-D
+// integer feed.
+func float16Output(info TensorInfo, feeds []Feed) (ort.Value, error) {
+	shape := append([]int64(nil), info.Shape...)
+	n := int64(1)
+	for i, d := range shape {
+		if d < 0 {
+			switch {
+			case i == 0 && len(feeds) > 0 && len(feeds[0].Shape) > 0:
+				d = feeds[0].Shape[0]
+			case i == 1 && len(shape) == 3:
+				for _, f := range feeds {
+					if f.Int64 != nil && len(f.Shape) == 2 {
+						d = f.Shape[1]
+					}
+				}
+			}
+			if d < 0 {
+				return nil, fmt.Errorf("float16 output %s: cannot infer its dimension %d", info, i)
+			}
+			shape[i] = d
+		}
+		n *= d
+	}
+	return value(ort.NewCustomDataTensor(ort.NewShape(shape...), make([]byte, 2*n), ort.TensorElementDataTypeFloat16))
+}
+
+// value converts a constructor's result to an ort.Value, keeping a failed
+// constructor's typed nil pointer out of the interface (where it would look
+// like a value to destroy).
+func value[T ort.Value](v T, err error) (ort.Value, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // checkShape compares a feed's shape with the declared one (-1 = any).
