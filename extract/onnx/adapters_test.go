@@ -733,3 +733,32 @@ func TestFloat16Model(t *testing.T) {
 		}
 	}
 }
+
+// TestInt32TokenInputs: exports that declare int32 token inputs get the
+// same IDs as int32.
+func TestInt32TokenInputs(t *testing.T) {
+	requireRuntime(t)
+	ctx := context.Background()
+	const int32Type = onnxpb.DataType(6)
+	m := tinymodels.TextModel()
+	for i, in := range m.Graph.Inputs {
+		m.Graph.Inputs[i] = onnxpb.Input(in.Name, int32Type, onnxpb.Sym("batch"), onnxpb.Sym("sequence"))
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.onnx"), m.Marshal(), 0o644)
+	tok, _ := os.ReadFile(filepath.Join(testdata, "tiny-text", "tokenizer.json"))
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), tok, 0o644)
+	texts := extract.Batch{Items: retrieval.Texts{"a photo of a red square", "über"}}
+	var got [2][]float32
+	for i, d := range []string{filepath.Join(testdata, "tiny-text"), dir} {
+		e, err := NewTextEncoder(ctx, TextConfig{Name: "t", ModelDir: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i] = mustDense(t)(e.Encode(ctx, texts)).Float32Data()
+		e.Close()
+	}
+	if !equal32(got[0], got[1]) {
+		t.Errorf("int32 inputs %v, int64 inputs %v", got[1], got[0])
+	}
+}

@@ -10,9 +10,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/onnxpb"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -157,4 +160,45 @@ func TestSessionErrors(t *testing.T) {
 	if _, err := OpenSession(ctx, bad, Runtime{}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("corrupt model: %v", err)
 	}
+}
+
+// TestRunCancellation cancels a long inference (50 chained 1024×1024
+// matrix products, about 100 GFLOP) shortly after it starts: ONNX Runtime
+// is told to terminate and Run reports the context's error.
+func TestRunCancellation(t *testing.T) {
+	requireRuntime(t)
+	const n, layers = 1024, 50
+	w := make([]float32, n*n)
+	for i := range w {
+		w[i] = float32(i%7-3) / 1024
+	}
+	nodes := []onnxpb.NodeProto{}
+	prev := "x"
+	for l := 0; l < layers; l++ {
+		out := "h" + strconv.Itoa(l)
+		if l == layers-1 {
+			out = "y"
+		}
+		nodes = append(nodes, onnxpb.Node("MatMul", []string{prev, "w"}, []string{out}))
+		prev = out
+	}
+	m := onnxpb.Model{Graph: onnxpb.Graph{
+		Name: "slow", Nodes: nodes,
+		Initializers: []onnxpb.Tensor{onnxpb.FloatTensor("w", []int64{n, n}, w)},
+		Inputs:       []onnxpb.ValueInfo{onnxpb.Input("x", onnxpb.Float, onnxpb.Fixed(n), onnxpb.Fixed(n))},
+		Outputs:      []onnxpb.ValueInfo{onnxpb.Output("y", onnxpb.Float, onnxpb.Fixed(n), onnxpb.Fixed(n))},
+	}}
+	s, err := OpenSessionBytes(context.Background(), "slow.onnx", m.Marshal(), Runtime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = s.Run(ctx, []Feed{{Name: "x", Shape: []int64{n, n}, Float32: make([]float32, n*n)}}, "y")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v after %v, want context.Canceled", err, time.Since(start))
+	}
+	t.Logf("cancelled after %v", time.Since(start))
 }
