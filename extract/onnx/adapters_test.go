@@ -479,6 +479,20 @@ func TestAdapterErrors(t *testing.T) {
 			_, err := NewTextEncoder(ctx, TextConfig{Name: "t", ModelDir: filepath.Join(testdata, "tiny-text"), Runtime: Runtime{Library: filepath.Join(tmp, "libonnxruntime.so")}})
 			return err
 		}, "ONNX Runtime library not found"},
+		{"channels differ from the model's", func() error {
+			dir := copyDir(filepath.Join(testdata, "tiny-image"), "preprocessor_config.json")
+			os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), []byte(`{"do_resize": false, "do_center_crop": false,
+				"do_normalize": false, "do_convert_grayscale": true}`), 0o644)
+			_, err := NewImageEncoder(ctx, ImageConfig{Name: "i", ModelDir: dir})
+			return err
+		}, "image model input pixel_values float32[?,3,8,8] takes 3 channels; the preprocessor produces 1"},
+		{"size differs from the model's", func() error {
+			dir := copyDir(filepath.Join(testdata, "tiny-image"), "preprocessor_config.json", "x")
+			os.WriteFile(filepath.Join(dir, "preprocessor_config.json"), []byte(`{"do_resize": true, "size": {"height": 16, "width": 16},
+				"resample": 2, "image_mean": 0.5, "image_std": 0.5}`), 0o644)
+			_, err := NewImageEncoder(ctx, ImageConfig{Name: "i", ModelDir: dir})
+			return err
+		}, "does not match the preprocessor's 16x16 output"},
 		{"bad pooling", func() error {
 			_, err := NewImageEncoder(ctx, ImageConfig{Name: "i", ModelDir: filepath.Join(testdata, "tiny-image"), Pooling: "max"})
 			return err
