@@ -73,16 +73,10 @@ func NewDualEncoder(ctx context.Context, cfg DualEncoderConfig) (*DualEncoder, e
 	if err != nil {
 		return fail(err)
 	}
-	d.recipe = map[string]any{
-		"name": cfg.Name, "extractor_type": runTypeDual, "layout": l.kind,
-		"text":      d.text.recipe(),
-		"image":     d.image.recipe(),
-		"normalize": cfg.Normalize, "batch_size": batch,
-		"execution_provider": cfg.Runtime.provider(), "runtime_version": textSess.RuntimeVersion(),
-		"path_identities": ids,
-		"cache_identity":  identityOrNil(cfg.CacheIdentity),
-		"cache_safe":      true,
-	}
+	d.recipe = recipe(cfg.Name, runTypeDual, cfg.Normalize, batch, cfg.Runtime, textSess, ids, cfg.CacheIdentity)
+	d.recipe["layout"] = l.kind
+	d.recipe["text"] = d.text.recipe()
+	d.recipe["image"] = d.image.recipe()
 	return d, nil
 }
 
@@ -171,13 +165,8 @@ func NewTextEncoder(ctx context.Context, cfg TextConfig) (*TextEncoder, error) {
 		return nil, fmt.Errorf("extractor %s: %w", cfg.Name, err)
 	}
 	e := &TextEncoder{name: cfg.Name, tower: tower, stream: cfg.Text.Padding != PadLongest}
-	e.recipe = map[string]any{
-		"name": cfg.Name, "extractor_type": runTypeText,
-		"text":      tower.recipe(),
-		"normalize": cfg.Normalize, "batch_size": batch,
-		"execution_provider": cfg.Runtime.provider(), "runtime_version": sess.RuntimeVersion(),
-		"path_identities": ids, "cache_identity": identityOrNil(cfg.CacheIdentity), "cache_safe": true,
-	}
+	e.recipe = recipe(cfg.Name, runTypeText, cfg.Normalize, batch, cfg.Runtime, sess, ids, cfg.CacheIdentity)
+	e.recipe["text"] = tower.recipe()
 	return e, nil
 }
 
@@ -238,13 +227,8 @@ func NewImageEncoder(ctx context.Context, cfg ImageConfig) (*ImageEncoder, error
 		return nil, fmt.Errorf("extractor %s: %w", cfg.Name, err)
 	}
 	e := &ImageEncoder{name: cfg.Name, tower: tower}
-	e.recipe = map[string]any{
-		"name": cfg.Name, "extractor_type": runTypeImage,
-		"image":     tower.recipe(),
-		"normalize": cfg.Normalize, "batch_size": batch,
-		"execution_provider": cfg.Runtime.provider(), "runtime_version": sess.RuntimeVersion(),
-		"path_identities": ids, "cache_identity": identityOrNil(cfg.CacheIdentity), "cache_safe": true,
-	}
+	e.recipe = recipe(cfg.Name, runTypeImage, cfg.Normalize, batch, cfg.Runtime, sess, ids, cfg.CacheIdentity)
+	e.recipe["image"] = tower.recipe()
 	return e, nil
 }
 
@@ -267,9 +251,9 @@ func encodeTexts(ctx context.Context, name string, t *textTower, b extract.Batch
 	if !ok {
 		return nil, fmt.Errorf("Extractor %s does not support retrieval modality %s", name, b.Items.Modality())
 	}
-	data, width, err := t.encode(ctx, texts)
+	data, width, err := t.encode(ctx, texts, b.Start)
 	if err != nil {
-		return nil, fmt.Errorf("extractor %s, %s rows from %d: %w", name, b.Side, b.Start, err)
+		return nil, fmt.Errorf("extractor %s, %s side: %w", name, b.Side, err)
 	}
 	return matrix.NewDense32(len(texts), width, data)
 }
@@ -323,6 +307,16 @@ func (t *imageTower) recipe() map[string]any {
 	return map[string]any{
 		"output": t.output.Name, "input": t.input.Name, "pooling": poolingOrNil(t.pooling),
 		"preprocessing": t.prep.Identity(),
+	}
+}
+
+// recipe holds the fields every ONNX adapter records (SPEC §9.5). Every
+// model file has a content identity, so the extractor is cache-safe.
+func recipe(name, typ string, normalize bool, batch int, rt Runtime, sess *Session, ids map[string]any, cacheIdentity string) map[string]any {
+	return map[string]any{
+		"name": name, "extractor_type": typ, "normalize": normalize, "batch_size": batch,
+		"execution_provider": rt.provider(), "runtime_version": sess.RuntimeVersion(),
+		"path_identities": ids, "cache_identity": identityOrNil(cacheIdentity), "cache_safe": true,
 	}
 }
 

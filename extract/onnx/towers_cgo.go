@@ -76,33 +76,34 @@ func newTextTower(sess *Session, tok *tokenize.Tokenizer, maxLen int, explicitLe
 		}
 		t.opts.MaxLength = l
 	}
-	out, err := pickOutput(sess.Outputs(), output, defaults...)
+	out, err := selectOutput(sess.Outputs(), output, pooling, defaults...)
 	if err != nil {
-		return nil, fmt.Errorf("text model: %w", err)
-	}
-	if err := checkOutputRank(out, pooling); err != nil {
 		return nil, fmt.Errorf("text model: %w", err)
 	}
 	t.output = out
 	return t, nil
 }
 
-// checkOutputRank allows [batch, hidden], and [batch, seq, hidden] only
-// with pooling (SPEC §9.4).
-func checkOutputRank(out TensorInfo, pooling string) error {
+// selectOutput picks the output (see pickOutput) and checks its rank:
+// [batch, hidden], or [batch, seq, hidden] only with pooling (SPEC §9.4).
+func selectOutput(outputs []TensorInfo, configured, pooling string, defaults ...string) (TensorInfo, error) {
+	out, err := pickOutput(outputs, configured, defaults...)
+	if err != nil {
+		return TensorInfo{}, err
+	}
 	switch len(out.Shape) {
 	case 2:
-		return nil
+		return out, nil
 	case 3:
 		if pooling == PoolNone {
-			return fmt.Errorf("output %s is 3-D; set pooling (cls or mean) to reduce it", out)
+			return TensorInfo{}, fmt.Errorf("output %s is 3-D; set pooling (cls or mean) to reduce it", out)
 		}
-		return nil
+		return out, nil
 	}
-	return fmt.Errorf("output %s must be 2-D [batch, dim] or 3-D [batch, seq, dim]", out)
+	return TensorInfo{}, fmt.Errorf("output %s must be 2-D [batch, dim] or 3-D [batch, seq, dim]", out)
 }
 
-func (t *textTower) encode(ctx context.Context, texts []string) ([]float32, int, error) {
+func (t *textTower) encode(ctx context.Context, texts []string, firstRow int) ([]float32, int, error) {
 	var rows []float32
 	width := -1
 	for lo := 0; lo < len(texts); lo += t.batch {
@@ -132,14 +133,14 @@ func (t *textTower) encode(ctx context.Context, texts []string) ([]float32, int,
 		}
 		out, err := t.sess.Run(ctx, feeds, t.output.Name)
 		if err != nil {
-			return nil, 0, fmt.Errorf("text rows %d-%d: %w", lo, hi-1, err)
+			return nil, 0, fmt.Errorf("text rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
 		}
 		data, w, err := reduce(out, enc.Rows, t.pooling, enc.AttentionMask, enc.Len)
 		if err != nil {
-			return nil, 0, fmt.Errorf("text rows %d-%d: %w", lo, hi-1, err)
+			return nil, 0, fmt.Errorf("text rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
 		}
 		if width >= 0 && w != width {
-			return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", lo, hi-1, w, width)
+			return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", firstRow+lo, firstRow+hi-1, w, width)
 		}
 		width = w
 		rows = append(rows, data...)
@@ -221,11 +222,8 @@ func newImageTower(sess *Session, prep imageprep.Config, output, pooling string,
 		}
 		t.fixedBatch = true
 	}
-	out, err := pickOutput(sess.Outputs(), output, defaults...)
+	out, err := selectOutput(sess.Outputs(), output, pooling, defaults...)
 	if err != nil {
-		return nil, fmt.Errorf("image model: %w", err)
-	}
-	if err := checkOutputRank(out, pooling); err != nil {
 		return nil, fmt.Errorf("image model: %w", err)
 	}
 	t.output = out
