@@ -17,6 +17,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+
+	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
 )
 
 const module = "github.com/owulveryck/onnx-go@v0.5.0"
@@ -42,7 +44,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join("data", "mnist-8.onnx"), model, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join("data", "mnist-8.onnx"), model); err != nil {
 		return err
 	}
 	dst := filepath.Join("data", "mnist-8-testdata")
@@ -56,7 +58,7 @@ func run() error {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			if err := atomicfile.Write(filepath.Join(dir, f), b); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
 )
 
 // Files returns every generated testdata file keyed by its slash-separated
@@ -60,7 +62,7 @@ func WriteAll(dir string) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("tinymodels: %w", err)
 		}
-		if err := os.WriteFile(path, files[name], 0o644); err != nil {
+		if err := atomicfile.Write(path, files[name]); err != nil {
 			return fmt.Errorf("tinymodels: %w", err)
 		}
 	}
