@@ -1,0 +1,49 @@
+// Package store is the object store under the artifact layer (SPEC §10.5):
+// a flat namespace of immutable objects addressed by '/'-separated names.
+// Keys, manifests and artifact kinds live above it (package artifact); one
+// backend per sub-package (local disk, in-memory, gocloud.dev/blob for
+// s3:// and gs://) implements the one interface below, and cross-cutting
+// behaviour (fault injection for tests, verification) wraps it.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+)
+
+// ErrNotExist reports a missing object; test with errors.Is.
+var ErrNotExist = errors.New("object does not exist")
+
+// Store is an object store. Put is atomic per object: a reader sees either
+// the previous content or the complete new content, never a mix, and a
+// failed or cancelled Put leaves the previous content intact. Objects are
+// streamed both ways so an endpoint never has to fit in memory.
+type Store interface {
+	// Put writes the object name with exactly size bytes read from r
+	// (size < 0: unknown, read to EOF).
+	Put(ctx context.Context, name string, r io.Reader, size int64) error
+	// Get opens the object for reading; a missing object gives an error
+	// that matches ErrNotExist.
+	Get(ctx context.Context, name string) (io.ReadCloser, error)
+	// Stat returns the object's size in bytes (ErrNotExist when missing).
+	Stat(ctx context.Context, name string) (int64, error)
+	// List yields the names of every object whose name starts with
+	// prefix, in lexicographic order.
+	List(ctx context.Context, prefix string) iter.Seq2[string, error]
+	// Delete removes the object; deleting a missing object is not an
+	// error.
+	Delete(ctx context.Context, name string) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// UnsupportedURIError is returned by Open for a URI no backend handles
+// (SPEC §10.5: "Unsupported artifact store URI").
+type UnsupportedURIError struct{ URI string }
+
+func (e *UnsupportedURIError) Error() string {
+	return fmt.Sprintf("Unsupported artifact store URI %q (use a path, file://, s3://, gs:// or mem://)", e.URI)
+}
