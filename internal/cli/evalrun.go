@@ -103,6 +103,10 @@ func evaluateRun(cmd *cobra.Command, fl *evalRunFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	fl.out.inputs = []string{fl.qrels, fl.run}
+	if err := fl.out.checkTargets(1); err != nil {
+		return err
+	}
 	q, err := runeval.ReadQrels(fl.qrels, qf)
 	if err != nil {
 		return err
@@ -120,5 +124,5 @@ func evaluateRun(cmd *cobra.Command, fl *evalRunFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	return fl.out.emit(res.Benchmark, nil, stdout, stderr)
+	return fl.out.emit(cmd.Context(), res.Benchmark, nil, stdout, stderr)
 }

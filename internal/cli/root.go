@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
+	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -63,10 +64,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func exitCode(ctx context.Context, err error) int {
 	var ue *UsageError
 	var ce *retrieval.ConfigError
+	var te *outputset.TargetError
 	switch {
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &te):
 		return ExitUsage
 	}
 	return ExitFailure

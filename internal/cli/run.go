@@ -262,6 +262,10 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
+	fl.out.inputs = []string{fl.queries, fl.gallery, fl.queryIDs, fl.galleryIDs, fl.qrels, fl.queryLabels, fl.galleryLabels, fl.exclusions}
+	if err := fl.out.checkTargets(len(variants)); err != nil {
+		return err
+	}
 	var closers []func() error
 	defer func() {
 		// Mappings and spill files: closing releases them; nothing to lose.
@@ -278,7 +282,7 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
-	return fl.out.emit(bench, ds, stdout, stderr)
+	return fl.out.emit(ctx, bench, ds, stdout, stderr)
 }
 
 // loadSide reads one endpoint: its embedding file (mapped or loaded), its

@@ -64,6 +64,10 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	if err := out.check(cmd); err != nil {
 		return err
 	}
+	out.inputs = specInputs(spec)
+	if err := out.checkTargets(len(spec.Extractors) * max(1, len(spec.Compression))); err != nil {
+		return err
+	}
 	var closers []func() error
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -95,7 +99,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	if err != nil {
 		return err
 	}
-	return out.emit(b, ds, stdout, stderr)
+	return out.emit(ctx, b, ds, stdout, stderr)
 }
 
 // endpointTables are the embedding files a dataset names, for precomputed
