@@ -82,7 +82,7 @@ type memoryFlags struct {
 
 func (m *memoryFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.Int64Var(&m.maxBytes, "max-memory-bytes", 0, "resident memory budget in bytes (default: derived from the machine, SPEC §7.2)")
+	f.Var(byteSize{&m.maxBytes}, "max-memory-bytes", "resident memory budget in bytes, K/M/G/T or KiB/MiB/GiB/TiB suffixes allowed (default: derived from the machine, SPEC §7.2)")
 	f.BoolVar(&m.noSpill, "no-disk-spill", false, "fail instead of staging endpoints that do not fit the budget on disk")
 	f.StringVar(&m.spillDir, "spill-dir", "", "directory for spill files (default: the OS temporary directory)")
 }
