@@ -184,6 +184,7 @@ func Evaluate(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts O
 		q: q, ks: cfg.Ks, gain: gain, ties: opts.Ties, path: runPath,
 		src:     newLineSource(io.TeeReader(r, h), runPath),
 		set:     newDocSet(),
+		docs:    newDocCounter(),
 		first:   make([]int, len(q.allIDs)),
 		last:    make([]int, len(q.allIDs)),
 		unknown: make(map[string]span),
@@ -228,6 +229,7 @@ type evaluator struct {
 	cands    []cand
 	arena    []byte // document IDs of cands
 	set      *docSet
+	docs     *docCounter // distinct documents of the whole run (n_gallery)
 
 	first, last []int // block lines per qrels query; 0 = not seen
 	unknown     map[string]span
@@ -271,7 +273,8 @@ func (e *evaluator) read(ctx context.Context) error {
 			continue // blank or comment
 		}
 		ln := e.src.line
-		if n != runFields {
+		if n < runFields {
+			// Fields after the tag are ignored, as trec_eval does.
 			return formats.LineErrorf(e.path, ln, "malformed run line: expected 6 whitespace-separated fields (qid Q0 docid rank score tag), got %d", n)
 		}
 		e.stats.Lines++
@@ -289,9 +292,11 @@ func (e *evaluator) read(ctx context.Context) error {
 				return err
 			}
 		}
-		rank, err := parseRank(f[3])
-		if err != nil {
-			return e.fieldErr(ln, "rank", f[3], f[0], f[2], err)
+		var rank int64
+		if e.ties == TiesRank { // trec_eval never reads the rank column
+			if rank, err = parseRank(f[3]); err != nil {
+				return e.fieldErr(ln, "rank", f[3], f[0], f[2], err)
+			}
 		}
 		score, err := parseScore(f[4])
 		if err != nil {
@@ -300,6 +305,7 @@ func (e *evaluator) read(ctx context.Context) error {
 		off := len(e.arena)
 		e.arena = append(e.arena, f[2]...)
 		e.cands = append(e.cands, cand{score: score, rank: rank, off: off, end: len(e.arena), line: ln, pos: -1})
+		e.docs.add(f[2])
 		if prev := e.set.insert(e.cands, e.arena, len(e.cands)-1); prev >= 0 {
 			return formats.LineErrorf(e.path, ln, "document %s is listed twice for query %s (lines %d and %d); a run lists each document at most once per query",
 				quoteBytes(f[2]), quoteBytes(f[0]), e.cands[prev].line, ln)

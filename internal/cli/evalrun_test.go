@@ -173,7 +173,7 @@ func TestEvaluateRunErrors(t *testing.T) {
 		{"positional", 2, []string{"--qrels", qrels, "--run", good, "extra"}, "unknown command"},
 		{"missing run", 1, []string{"--qrels", qrels, "--run", filepath.Join(dir, "none.run"), "--json", out}, "none.run: cannot open file"},
 		{"missing qrels", 1, []string{"--qrels", filepath.Join(dir, "none.qrels"), "--run", good, "--json", out}, "none.qrels: cannot open file"},
-		{"bad line", 1, []string{"--qrels", qrels, "--run", writeFile(t, dir, "bad.run", "q1 Q0 d1 1 1 t\nq1 Q0 d2 x 1 t\n"), "--json", out},
+		{"bad line", 1, []string{"--qrels", qrels, "--ties", "rank", "--run", writeFile(t, dir, "bad.run", "q1 Q0 d1 1 1 t\nq1 Q0 d2 x 1 t\n"), "--json", out},
 			`bad.run:2: malformed rank "x" for query "q1", document "d2": not an integer`},
 		{"fields", 1, []string{"--qrels", qrels, "--run", writeFile(t, dir, "f.run", "q1 Q0 d1 1 1\n"), "--json", out}, "f.run:1: malformed run line: expected 6"},
 		{"duplicate doc", 1, []string{"--qrels", qrels, "--run", writeFile(t, dir, "dup.run", "q1 Q0 d1 1 1 t\nq1 Q0 d1 2 0 t\n"), "--json", out},
