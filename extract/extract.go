@@ -216,6 +216,10 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingCo
 		out.closers = append(out.closers, closeFn)
 		*side.dst = m
 	}
+	if qc, gc := out.Query.Cols(), out.Gallery.Cols(); qc != gc {
+		out.Close()
+		return nil, fmt.Errorf("Extractor %s: Query and gallery embedding dimensions must match; got %d and %d", name, qc, gc)
+	}
 	return out, nil
 }
 

@@ -295,6 +295,9 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 		if ids, err = idlist.ReadIDs(idsPath); err != nil {
 			return nil, nil, err
 		}
+		if err := checkIDFile(side, idsPath, ids); err != nil {
+			return nil, nil, err
+		}
 	}
 	m, colIDs, err := readEndpoint(ctx, path, tensor, idColumn, closers)
 	if err != nil {
@@ -302,8 +305,14 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 	}
 	if colIDs != nil {
 		ids = colIDs
+		if err := checkIDFile(side, path+" column "+idColumn, ids); err != nil {
+			return nil, nil, err
+		}
 	}
 	endpoint := strings.ToUpper(side[:1]) + side[1:]
+	if err := checkWidth(path, endpoint, m); err != nil {
+		return nil, nil, err
+	}
 	if err := checkFinite(path, endpoint, m, ids); err != nil {
 		return nil, nil, err
 	}
@@ -364,6 +373,7 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
 	}, rel, opts...)
+	err = unknownIDHint(err, fl.qrels, fl.qrelsFormat, qids, gids)
 	return ds, relevanceSources{fl.qrels, fl.queryLabels, fl.galleryLabels}.nameSource(err)
 }
 
