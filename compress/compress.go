@@ -86,6 +86,9 @@ func Apply(ctx context.Context, cfg Config, query, gallery matrix.Matrix) (*Resu
 			return nil, fmt.Errorf("compress: %s embeddings must contain only finite numeric values (row %d, column %d)", s.name, r, c)
 		}
 	}
+	if err := checkMemory(ctx, cfg, query, gallery); err != nil { // before any fit allocation (SPEC §6.1)
+		return nil, err
+	}
 	var (
 		out *output
 		err error

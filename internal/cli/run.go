@@ -262,6 +262,8 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
+	ctx, restore := withMemoryGuard(ctx, budget.Limit())
+	defer restore()
 	fl.out.inputs = []string{fl.queries, fl.gallery, fl.queryIDs, fl.galleryIDs, fl.qrels, fl.queryLabels, fl.galleryLabels, fl.exclusions}
 	if err := fl.out.checkTargets(len(variants)); err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/formats/idlist"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/runspec"
 )
@@ -65,6 +66,12 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	if err := out.check(cmd); err != nil {
 		return err
 	}
+	limit, err := memory.Resolve(spec.Memory)
+	if err != nil {
+		return err
+	}
+	ctx, restore := withMemoryGuard(ctx, limit)
+	defer restore()
 	out.inputs = specInputs(spec)
 	if err := out.checkTargets(len(spec.Extractors) * max(1, len(spec.Compression))); err != nil {
 		return err
