@@ -246,6 +246,10 @@ func (s *Set) Commit(ctx context.Context) (err error) {
 	}
 	for _, t := range direct {
 		if err := writeDirect(t); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is named once, below
+			}
 			return fmt.Errorf("write %s: %w", t.path, err)
 		}
 	}
