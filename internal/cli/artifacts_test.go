@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/x448/float16"
+
+	"github.com/vertebrae-eval/vertebrae/formats/npz"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+)
+
+// artifactCase is one dataset of the round-trip test.
+type artifactCase struct {
+	name          string
+	dtype         string // float16, float32, float64, csr
+	similarity    string
+	bidirectional bool
+	shards        int
+}
+
+// writeEndpoint writes a rows×cols random endpoint of the case's kind.
+func writeEndpoint(t *testing.T, dir, name string, rng *rand.Rand, rows, cols int, kind string) string {
+	t.Helper()
+	vals := make([]float64, rows*cols)
+	for i := range vals {
+		vals[i] = float64(rng.IntN(9)-4) / 4 // small grid: ties happen
+	}
+	var m *matrix.Dense
+	var err error
+	switch kind {
+	case "float16":
+		b := make([]uint16, len(vals))
+		for i, v := range vals {
+			b[i] = float16.Fromfloat32(float32(v)).Bits()
+		}
+		m, err = matrix.NewDense16(rows, cols, b)
+	case "float32", "csr":
+		f := make([]float32, len(vals))
+		for i, v := range vals {
+			f[i] = float32(v)
+		}
+		m, err = matrix.NewDense32(rows, cols, f)
+	default:
+		m, err = matrix.NewDense64(rows, cols, vals)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep every row non-zero (cosine rejects zero norms).
+	for r := 0; r < rows; r++ {
+		switch kind {
+		case "float16":
+			m.Float16Bits()[r*cols] = float16.Fromfloat32(1).Bits()
+		case "float32", "csr":
+			m.Float32Data()[r*cols] = 1
+		default:
+			m.Float64Data()[r*cols] = 1
+		}
+	}
+	if kind != "csr" {
+		return writeMatrix(t, dir, name+".npy", m)
+	}
+	var indptr []int64 = []int64{0}
+	var idx []int32
+	var data []float32
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			if v := m.Float32Data()[r*cols+c]; v != 0 {
+				idx = append(idx, int32(c))
+				data = append(data, v)
+			}
+		}
+		indptr = append(indptr, int64(len(idx)))
+	}
+	csr, err := matrix.NewCSR32(rows, cols, indptr, idx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := npz.WriteCSR(&buf, csr); err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name+".npz", buf.String())
+}
+
+// artifactDataset writes a run file with graded relevance and exclusions
+// over nq queries and ng gallery items and returns its path.
+func artifactDataset(t *testing.T, dir string, c artifactCase, nq, ng int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
+	q := writeEndpoint(t, dir, "q", rng, nq, 6, c.dtype)
+	g := writeEndpoint(t, dir, "g", rng, ng, 6, c.dtype)
+	var qids, gids, qrels, excl strings.Builder
+	for i := 0; i < nq; i++ {
+		fmt.Fprintf(&qids, "q%d\n", i)
+	}
+	for j := 0; j < ng; j++ {
+		fmt.Fprintf(&gids, "g%d\n", j)
+	}
+	// Every gallery item is relevant to some query (bidirectional coverage);
+	// grades 1..3; each query also gets an excluded positive and an
+	// excluded negative.
+	for j := 0; j < ng; j++ {
+		fmt.Fprintf(&qrels, "q%d 0 g%d %d\n", j%nq, j, 1+j%3)
+	}
+	for i := 0; i < nq; i++ {
+		fmt.Fprintf(&qrels, "q%d 0 g%d %d\n", i, (i+1)%ng, 2)
+	}
+	for i := 0; i < nq; i += 3 {
+		fmt.Fprintf(&excl, "q%d g%d\n", i, (i+1)%ng)
+		fmt.Fprintf(&excl, "q%d g%d\n", i, (i+2)%ng)
+	}
+	writeFile(t, dir, "qids.txt", qids.String())
+	writeFile(t, dir, "gids.txt", gids.String())
+	writeFile(t, dir, "rel.qrels", qrels.String())
+	writeFile(t, dir, "ex.txt", excl.String())
+	spec := fmt.Sprintf(`version: 1
+dataset:
+  id: artifacts
+  revision: "%s"
+  queries: {path: %s, ids: qids.txt}
+  gallery: {path: %s, ids: gids.txt}
+  qrels: {path: rel.qrels, format: trec}
+  exclusions: ex.txt
+retrieval: {similarity: %s, ks: [1, 3, 10], primary_metric: ndcg@3, bidirectional: %v, gain: linear, worst_queries: 3}
+extractors:
+  - {name: tables, type: precomputed}
+`, c.name, filepath.Base(q), filepath.Base(g), c.similarity, c.bidirectional)
+	return writeFile(t, dir, "run.yaml", spec)
+}
+
+// runArtifactFlow drives plan → embed-shard → merge → write-relevance →
+// score → from-artifacts through the CLI and returns the reconstruction and
+// the score key.
+func runArtifactFlow(t *testing.T, storeURI, spec string, shards int) (string, string) {
+	t.Helper()
+	dir := filepath.Dir(spec)
+	must := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := run(t, append(args, "--store", storeURI)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return stdout
+	}
+	planPath := filepath.Join(dir, "plan.json")
+	must("retrieval", "plan", "--spec", spec, "--total-shards", fmt.Sprint(shards), "--output-json", planPath)
+	plan, err := readPlan(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, ep := range plan.Extractors[0].Endpoints {
+		for _, sh := range ep.Shards {
+			must("retrieval", "embed-shard", "--plan", planPath, "--extractor", "tables", "--side", ep.Side, "--shard-index", fmt.Sprint(sh.ShardIndex))
+		}
+		must("retrieval", "merge", "--plan", planPath, "--extractor", "tables", "--side", ep.Side)
+		keys[ep.Side] = ep.OutputKey
+	}
+	var rel struct{ Key string }
+	if err := json.Unmarshal([]byte(must("retrieval", "write-relevance", "--spec", spec)), &rel); err != nil {
+		t.Fatal(err)
+	}
+	var sc struct{ Key string }
+	out := must("retrieval", "score", "--query-key", keys["query"], "--gallery-key", keys["gallery"], "--relevance-key", rel.Key, "--config", spec)
+	if err := json.Unmarshal([]byte(out), &sc); err != nil {
+		t.Fatal(err)
+	}
+	return must("retrieval", "from-artifacts", "--score-key", sc.Key), sc.Key
+}
+
+// The artifact path gives the JSON of `retrieval run` on the same files:
+// every extractor result (timings aside) and the ranking are identical, the
+// summary fields of §10.8 equal the local ones and the protocol fingerprint
+// is the local run's.
+func TestArtifactRoundTripMatchesLocalRun(t *testing.T) {
+	cases := []artifactCase{
+		{"f16-cosine", "float16", "cosine", false, 1},
+		{"f32-dot-bidir", "float32", "dot", true, 3},
+		{"f64-l2", "float64", "squared_l2", false, 2},
+		{"f64-cosine-bidir", "float64", "cosine", true, 1},
+		{"csr-cosine", "csr", "cosine", true, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			spec := artifactDataset(t, dir, c, 7, 11)
+			local := filepath.Join(dir, "local.json")
+			if code, _, stderr := run(t, "retrieval", "run", "--spec", spec, "--json", local, "--quiet"); code != 0 {
+				t.Fatal(stderr)
+			}
+			want := reportOf(t, mustRead(t, local))
+			got, _ := runArtifactFlow(t, filepath.Join(dir, "store"), spec, c.shards)
+			rep := reportOf(t, got)
+			if !reflect.DeepEqual(rep["extractor_results"], want["extractor_results"]) {
+				a, _ := json.MarshalIndent(rep["extractor_results"], "", " ")
+				b, _ := json.MarshalIndent(want["extractor_results"], "", " ")
+				t.Fatalf("extractor results differ:\nartifact %s\nlocal %s", a, b)
+			}
+			if !reflect.DeepEqual(rep["ranking"], want["ranking"]) || rep["schema_version"] != want["schema_version"] {
+				t.Errorf("ranking %v, want %v", rep["ranking"], want["ranking"])
+			}
+			ws, gs := want["dataset_summary"].(map[string]any), rep["dataset_summary"].(map[string]any)
+			for _, k := range []string{"modality", "n_queries", "n_gallery", "query_modality", "gallery_modality", "identity"} {
+				if !reflect.DeepEqual(ws[k], gs[k]) {
+					t.Errorf("dataset_summary.%s = %v, local %v", k, gs[k], ws[k])
+				}
+			}
+			if len(gs) != 6 {
+				t.Errorf("dataset_summary has %d fields, want the 6 of §10.8: %v", len(gs), gs)
+			}
+			wm, gm := want["metadata"].(map[string]any), rep["metadata"].(map[string]any)
+			if gm["artifact_backed"] != true || gm["protocol_fingerprint"] != wm["protocol_fingerprint"] ||
+				!reflect.DeepEqual(gm["retrieval_config"], wm["retrieval_config"]) {
+				t.Errorf("metadata %v, local %v", gm, wm)
+			}
+		})
+	}
+}
+
+// storeSnapshot reads every file below dir.
+func storeSnapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[strings.TrimPrefix(p, dir)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Running the whole flow twice writes the same keys and bytes and prints
+// the same documents.
+func TestArtifactCommandsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	spec := artifactDataset(t, dir, artifactCase{name: "idem", dtype: "float32", similarity: "cosine"}, 5, 8)
+	st := filepath.Join(dir, "store")
+	first, key1 := runArtifactFlow(t, st, spec, 2)
+	snap := storeSnapshot(t, st)
+	second, key2 := runArtifactFlow(t, st, spec, 2)
+	if first != second || key1 != key2 {
+		t.Error("second run printed a different reconstruction or score key")
+	}
+	again := storeSnapshot(t, st)
+	if !reflect.DeepEqual(snap, again) {
+		var names []string
+		for k := range again {
+			if snap[k] != again[k] {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		t.Errorf("second run changed or added %v", names)
+	}
+}
