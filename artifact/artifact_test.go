@@ -421,4 +421,3 @@ func TestWeakestStatus(t *testing.T) {
 		}
 	}
 }
-

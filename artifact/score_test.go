@@ -30,7 +30,7 @@ func newScoreFixture(t *testing.T, revision string) scoreFixture {
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: retrieval.Embeddings(q), Gallery: retrieval.Embeddings(g),
 		QueryIDs: []string{"qa", "qb"}, GalleryIDs: []string{"ga", "gb", "gc", "gd"},
-		Identity: retrieval.Declared("example", revision),
+		Identity:   retrieval.Declared("example", revision),
 		Exclusions: []retrieval.Pair{{QueryID: "qa", GalleryID: "gd"}},
 	}, retrieval.DenseRelevance([][]float64{{3, 1, 0, 0}, {0, 0, 2, 1}}))
 	if err != nil {
