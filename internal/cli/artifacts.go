@@ -27,10 +27,11 @@ import (
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/runspec"
+	"github.com/vertebrae-eval/vertebrae/store/location"
 )
 
 // DefaultStore is the --store default (SPEC §6.8).
-const DefaultStore = ".vertebrae_cache"
+const DefaultStore = location.DefaultURI
 
 // artifactFlags are the flags every artifact command shares.
 type artifactFlags struct {
@@ -44,7 +45,7 @@ func (a *artifactFlags) register(cmd *cobra.Command) {
 }
 
 func (a *artifactFlags) open(ctx context.Context) (*artifact.Store, func(), error) {
-	st, err := openStoreURI(ctx, a.store)
+	st, err := location.Open(ctx, a.store)
 	if err != nil {
 		return nil, nil, err
 	}
