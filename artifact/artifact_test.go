@@ -13,6 +13,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/store"
+	"github.com/vertebrae-eval/vertebrae/store/local"
 	"github.com/vertebrae-eval/vertebrae/store/mem"
 )
 
@@ -363,33 +364,53 @@ func TestCrashBeforeManifestKeepsPreviousGeneration(t *testing.T) {
 }
 
 // Concurrent writers of one key end with one complete generation that
-// verifies and is one of theirs.
+// verifies and is one of theirs, in memory and on local disk (separate
+// store handles, as separate processes would have).
 func TestConcurrentWritersOneKey(t *testing.T) {
-	s := New(mem.New())
-	const n = 8
-	ms := make([]*matrix.Dense, n)
-	for i := range ms {
-		ms[i] = dense32(t, 50, 20, float32(i))
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.WriteArray(ctx, "k", FromMatrix(ms[i]), map[string]any{"writer": i}); err != nil {
-				t.Error(err)
+	dir := t.TempDir()
+	backends := map[string]func() store.Store{
+		"mem": func() store.Store { m := mem.New(); return m },
+		"local": func() store.Store {
+			s, err := local.Open(dir)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
+			return s
+		},
 	}
-	wg.Wait()
-	got, md, err := s.LoadArray(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta struct{ Writer int }
-	_ = json.Unmarshal(md, &meta)
-	if !sameMatrix(got, ms[meta.Writer]) {
-		t.Fatalf("array is not writer %d's", meta.Writer)
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			shared := open()
+			const n = 8
+			ms := make([]*matrix.Dense, n)
+			for i := range ms {
+				ms[i] = dense32(t, 500, 40, float32(i))
+			}
+			var wg sync.WaitGroup
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					st := shared
+					if name == "local" {
+						st = open()
+					}
+					if err := New(st).WriteArray(ctx, "k", FromMatrix(ms[i]), map[string]any{"writer": i}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			got, md, err := New(shared).LoadArray(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta struct{ Writer int }
+			_ = json.Unmarshal(md, &meta)
+			if !sameMatrix(got, ms[meta.Writer]) {
+				t.Fatalf("array is not writer %d's", meta.Writer)
+			}
+		})
 	}
 }
 
