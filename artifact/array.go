@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
@@ -282,7 +281,10 @@ func decodeDense(ctx context.Context, key string, r io.Reader, a *ArrayEntry, fn
 	}
 	rows, cols := a.Shape[0], a.Shape[1]
 	per := batchRows(cols, dt)
-	buf := make([]byte, per*cols*dt.Size())
+	var buf []byte
+	if !hostLittleEndian {
+		buf = make([]byte, per*cols*dt.Size())
+	}
 	f16 := []uint16(nil)
 	f32 := []float32(nil)
 	f64 := []float64(nil)
@@ -291,24 +293,43 @@ func decodeDense(ctx context.Context, key string, r io.Reader, a *ArrayEntry, fn
 			return err
 		}
 		n := min(per, rows-lo)
-		b := buf[:n*cols*dt.Size()]
-		if _, err := io.ReadFull(r, b); err != nil {
-			return keyErr(key, ErrTruncated, "array file is truncated")
-		}
-		// A fresh slice per batch: fn may keep it.
+		// A fresh slice per batch: fn may keep it. On little-endian hosts
+		// the file bytes are read straight into it.
 		var m *matrix.Dense
+		var dst []byte
 		switch dt {
 		case matrix.Float16:
 			f16 = make([]uint16, n*cols)
-			putLE16(f16, b)
-			m, err = matrix.NewDense16(n, cols, f16)
+			dst = asBytes(f16)
 		case matrix.Float32:
 			f32 = make([]float32, n*cols)
-			putLE32(f32, b)
-			m, err = matrix.NewDense32(n, cols, f32)
+			dst = asBytes(f32)
 		default:
 			f64 = make([]float64, n*cols)
-			putLE64(f64, b)
+			dst = asBytes(f64)
+		}
+		b := dst
+		if !hostLittleEndian {
+			b = buf[:n*cols*dt.Size()]
+		}
+		if _, err := io.ReadFull(r, b); err != nil {
+			return keyErr(key, ErrTruncated, "array file is truncated")
+		}
+		switch dt {
+		case matrix.Float16:
+			if !hostLittleEndian {
+				putLE16(f16, b)
+			}
+			m, err = matrix.NewDense16(n, cols, f16)
+		case matrix.Float32:
+			if !hostLittleEndian {
+				putLE32(f32, b)
+			}
+			m, err = matrix.NewDense32(n, cols, f32)
+		default:
+			if !hostLittleEndian {
+				putLE64(f64, b)
+			}
 			m, err = matrix.NewDense64(n, cols, f64)
 		}
 		if err != nil {
@@ -321,8 +342,8 @@ func decodeDense(ctx context.Context, key string, r io.Reader, a *ArrayEntry, fn
 	return nil
 }
 
-// maxInMemory bounds what a manifest can make the reader allocate before
-// the bytes prove it (a hostile manifest cannot ask for more than its file).
+// decodeDenseAll decodes the whole array into one matrix; the manifest
+// sizes were checked against the stored file before anything is allocated.
 func decodeDenseAll(key string, r io.Reader, a *ArrayEntry) (*matrix.Dense, error) {
 	dt, err := readNPYHeader(key, r, a)
 	if err != nil {
@@ -343,7 +364,22 @@ func decodeDenseAll(key string, r io.Reader, a *ArrayEntry) (*matrix.Dense, erro
 	default:
 		f64 = make([]float64, n)
 	}
-	for lo := 0; lo < n; lo += step {
+	if hostLittleEndian {
+		var dst []byte
+		switch dt {
+		case matrix.Float16:
+			dst = asBytes(f16)
+		case matrix.Float32:
+			dst = asBytes(f32)
+		default:
+			dst = asBytes(f64)
+		}
+		if _, err := io.ReadFull(r, dst); err != nil {
+			return nil, keyErr(key, ErrTruncated, "array file is truncated")
+		}
+		step = n // nothing left to convert
+	}
+	for lo := 0; lo < n && !hostLittleEndian; lo += step {
 		k := min(step, n-lo)
 		b := buf[:k*dt.Size()]
 		if _, err := io.ReadFull(r, b); err != nil {
@@ -365,24 +401,6 @@ func decodeDenseAll(key string, r io.Reader, a *ArrayEntry) (*matrix.Dense, erro
 		return matrix.NewDense32(rows, cols, f32)
 	}
 	return matrix.NewDense64(rows, cols, f64)
-}
-
-func putLE16(dst []uint16, b []byte) {
-	for i := range dst {
-		dst[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-}
-
-func putLE32(dst []float32, b []byte) {
-	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-}
-
-func putLE64(dst []float64, b []byte) {
-	for i := range dst {
-		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
 }
 
 // decodeCSR reads a sparse file (its size is bounded by the verified Stat)
