@@ -42,7 +42,8 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 
 // BenchmarkLocalPutGet streams one large object into the local store
 // (temp file, fsync, rename, directory fsync) and back out, in MB/s, next
-// to cp of the same file (which does not fsync) for scale:
+// to cp of the same file for scale (cp alone does not fsync; cp+sync
+// does):
 //
 //	go test -run '^$' -bench LocalPutGet -benchtime 5x ./store/local
 func BenchmarkLocalPutGet(b *testing.B) {
@@ -125,4 +126,19 @@ func BenchmarkLocalPutGet(b *testing.B) {
 			}
 		}
 	})
+	// cp made as durable as Put: coreutils sync FILE fsyncs the copy.
+	if sync, err := exec.LookPath("sync"); err == nil {
+		b.Run("cp+sync", func(b *testing.B) {
+			dst := filepath.Join(dir, "cp.bin")
+			b.SetBytes(size)
+			for b.Loop() {
+				if out, err := exec.Command(cp, src, dst).CombinedOutput(); err != nil {
+					b.Fatalf("cp: %v %s", err, out)
+				}
+				if out, err := exec.Command(sync, dst).CombinedOutput(); err != nil {
+					b.Fatalf("sync: %v %s", err, out)
+				}
+			}
+		})
+	}
 }
