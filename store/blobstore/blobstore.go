@@ -17,14 +17,16 @@
 // metadata server), never from the URI: a URI with user information is
 // refused, and no credential is ever logged or put into an error.
 //
-// Durability: an object is one upload (a single PUT, or for objects larger
-// than the SDK's part size one multipart upload completed by a single
-// request), which the object store makes visible atomically. A Put whose
-// context is cancelled, whose reader fails or is short is aborted before
-// that commit: the previous object stays readable and no partial object
-// ever appears (an aborted multipart upload is cleaned up by the SDK; a
-// bucket lifecycle rule for incomplete multipart uploads catches what a
-// killed process leaves).
+// Durability: an object is one upload, which the object store makes
+// visible atomically: a single PUT (S3 objects under 16 MiB, the SDK's
+// multipart threshold) or one multipart upload committed by its single
+// CompleteMultipartUpload (larger S3 objects; GCS uploads likewise commit
+// once at the end). A Put whose context is cancelled, whose reader fails
+// or holds the wrong number of bytes is aborted before that commit: the
+// previous object stays readable, no partial object ever appears, and an
+// aborted multipart upload's parts are deleted. (A process killed during a
+// multipart upload leaves invisible parts; a bucket lifecycle rule for
+// incomplete multipart uploads removes them.)
 package blobstore
 
 import (
@@ -36,7 +38,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
+	"time"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/gcsblob" // gs://
@@ -46,16 +48,12 @@ import (
 	"github.com/vertebrae-eval/vertebrae/store"
 )
 
-// copyBufSize is the size of one Write to the driver.
-const copyBufSize = 1 << 20
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
-
 // Store is an object store over a gocloud bucket, optionally below a
 // prefix. It is safe for concurrent use.
 type Store struct {
-	bucket *blob.Bucket
-	desc   string // scheme://bucket/prefix, for errors (no query)
+	bucket        *blob.Bucket
+	desc          string // scheme://bucket/prefix, for errors (no query)
+	abortByCancel bool   // the driver aborts a write only by a cancelled context (gcsblob)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -100,12 +98,15 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
-	return &Store{bucket: b, desc: desc}, nil
+	return &Store{bucket: b, desc: desc, abortByCancel: u.Scheme == "gs"}, nil
 }
 
 // New wraps an open bucket (desc names it in errors). The store owns the
-// bucket: Close closes it.
-func New(b *blob.Bucket, desc string) *Store { return &Store{bucket: b, desc: desc} }
+// bucket: Close closes it. Writes are aborted by cancelling their context,
+// which is safe for every gocloud driver.
+func New(b *blob.Bucket, desc string) *Store {
+	return &Store{bucket: b, desc: desc, abortByCancel: true}
+}
 
 func (s *Store) String() string { return s.desc }
 
@@ -125,82 +126,102 @@ func contentType(name string) string {
 	return "application/octet-stream"
 }
 
-// Put implements store.Store: one upload, committed by the writer's Close
-// only when exactly size bytes were read and ctx is still live; otherwise
-// the upload's context is cancelled before Close, which is gocloud's way
-// to abort a write.
-func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (err error) {
+// abortGrace is how long an S3 upload may keep running after the caller's
+// context is cancelled: the upload notices at its next read and aborts
+// itself (which, for a multipart upload, needs a live context to delete
+// the parts); only a request stuck on the network is cut off after this.
+const abortGrace = 10 * time.Second
+
+// Put implements store.Store: one upload, committed only when exactly size
+// bytes were read and ctx is still live.
+//
+// The upload reads through a checkingReader, which turns a reader error, a
+// wrong size and a cancelled ctx into a read error. How a read error
+// aborts differs by driver: s3blob hands the reader to the SDK's upload
+// manager, which on a read error sends no PutObject, or aborts the
+// multipart upload (with a live context, hence the upload context is not
+// the caller's); gcsblob copies into a writer that commits on Close unless
+// its context was cancelled first (gocloud's documented way to abort), so
+// there the reader cancels the upload context before it reports the error.
+func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) error {
 	if err := store.ValidateName(name); err != nil {
 		return fmt.Errorf("%s: %w", s.desc, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: put %s: %w", s.desc, name, err)
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := s.bucket.NewWriter(wctx, name, &blob.WriterOptions{ContentType: contentType(name)})
+	uctx, ucancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer ucancel()
+	cr := &checkingReader{ctx: ctx, r: r, size: size}
+	if s.abortByCancel {
+		cr.abort = ucancel
+		stop := context.AfterFunc(ctx, ucancel)
+		defer stop()
+	} else {
+		stop := context.AfterFunc(ctx, func() { time.AfterFunc(abortGrace, ucancel) })
+		defer stop()
+	}
+	err := s.bucket.Upload(uctx, name, cr, &blob.WriterOptions{ContentType: contentType(name)})
+	if cr.err != nil {
+		// The reader's own error says what happened; the driver's says only
+		// that the upload failed.
+		return fmt.Errorf("%s: put %s: %w", s.desc, name, cr.err)
+	}
 	if err != nil {
-		return s.wrap("put", name, err)
-	}
-	n, err := copyCtx(ctx, w, r, size)
-	if err == nil && size >= 0 && n != size {
-		if n > size {
-			err = fmt.Errorf("reader has more than the %d bytes announced", size)
-		} else {
-			err = fmt.Errorf("read %d bytes, expected %d", n, size)
-		}
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		cancel()
-		_ = w.Close() // aborted: reports the cancellation, commits nothing
-		return fmt.Errorf("%s: put %s: %w", s.desc, name, err)
-	}
-	if err := w.Close(); err != nil {
 		return s.wrap("put", name, err)
 	}
 	return nil
 }
 
-// copyCtx copies src to dst through one pooled buffer, checking ctx
-// between buffers and reading at most size+1 bytes when size >= 0.
-func copyCtx(ctx context.Context, dst io.Writer, src io.Reader, size int64) (int64, error) {
-	remaining := int64(-1)
-	if size >= 0 {
-		remaining = size + 1
-	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	var n int64
-	for remaining != 0 {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		b := buf
-		if remaining > 0 && remaining < int64(len(b)) {
-			b = b[:remaining]
-		}
-		m, rerr := io.ReadFull(src, b)
-		if m > 0 {
-			if _, werr := dst.Write(b[:m]); werr != nil {
-				return n, werr
-			}
-			n += int64(m)
-			if remaining > 0 {
-				remaining -= int64(m)
-			}
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return n, rerr
+// checkingReader passes r through and fails, instead of ending, when ctx is
+// cancelled, r fails, or r does not hold exactly size bytes (size >= 0).
+type checkingReader struct {
+	ctx   context.Context
+	r     io.Reader
+	size  int64
+	n     int64
+	err   error  // the first failure, sticky
+	abort func() // called once before the first failure is reported
+}
+
+func (c *checkingReader) fail(err error) (int, error) {
+	if c.err == nil {
+		c.err = err
+		if c.abort != nil {
+			c.abort()
 		}
 	}
-	return n, ctx.Err()
+	return 0, c.err
+}
+
+func (c *checkingReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	if err := c.ctx.Err(); err != nil {
+		return c.fail(err)
+	}
+	if c.size >= 0 && int64(len(p)) > c.size-c.n+1 {
+		p = p[:c.size-c.n+1] // one byte more than announced reveals a long reader
+	}
+	m, err := c.r.Read(p)
+	c.n += int64(m)
+	if c.size >= 0 && c.n > c.size {
+		return c.fail(fmt.Errorf("reader has more than the %d bytes announced", c.size))
+	}
+	switch {
+	case err == io.EOF:
+		if c.size >= 0 && c.n != c.size {
+			return c.fail(fmt.Errorf("read %d bytes, expected %d", c.n, c.size))
+		}
+		if err := c.ctx.Err(); err != nil {
+			return c.fail(err)
+		}
+		return m, io.EOF
+	case err != nil:
+		return c.fail(err)
+	}
+	return m, nil
 }
 
 // Get implements store.Store.
@@ -269,6 +290,10 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// As exposes the driver's types (gocloud's escape hatch, e.g. **s3.Client
+// for s3://); see gocloud.dev/blob's Bucket.As.
+func (s *Store) As(i any) bool { return s.bucket.As(i) }
 
 // Close implements store.Store.
 func (s *Store) Close() error { return s.bucket.Close() }

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob/memblob"
+
 	"github.com/vertebrae-eval/vertebrae/store"
 	"github.com/vertebrae-eval/vertebrae/store/blobstore"
 	"github.com/vertebrae-eval/vertebrae/store/storetest"
@@ -40,6 +43,12 @@ func TestConformanceFakeS3Prefix(t *testing.T) {
 	})
 }
 
+// New over another driver aborts by cancelling the write's context, the
+// path gs:// takes (no GCS here; gocloud's memblob honours the same rule).
+func TestConformanceCancelAbort(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return blobstore.New(memblob.OpenBucket(nil), "mem-bucket") })
+}
+
 // The suite against a real S3-compatible server (versitygw in CI).
 func TestConformanceRealS3(t *testing.T) {
 	base := storetest.S3URIForTest(t)
@@ -54,8 +63,23 @@ func TestConformanceRealS3(t *testing.T) {
 	})
 }
 
+// servers are the S3 servers the behaviour tests run on: the in-process
+// fake, and the real one when the environment names it.
+var servers = []struct {
+	name string
+	uri  func(testing.TB) string
+}{
+	{"fake", storetest.FakeS3},
+	{"real", storetest.S3URIForTest},
+}
+
 func TestPrefixIsolation(t *testing.T) {
-	base := storetest.FakeS3(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { testPrefixIsolation(t, srv.uri(t)) })
+	}
+}
+
+func testPrefixIsolation(t *testing.T, base string) {
 	ctx := context.Background()
 	uriA, _ := storetest.WithSubPrefix(base, "team-a/cache")
 	uriB, _ := storetest.WithSubPrefix(base, "team-a/cache2")
@@ -119,7 +143,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // Failures past the SDK's multipart threshold (8 MiB parts) go through the
 // multipart path, whose abort must also leave nothing behind.
 func TestAbortMultipart(t *testing.T) {
-	s := openURI(t, storetest.FakeS3(t))
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { testAbortMultipart(t, srv.uri(t)) })
+	}
+}
+
+func testAbortMultipart(t *testing.T, uri string) {
+	s := openURI(t, uri)
 	defer s.Close()
 	ctx := context.Background()
 	if err := s.Put(ctx, "big", strings.NewReader("old"), 3); err != nil {
@@ -150,6 +180,25 @@ func TestAbortMultipart(t *testing.T) {
 		t.Fatalf("cancelled multipart Put error = %v", err)
 	}
 	wantOld(t, s, "big", "old")
+	noMultipartUploads(t, s)
+}
+
+// noMultipartUploads fails if the bucket holds unfinished multipart uploads
+// (parts an aborted Put failed to delete).
+func noMultipartUploads(t *testing.T, s *blobstore.Store) {
+	t.Helper()
+	var client *s3.Client
+	if !s.As(&client) {
+		t.Fatal("the store does not expose its *s3.Client")
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(s.String(), "s3://"), "/")
+	out, err := client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: &prefix})
+	if err != nil {
+		t.Fatalf("ListMultipartUploads: %v", err)
+	}
+	for _, u := range out.Uploads {
+		t.Errorf("unfinished multipart upload left behind: key %s", *u.Key)
+	}
 }
 
 type errAfter struct{ err error }

@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -8,10 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -329,3 +332,87 @@ func TestFailedOverwriteKeepsFile(t *testing.T) {
 type iotestErr struct{}
 
 func (iotestErr) Read([]byte) (int, error) { return 0, errors.New("read failed") }
+
+// The helper process for TestKilledMidPut: it overwrites the object with a
+// stream that stalls after 1 MiB, says so, and waits to be killed.
+func TestMain(m *testing.M) {
+	if root := os.Getenv("VERTEBRAE_LOCAL_KILL_HELPER"); root != "" {
+		s, err := local.Open(root)
+		if err != nil {
+			os.Exit(3)
+		}
+		r := io.MultiReader(bytes.NewReader(make([]byte, 1<<20)), stallReader{})
+		s.Put(context.Background(), "k/manifest.json", r, 2<<20)
+		os.Exit(4) // not reached: the stall never ends
+	}
+	os.Exit(m.Run())
+}
+
+// stallReader reports that the Put is under way, then blocks forever.
+type stallReader struct{}
+
+func (stallReader) Read([]byte) (int, error) {
+	os.Stdout.WriteString("stalled\n")
+	select {}
+}
+
+// A process killed with SIGKILL in the middle of a Put leaves the previous
+// object intact and readable, and only an unlisted temporary file, which
+// RemoveStaleTemp removes.
+func TestKilledMidPut(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	if err := s.Put(ctx, "k/manifest.json", strings.NewReader("previous generation"), 19); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "VERTEBRAE_LOCAL_KILL_HELPER="+s.Root())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "stalled\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper said %q, %v", line, err)
+	}
+	// The temporary file holds the first MiB now.
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	rc, err := s.Get(ctx, "k/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(got) != "previous generation" {
+		t.Fatalf("after the kill the object holds %d bytes", len(got))
+	}
+	var listed []string
+	for n, err := range s.List(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, n)
+	}
+	if !slices.Equal(listed, []string{"k/manifest.json"}) {
+		t.Fatalf("List = %q", listed)
+	}
+	temps, _ := filepath.Glob(filepath.Join(s.Root(), "k", local.TempPrefix+"*"))
+	if len(temps) != 1 {
+		t.Fatalf("temporary files after the kill: %q, want exactly one", temps)
+	}
+	if fi, _ := os.Stat(temps[0]); fi.Size() != 1<<20 {
+		t.Fatalf("temporary file has %d bytes, want the 1 MiB written before the kill", fi.Size())
+	}
+	if n, err := s.RemoveStaleTemp(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("RemoveStaleTemp = %d, %v", n, err)
+	}
+	noTempFiles(t, s.Root())
+}
