@@ -13,6 +13,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/store"
+	"github.com/vertebrae-eval/vertebrae/store/faulty"
 	"github.com/vertebrae-eval/vertebrae/store/local"
 	"github.com/vertebrae-eval/vertebrae/store/mem"
 )
@@ -317,42 +318,38 @@ func TestMetadataMustBeJSON(t *testing.T) {
 	}
 }
 
-// faultyStore fails every Put whose name matches failOn once armed: a
-// writer "killed" between its data files and its manifest.
-type faultyStore struct {
-	store.Store
-	mu     sync.Mutex
-	failOn func(name string) bool
-}
-
-var errInjected = errors.New("injected fault")
-
-func (f *faultyStore) Put(ctx context.Context, name string, r io.Reader, size int64) error {
-	f.mu.Lock()
-	fail := f.failOn != nil && f.failOn(name)
-	f.mu.Unlock()
-	if fail {
-		_, _ = io.CopyN(io.Discard, r, size/2) // part of the upload happened
-		return errInjected
-	}
-	return f.Store.Put(ctx, name, r, size)
-}
-
 // A write that dies after its data files, before its manifest — or in the
-// middle of its array upload — leaves the previous generation readable and
-// verified.
+// middle of its array or metadata upload — leaves the previous generation
+// readable and verified; the manifest is always the last object written.
 func TestCrashBeforeManifestKeepsPreviousGeneration(t *testing.T) {
-	for _, stage := range []string{"manifest.json", ".npy", ".json"} {
-		t.Run(stage, func(t *testing.T) {
-			fs := &faultyStore{Store: mem.New()}
-			s := New(fs)
+	faults := map[string]faulty.Fault{
+		"before manifest":      faulty.FailPut(faulty.Named("manifest.json")).Crashing(),
+		"mid array upload":     faulty.FailPutAfter(func(n string) bool { return strings.HasSuffix(n, ".npy") }, 100).Crashing(),
+		"metadata upload":      faulty.FailPut(func(n string) bool { return strings.Contains(n, "/metadata-") }).Crashing(),
+		"corrupted in transit": faulty.CorruptPut(faulty.Named("manifest.json"), 3),
+	}
+	for name, fault := range faults {
+		t.Run(name, func(t *testing.T) {
+			inner := mem.New()
+			s := New(inner)
 			old := dense32(t, 6, 4, 1)
 			if err := s.WriteArray(ctx, "k", FromMatrix(old), map[string]any{"gen": 1}); err != nil {
 				t.Fatal(err)
 			}
-			fs.failOn = func(n string) bool { return strings.HasSuffix(n, stage) }
-			err := s.WriteArray(ctx, "k", FromMatrix(dense32(t, 6, 4, 9)), map[string]any{"gen": 2})
-			if !errors.Is(err, errInjected) {
+			fs := faulty.New(inner, fault)
+			err := New(fs).WriteArray(ctx, "k", FromMatrix(dense32(t, 6, 4, 9)), map[string]any{"gen": 2})
+			if name == "corrupted in transit" {
+				// A manifest damaged on its way is refused on read, never
+				// half-trusted.
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := s.LoadArray(ctx, "k"); !errors.Is(err, ErrInvalidManifest) {
+					t.Fatalf("got %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, faulty.ErrInjected) {
 				t.Fatalf("got %v", err)
 			}
 			got, md, err := s.LoadArray(ctx, "k")
@@ -360,6 +357,14 @@ func TestCrashBeforeManifestKeepsPreviousGeneration(t *testing.T) {
 				t.Fatalf("previous generation lost: %v %s", err, md)
 			}
 		})
+	}
+	fs := faulty.New(mem.New())
+	if err := New(fs).WriteArray(ctx, "k", FromMatrix(dense32(t, 2, 2, 0)), map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	puts := fs.Puts()
+	if len(puts) != 3 || puts[2] != "k/manifest.json" {
+		t.Fatalf("puts %v: the manifest must be written last", puts)
 	}
 }
 
