@@ -77,6 +77,20 @@ func newArtifactCmds(stdout, stderr io.Writer) []*cobra.Command {
 	}
 }
 
+// checkKeys rejects malformed artifact keys given on the command line as
+// usage errors (SPEC §10.4 "invalid artifact key").
+func checkKeys(keys ...string) error {
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if err := artifact.ValidateKey(k); err != nil {
+			return &UsageError{Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
 // specContext is a loaded run file with its dataset.
 type specContext struct {
 	spec    *runspec.Spec
@@ -130,10 +144,8 @@ func newWriteRelevanceCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "write-relevance", Short: "Write the relevance artifact of a run file's dataset (SPEC §10.6)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if outputKey != "" {
-				if err := artifact.ValidateKey(outputKey); err != nil {
-					return &UsageError{Msg: err.Error()}
-				}
+			if err := checkKeys(outputKey); err != nil {
+				return err
 			}
 			sc, err := loadSpecContext(spec)
 			if err != nil {
@@ -737,6 +749,9 @@ func newCompressArtifactCmd(stdout io.Writer) *cobra.Command {
 			if qk == "" || gk == "" || configPath == "" {
 				return usagef("--query-key, --gallery-key and --config are required")
 			}
+			if err := checkKeys(qk, gk, prefix); err != nil {
+				return err
+			}
 			m, err := readConfigFile(configPath, "compression")
 			if err != nil {
 				return err
@@ -807,6 +822,9 @@ func newScoreCmd(stdout io.Writer) *cobra.Command {
 			if req.QueryKey == "" || req.GalleryKey == "" || req.RelevanceKey == "" {
 				return usagef("--query-key, --gallery-key and --relevance-key are required")
 			}
+			if err := checkKeys(req.QueryKey, req.GalleryKey, req.RelevanceKey, req.ExclusionsKey, req.OutputKey); err != nil {
+				return err
+			}
 			req.Config = retrieval.DefaultConfig()
 			if configPath != "" {
 				m, err := readConfigFile(configPath, "retrieval")
@@ -858,6 +876,9 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 			ctx := cmd.Context()
 			if len(keys) == 0 {
 				return usagef("at least one --score-key is required")
+			}
+			if err := checkKeys(append([]string{outputKey}, keys...)...); err != nil {
+				return err
 			}
 			for _, p := range []struct{ flag, path string }{{"--json", jsonPath}, {"--markdown", mdPath}, {"--csv", csvPath}} {
 				if p.path == "-" {

@@ -331,3 +331,41 @@ func putDamaged(t *testing.T, st store.Store, name string) {
 		t.Fatal(err)
 	}
 }
+
+// Usage errors exit 2; damaged or inconsistent artifacts exit 1 naming the
+// key and the SPEC fragment.
+func TestArtifactCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	spec := artifactDataset(t, dir, artifactCase{name: "err", dtype: "float64", similarity: "cosine"}, 4, 6)
+	st := "mem://" + t.Name()
+	_, key := runArtifactFlow(t, st, spec, 1)
+	for _, c := range []struct {
+		args []string
+		code int
+		frag string
+	}{
+		{[]string{"retrieval", "score", "--query-key", "a//b", "--gallery-key", "g", "--relevance-key", "r"}, 2, "invalid artifact key"},
+		{[]string{"retrieval", "score", "--query-key", "q"}, 2, "are required"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--finalize"}, 2, "not yet supported"},
+		{[]string{"retrieval", "from-artifacts"}, 2, "--score-key"},
+		{[]string{"retrieval", "from-artifacts", "--score-key", "retrieval/none"}, 1, "retrieval/none"},
+		{[]string{"retrieval", "from-artifacts", "--score-key", key, "--store", "gopher://x"}, 1, "Unsupported artifact store URI"},
+		{[]string{"retrieval", "plan", "--spec", spec, "--total-shards", "0"}, 2, "--total-shards"},
+		{[]string{"retrieval", "embed-shard", "--plan", filepath.Join(dir, "plan.json"), "--extractor", "tables", "--side", "query"}, 2, "shard index required"},
+		{[]string{"retrieval", "embed-shard", "--plan", filepath.Join(dir, "plan.json"), "--extractor", "tables", "--side", "query", "--shard-index", "5"}, 2, "[0, 1)"},
+		{[]string{"retrieval", "embed-shard", "--plan", filepath.Join(dir, "plan.json"), "--extractor", "tables", "--side", "left", "--shard-index", "0"}, 2, "--side"},
+	} {
+		args := c.args
+		if !slices.Contains(args, "--store") {
+			args = append(args, "--store", st)
+		}
+		code, _, stderr := run(t, args...)
+		if code != c.code || !strings.Contains(stderr, c.frag) {
+			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
+		}
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	if code, _, stderr := run(t, "retrieval", "embed-shard", "--plan", filepath.Join(dir, "plan.json"), "--extractor", "tables", "--side", "query", "--store", st); code != 0 {
+		t.Errorf("JOB_COMPLETION_INDEX: %s", stderr)
+	}
+}
