@@ -798,6 +798,9 @@ func readConfigFile(path, section string) (map[string]any, error) {
 	if sub, ok := m[section].(map[string]any); ok {
 		return sub, nil
 	}
+	if _, runFile := m["dataset"]; runFile {
+		return map[string]any{}, nil // a run file without that section: defaults
+	}
 	if m == nil {
 		m = map[string]any{}
 	}
