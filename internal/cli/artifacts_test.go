@@ -180,7 +180,8 @@ func runArtifactFlow(t *testing.T, storeURI, spec string, shards int) (string, s
 	if err := json.Unmarshal([]byte(out), &sc); err != nil {
 		t.Fatal(err)
 	}
-	return must("retrieval", "from-artifacts", "--score-key", sc.Key), sc.Key
+	return must("retrieval", "from-artifacts", "--score-key", sc.Key,
+		"--markdown", filepath.Join(dir, "artifact.md"), "--csv", filepath.Join(dir, "artifact.csv")), sc.Key
 }
 
 // The artifact path gives the JSON of `retrieval run` on the same files:
@@ -200,11 +201,24 @@ func TestArtifactRoundTripMatchesLocalRun(t *testing.T) {
 			dir := t.TempDir()
 			spec := artifactDataset(t, dir, c, 7, 11)
 			local := filepath.Join(dir, "local.json")
-			if code, _, stderr := run(t, "retrieval", "run", "--spec", spec, "--json", local, "--quiet"); code != 0 {
+			if code, _, stderr := run(t, "retrieval", "run", "--spec", spec, "--json", local, "--quiet",
+				"--markdown", filepath.Join(dir, "local.md"), "--csv", filepath.Join(dir, "local.csv")); code != 0 {
 				t.Fatal(stderr)
 			}
 			want := reportOf(t, mustRead(t, local))
 			got, _ := runArtifactFlow(t, filepath.Join(dir, "store"), spec, c.shards)
+			// The CSV is identical; the Markdown from the ranking on (the
+			// summary section is the shorter one of §10.8).
+			if a, b := mustRead(t, filepath.Join(dir, "artifact.csv")), mustRead(t, filepath.Join(dir, "local.csv")); a != b {
+				t.Errorf("CSV differs:\n%s\nlocal:\n%s", a, b)
+			}
+			am, lm := mustRead(t, filepath.Join(dir, "artifact.md")), mustRead(t, filepath.Join(dir, "local.md"))
+			if i, j := strings.Index(am, "## Ranking"), strings.Index(lm, "## Ranking"); i < 0 || am[i:] != lm[j:] {
+				t.Errorf("Markdown differs:\n%s\nlocal:\n%s", am, lm)
+			}
+			if !strings.Contains(am, "- n_gallery: 11\n- identity: ") {
+				t.Errorf("Markdown summary:\n%s", am)
+			}
 			rep := reportOf(t, got)
 			if !reflect.DeepEqual(rep["extractor_results"], want["extractor_results"]) {
 				a, _ := json.MarshalIndent(rep["extractor_results"], "", " ")
