@@ -136,6 +136,7 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 	a.Filename = "array-" + sum + "." + a.StorageFormat
 	// Pass 2: stream the same bytes into the store.
 	pr, pw := io.Pipe()
+	encoded := make(chan error, 1)
 	go func() {
 		h2 := sha256.New()
 		_, err := encodeArray(ctx, io.MultiWriter(pw, h2), src)
@@ -143,9 +144,17 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 			err = errors.New("the source changed between the hashing and the upload pass")
 		}
 		pw.CloseWithError(err)
+		encoded <- err
 	}()
 	err = s.st.Put(ctx, key+"/"+a.Filename, pr, a.SizeBytes)
 	pr.CloseWithError(io.ErrClosedPipe) // unblock the encoder if Put stopped early
+	encErr := <-encoded
+	if err == nil && encErr != nil {
+		// A store may stop reading after exactly SizeBytes: the encoder's
+		// verdict decides. The object holds bytes that are not its name's.
+		_ = s.st.Delete(ctx, key+"/"+a.Filename)
+		err = encErr
+	}
 	if err != nil {
 		return &Error{Key: key, Msg: "write " + a.Filename, Err: err}
 	}

@@ -447,3 +447,43 @@ func TestWeakestStatus(t *testing.T) {
 		}
 	}
 }
+
+// changing is a source whose second pass differs from its first.
+type changing struct {
+	generated
+	calls int
+}
+
+func (c *changing) Batches(ctx context.Context, yield func(matrix.Matrix) error) error {
+	c.calls++
+	if c.calls == 1 {
+		return c.generated.Batches(ctx, yield)
+	}
+	return generated{c.rows, c.cols}.Batches(ctx, func(m matrix.Matrix) error {
+		d := m.(*matrix.Dense).Clone()
+		d.Float32Data()[0] += 1
+		return yield(d)
+	})
+}
+
+// A source that changes between the hashing and the upload pass is never
+// committed under a digest it does not have.
+func TestSourceChangingBetweenPasses(t *testing.T) {
+	for _, name := range []string{"mem", "local"} {
+		var st store.Store = mem.New()
+		if name == "local" {
+			var err error
+			if st, err = local.Open(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := New(st)
+		err := s.WriteArray(ctx, "k", &changing{generated: generated{10, 4}}, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "source changed") {
+			t.Fatalf("%s: got %v", name, err)
+		}
+		for n, err := range st.List(ctx, "") {
+			t.Errorf("%s: left %s (%v)", name, n, err)
+		}
+	}
+}
