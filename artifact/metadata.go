@@ -11,6 +11,8 @@ const (
 	TypeCompression         = "retrieval_compression"
 	TypeEvaluation          = "retrieval_evaluation"
 	TypeFittedState         = "retrieval_fitted_state"
+	// TypeExclusions is a separate exclusions artifact (SPEC §10.6).
+	TypeExclusions = "retrieval_exclusions"
 	// TypeReport is a reconstruction stored at from-artifacts --output-key.
 	TypeReport = "retrieval_report"
 )

@@ -138,6 +138,23 @@ func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error
 	return p, nil
 }
 
+// WriteExclusions commits a separate exclusions artifact (sorted unique
+// [query index, gallery index] pairs of a protocol with nq queries and ng
+// gallery items), which `score --exclusions-key` uses in place of the
+// relevance document's exclusions (SPEC §10.6).
+func (s *Store) WriteExclusions(ctx context.Context, key string, pairs [][2]int, nq, ng int) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if pairs == nil {
+		pairs = [][2]int{}
+	}
+	if _, err := exclusionLists(key, pairs, nq, ng); err != nil {
+		return err
+	}
+	return s.WriteJSON(ctx, key, &Exclusions{Common: Common{ArtifactType: TypeExclusions, VertebraeVersion: version.Version, OutputKey: key}, Exclusions: pairs})
+}
+
 // ReadExclusions loads an exclusions artifact for a protocol of nq × ng.
 func (s *Store) ReadExclusions(ctx context.Context, key string, nq, ng int) ([][2]int, [][]int, error) {
 	doc := &Exclusions{}

@@ -299,3 +299,47 @@ func TestCompressionNoOp(t *testing.T) {
 		t.Errorf("name %s warnings %v", r.Name, r.Warnings)
 	}
 }
+
+// A separate exclusions artifact overrides the relevance document's
+// exclusions: scoring with none equals a local run of the dataset built
+// without them, and its fingerprint is that run's.
+func TestExclusionsOverride(t *testing.T) {
+	f := newScoreFixture(t, "1")
+	if err := f.s.WriteExclusions(ctx, "x/none", nil, 2, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WriteExclusions(ctx, "x/bad", [][2]int{{1, 0}, {0, 1}}, 2, 4); err == nil {
+		t.Fatal("unsorted exclusions accepted")
+	}
+	cfg := retrieval.DefaultConfig()
+	r := f.request(cfg)
+	r.ExclusionsKey = "x/none"
+	res, err := f.s.Score(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := retrieval.NewDataset(retrieval.DatasetInputs{
+		Queries: retrieval.Embeddings(f.q), Gallery: retrieval.Embeddings(f.g),
+		QueryIDs: f.ds.QueryIDs(), GalleryIDs: f.ds.GalleryIDs(), Identity: retrieval.Declared("example", "1"),
+	}, retrieval.DenseRelevance([][]float64{{3, 1, 0, 0}, {0, 0, 2, 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := evaluate.Run(ctx, plain, cfg, []evaluate.Backbone{evaluate.Precomputed("toy")}, evaluate.Options{RunDepth: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Doc.PrimaryScore != local.ExtractorResults[0].PrimaryScore || res.Doc.ProtocolFingerprint != local.Metadata.ProtocolFingerprint {
+		t.Errorf("override: %v %s, local %v %s", res.Doc.PrimaryScore, res.Doc.ProtocolFingerprint, local.ExtractorResults[0].PrimaryScore, local.Metadata.ProtocolFingerprint)
+	}
+	withEx, err := f.s.Score(ctx, f.request(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withEx.Key == res.Key || withEx.Doc.ProtocolFingerprint == res.Doc.ProtocolFingerprint {
+		t.Error("exclusions did not enter the fingerprints")
+	}
+	if _, err := f.s.FromArtifacts(ctx, []string{res.Key}); err != nil {
+		t.Fatal(err)
+	}
+}
