@@ -383,3 +383,63 @@ func TestArtifactCommandErrors(t *testing.T) {
 		t.Errorf("JOB_COMPLETION_INDEX: %s", stderr)
 	}
 }
+
+// `compress` then `score` reproduces the local run's compressed variant
+// exactly, and the §8.4 no-op (n_components ≥ width) keeps the skip
+// warning and the variant name.
+func TestArtifactCompressMatchesLocalVariant(t *testing.T) {
+	dir := t.TempDir()
+	spec := artifactDataset(t, dir, artifactCase{name: "comp", dtype: "float32", similarity: "cosine", bidirectional: true}, 6, 10)
+	st := filepath.Join(dir, "store")
+	_, scoreKey := runArtifactFlow(t, st, spec, 1)
+	var doc map[string]any
+	code, out, stderr := run(t, "retrieval", "from-artifacts", "--score-key", scoreKey, "--store", st)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	_ = json.Unmarshal([]byte(out), &doc)
+	plan, err := readPlan(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, g := plan.Extractors[0].Endpoints[0].OutputKey, plan.Extractors[0].Endpoints[1].OutputKey
+	rel := plan.RelevanceKey
+	for _, c := range []struct{ yaml, name string }{
+		{"{method: pca, n_components: 3}", "tables[pca_3]"},
+		{"{method: pca, n_components: 6, dtype: float64}", "tables[pca_6]"}, // width 6: the no-op
+	} {
+		cfgPath := writeFile(t, dir, "comp.yaml", c.yaml)
+		localSpec := writeFile(t, dir, "local.yaml", strings.Replace(mustRead(t, spec), "extractors:", "compression:\n  - "+c.yaml+"\nextractors:", 1))
+		code, out, stderr := run(t, "retrieval", "run", "--spec", localSpec, "--json", "-", "--quiet")
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		want := reportOf(t, out)["extractor_results"].([]any)[0].(map[string]any)
+		code, out, stderr = run(t, "retrieval", "compress", "--query-key", q, "--gallery-key", g, "--config", cfgPath, "--store", st)
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		var comp struct {
+			QueryOutputKey   string `json:"query_output_key"`
+			GalleryOutputKey string `json:"gallery_output_key"`
+		}
+		_ = json.Unmarshal([]byte(out), &comp)
+		code, out, stderr = run(t, "retrieval", "score", "--query-key", comp.QueryOutputKey, "--gallery-key", comp.GalleryOutputKey,
+			"--relevance-key", rel, "--config", spec, "--store", st)
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		var sc struct{ Key string }
+		_ = json.Unmarshal([]byte(out), &sc)
+		code, out, stderr = run(t, "retrieval", "from-artifacts", "--score-key", sc.Key, "--store", st)
+		if code != 0 {
+			t.Fatal(stderr)
+		}
+		got := reportOf(t, out)["extractor_results"].([]any)[0].(map[string]any)
+		if got["name"] != c.name || !reflect.DeepEqual(got, want) {
+			a, _ := json.MarshalIndent(got, "", " ")
+			b, _ := json.MarshalIndent(want, "", " ")
+			t.Errorf("%s:\nartifact %s\nlocal %s", c.name, a, b)
+		}
+	}
+}
