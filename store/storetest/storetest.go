@@ -69,6 +69,7 @@ func RunWith(t *testing.T, opt Options, newStore func(t *testing.T) store.Store)
 		{"OddNames", testOddNames},
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"ReadDuringOverwrite", testReadDuringOverwrite},
 		{"Large", func(t *testing.T, s store.Store) { testLarge(t, s, opt.LargeSize) }},
 	}
 	for _, tc := range tests {
@@ -518,6 +519,33 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 	}
 	if got := list(t, s, ""); !slices.Equal(got, []string{"k/manifest.json"}) {
 		t.Fatalf("after concurrent writers, List = %q, want exactly one object", got)
+	}
+}
+
+// A reader that opened an object before it was overwritten reads the old
+// content to the end, never a splice of old and new.
+func testReadDuringOverwrite(t *testing.T, s store.Store) {
+	const size = 1 << 20
+	put(t, s, "k/manifest.json", generation(0, size))
+	rc, err := s.Get(context.Background(), "k/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	head := make([]byte, 1000)
+	if _, err := io.ReadFull(rc, head); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "k/manifest.json", generation(1, size))
+	rest, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("reading on after an overwrite: %v", err)
+	}
+	if err := wholeGeneration(append(head, rest...), size); err != nil {
+		t.Fatal(err)
+	}
+	if b := get(t, s, "k/manifest.json"); b[0] != 'B' || wholeGeneration(b, size) != nil {
+		t.Fatal("the overwrite did not take effect")
 	}
 }
 
