@@ -216,30 +216,42 @@ func scoreVariant(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Conf
 		Queries: comp.Query, Gallery: comp.Gallery, QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(),
 		Relevance: ds.RawRelevance(), Exclusions: ds.RawExclusions(),
 	}
-	fwd, err := Direction(ctx, fwdProblem, cfg, opt.Threads, opt.RunDepth)
+	res, err := Pair(ctx, fwdProblem, cfg, comp.Warnings, opt.Threads, opt.RunDepth)
 	if err != nil {
 		return nil, err
 	}
-	res := &results.ExtractorResult{
-		ExtractorType: b.Type, Forward: fwd, PrimaryScore: fwd.Score,
-		Recipe: b.Recipe, CompressionMetadata: comp.Metadata,
-	}
+	res.ExtractorType, res.Recipe, res.CompressionMetadata = b.Type, b.Recipe, comp.Metadata
 	if res.ExtractorType == "" {
 		res.ExtractorType = "unknown"
 	}
 	if res.Recipe == nil {
 		res.Recipe = map[string]any{}
 	}
+	res.Runtime.ScoringSeconds = time.Since(t1).Seconds()
+	return res, nil
+}
+
+// Pair scores one pair of (already compressed) endpoints: the forward
+// direction, the reverse one when cfg is bidirectional, primary_score (the
+// forward score or the mean of both, SPEC §4.8) and the sorted union of the
+// directions' and compressionWarnings. It is the one scoring path of local
+// and artifact-backed runs (SPEC §10.7), which are therefore bit-identical.
+// The result has no name, type, recipe, compression metadata or runtime.
+func Pair(ctx context.Context, p rank.Problem, cfg retrieval.Config, compressionWarnings []string, threads, runDepth int) (*results.ExtractorResult, error) {
+	fwd, err := Direction(ctx, p, cfg, threads, runDepth)
+	if err != nil {
+		return nil, err
+	}
+	res := &results.ExtractorResult{Forward: fwd, PrimaryScore: fwd.Score}
 	if cfg.Bidirectional {
-		rev, err := Direction(ctx, Reverse(fwdProblem), cfg, opt.Threads, -1)
+		rev, err := Direction(ctx, Reverse(p), cfg, threads, -1)
 		if err != nil {
 			return nil, err
 		}
 		res.Reverse = rev
 		res.PrimaryScore = (fwd.Score + rev.Score) / 2
 	}
-	res.Runtime.ScoringSeconds = time.Since(t1).Seconds()
-	ws := append(append([]string(nil), fwd.Warnings...), comp.Warnings...)
+	ws := append(append([]string(nil), fwd.Warnings...), compressionWarnings...)
 	if res.Reverse != nil {
 		ws = append(ws, res.Reverse.Warnings...)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
 // mdEscaper applies the SPEC §5.5 rules in one pass. Because every rule
@@ -36,6 +37,20 @@ func EscapeMarkdown(s string) string { return mdEscaper.Replace(s) }
 // Markdown renders the report of SPEC §5.5. It holds no timings, so equal
 // inputs give byte-identical output.
 func Markdown(b *results.Benchmark) ([]byte, error) {
+	entries, err := summaryEntries(b.DatasetSummary)
+	if err != nil {
+		return nil, err
+	}
+	return MarkdownWithSummary(b, entries)
+}
+
+// SummaryEntry is one "- key: value" bullet of the dataset summary.
+type SummaryEntry struct{ Key, Value string }
+
+// MarkdownWithSummary renders b with the given dataset summary bullets in
+// place of b.DatasetSummary's: an artifact-backed reconstruction carries the
+// shorter summary of SPEC §10.8.
+func MarkdownWithSummary(b *results.Benchmark, summary []SummaryEntry) ([]byte, error) {
 	ranked := b.Ranked()
 	for _, r := range ranked {
 		if r.Forward == nil {
@@ -44,8 +59,8 @@ func Markdown(b *results.Benchmark) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.WriteString("# vertebrae retrieval report\n\n## Dataset summary\n\n")
-	if err := writeSummary(&buf, b); err != nil {
-		return nil, err
+	for _, e := range summary {
+		fmt.Fprintf(&buf, "- %s: %s\n", EscapeMarkdown(e.Key), EscapeMarkdown(e.Value))
 	}
 	buf.WriteString("\n## Ranking\n\n")
 	if err := writeRanking(&buf, b, ranked); err != nil {
@@ -66,17 +81,16 @@ func Markdown(b *results.Benchmark) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func writeSummary(buf *bytes.Buffer, b *results.Benchmark) error {
-	s := b.DatasetSummary
+func summaryEntries(s retrieval.Summary) ([]SummaryEntry, error) {
 	identity, err := canonjson.Marshal(s.Identity)
 	if err != nil {
-		return fmt.Errorf("markdown report: dataset identity: %w", err)
+		return nil, fmt.Errorf("markdown report: dataset identity: %w", err)
 	}
 	metadata, err := canonjson.Marshal(s.Metadata)
 	if err != nil {
-		return fmt.Errorf("markdown report: dataset metadata: %w", err)
+		return nil, fmt.Errorf("markdown report: dataset metadata: %w", err)
 	}
-	entries := []struct{ key, val string }{ // SPEC §2.11 order
+	return []SummaryEntry{ // SPEC §2.11 order
 		{"modality", s.Modality},
 		{"query_modality", s.QueryModality},
 		{"gallery_modality", s.GalleryModality},
@@ -86,11 +100,7 @@ func writeSummary(buf *bytes.Buffer, b *results.Benchmark) error {
 		{"n_exclusions", strconv.Itoa(s.NExclusions)},
 		{"identity", string(identity)},
 		{"metadata", string(metadata)},
-	}
-	for _, e := range entries {
-		fmt.Fprintf(buf, "- %s: %s\n", EscapeMarkdown(e.key), EscapeMarkdown(e.val))
-	}
-	return nil
+	}, nil
 }
 
 func writeRanking(buf *bytes.Buffer, b *results.Benchmark, ranked []*results.ExtractorResult) error {

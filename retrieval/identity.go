@@ -273,14 +273,7 @@ func (d *Dataset) Summary() Summary {
 
 // RelevanceFingerprint is the relevance fingerprint of SPEC §10.3.
 func (d *Dataset) RelevanceFingerprint() (string, error) {
-	return canonjson.Hash(map[string]any{
-		"identity_schema":      2,
-		"kind":                 "retrieval_relevance",
-		"dataset_identity_key": d.identityKey,
-		"query_ids":            stringsAny(d.queryIDs),
-		"gallery_ids":          stringsAny(d.galleryIDs),
-		"relevance":            d.relevanceTriples(),
-	})
+	return RelevanceFingerprintOf(d.identityKey, d.queryIDs, d.galleryIDs, d.relevanceTriples())
 }
 
 // ProtocolFingerprint is the protocol fingerprint of SPEC §10.3 for cfg.
@@ -289,10 +282,40 @@ func (d *Dataset) ProtocolFingerprint(cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return ProtocolFingerprintOf(rf, d.exclusionPairs(), cfg)
+}
+
+// RelevanceFingerprintOf computes the relevance fingerprint of SPEC §10.3
+// from its parts; relevance lists [query index, gallery index, grade]
+// triples sorted by indices. Artifact readers recompute it with this same
+// function, so a stored fingerprint verifies exactly when the local one would.
+func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, relevance []any) (string, error) {
+	return canonjson.Hash(map[string]any{
+		"identity_schema":      2,
+		"kind":                 "retrieval_relevance",
+		"dataset_identity_key": datasetKey,
+		"query_ids":            stringsAny(queryIDs),
+		"gallery_ids":          stringsAny(galleryIDs),
+		"relevance":            relevance,
+	})
+}
+
+// ProtocolFingerprintOf computes the protocol fingerprint of SPEC §10.3 from
+// a relevance fingerprint, the sorted [query index, gallery index] exclusion
+// pairs and the configuration (its ProtocolFields).
+func ProtocolFingerprintOf(relevanceFingerprint string, exclusions []any, cfg Config) (string, error) {
 	return canonjson.Hash(map[string]any{
 		"identity_schema":                2,
-		"relevance_protocol_fingerprint": rf,
-		"exclusions":                     d.exclusionPairs(),
+		"relevance_protocol_fingerprint": relevanceFingerprint,
+		"exclusions":                     exclusions,
 		"retrieval_config":               cfg.ProtocolFields(),
 	})
 }
+
+// RelevanceTriples lists the stored positives (before exclusions) as
+// [query index, gallery index, grade], sorted by indices.
+func (d *Dataset) RelevanceTriples() []any { return d.relevanceTriples() }
+
+// ExclusionPairs lists the exclusions as sorted [query index, gallery index]
+// pairs.
+func (d *Dataset) ExclusionPairs() []any { return d.exclusionPairs() }

@@ -1,0 +1,240 @@
+// Package artifact is the verified artifact layer of SPEC §10 above an
+// object store (package store): key rules and builders (§10.4), manifests as
+// the commit point with content-addressed data files (§10.5), the metadata
+// documents of §10.6, and verification on every read.
+//
+// Layout of a key K:
+//
+//	K/manifest.json              the commit point, written last
+//	K/array-<sha256>.npy | .npz  dense (C order, little-endian) or CSR array
+//	K/metadata-<sha256>.json     the metadata document (canonical JSON)
+//
+// Data files are immutable and named by their SHA-256, so a write that dies
+// before its manifest leaves the previous generation (whose files it never
+// touched) readable, and concurrent writers of one key each commit a
+// complete generation with one atomic manifest Put: the last one wins.
+package artifact
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/store"
+)
+
+// Store reads and writes verified artifacts in an object store.
+type Store struct {
+	st store.Store
+}
+
+// New returns the artifact layer over st.
+func New(st store.Store) *Store { return &Store{st: st} }
+
+// Objects returns the underlying object store.
+func (s *Store) Objects() store.Store { return s.st }
+
+// Manifest loads and strictly decodes key's manifest. A key without a
+// manifest does not exist (ErrNotFound).
+func (s *Store) Manifest(ctx context.Context, key string) (*Manifest, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	data, err := s.getAll(ctx, key+"/"+ManifestName, 1<<20)
+	if errors.Is(err, store.ErrNotExist) {
+		return nil, &Error{Key: key, Msg: "does not exist (no manifest)", Err: ErrNotFound}
+	}
+	if err != nil {
+		return nil, &Error{Key: key, Msg: "read manifest", Err: err}
+	}
+	return DecodeManifest(key, data)
+}
+
+// Exists reports whether key has a manifest (it does not verify the data).
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	if err := ValidateKey(key); err != nil {
+		return false, err
+	}
+	_, err := s.st.Stat(ctx, key+"/"+ManifestName)
+	if errors.Is(err, store.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Store) getAll(ctx context.Context, name string, limit int64) ([]byte, error) {
+	rc, err := s.st.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
+	}
+	return data, nil
+}
+
+// encodeMetadata renders a metadata document as canonical JSON; a value
+// that is not JSON-compatible fails before anything is written (§10.5).
+func encodeMetadata(key string, metadata any) ([]byte, error) {
+	b, err := canonjson.Marshal(metadata)
+	if err != nil {
+		return nil, &Error{Key: key, Msg: "metadata is not JSON-compatible", Err: err}
+	}
+	return b, nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// WriteJSON commits a JSON-only artifact (kind "json") at key.
+func (s *Store) WriteJSON(ctx context.Context, key string, metadata any) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	md, err := encodeMetadata(key, metadata)
+	if err != nil {
+		return err
+	}
+	entry, err := s.putMetadata(ctx, key, md)
+	if err != nil {
+		return err
+	}
+	return s.commit(ctx, key, &Manifest{SchemaVersion: SchemaVersion, Kind: KindJSON, Metadata: entry})
+}
+
+func (s *Store) putMetadata(ctx context.Context, key string, md []byte) (FileEntry, error) {
+	sum := digest(md)
+	e := FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: int64(len(md)), SHA256: sum}
+	if err := s.st.Put(ctx, key+"/"+e.Filename, bytes.NewReader(md), int64(len(md))); err != nil {
+		return e, &Error{Key: key, Msg: "write " + e.Filename, Err: err}
+	}
+	return e, nil
+}
+
+// commit writes the manifest: the single atomic Put that makes a generation
+// visible.
+func (s *Store) commit(ctx context.Context, key string, m *Manifest) error {
+	b, err := m.Encode()
+	if err != nil {
+		return &Error{Key: key, Msg: "encode manifest", Err: err}
+	}
+	if err := s.st.Put(ctx, key+"/"+ManifestName, bytes.NewReader(b), int64(len(b))); err != nil {
+		return &Error{Key: key, Msg: "write manifest", Err: err}
+	}
+	return nil
+}
+
+// ReadMetadata verifies and returns key's metadata document bytes.
+func (s *Store) ReadMetadata(ctx context.Context, key string) ([]byte, *Manifest, error) {
+	m, err := s.Manifest(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var data []byte
+	err = s.verified(ctx, key, m.Metadata.Filename, m.Metadata.SizeBytes, m.Metadata.SHA256, func(r io.Reader) error {
+		var err error
+		data, err = io.ReadAll(r)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, m, nil
+}
+
+// ReadJSON verifies key's metadata document and decodes it into dst
+// (numbers as json.Number when dst is a map or any).
+func (s *Store) ReadJSON(ctx context.Context, key string, dst any) (*Manifest, error) {
+	data, m, err := s.ReadMetadata(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return nil, &Error{Key: key, Msg: "metadata document cannot be decoded", Err: fmt.Errorf("%w: %v", ErrInvalidMetadata, err)}
+	}
+	return m, nil
+}
+
+// countingHash counts and hashes what passes through it.
+type countingHash struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (c *countingHash) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+// verified streams object key/name through consume while checking its size
+// (truncated / size mismatch) and SHA-256 (checksum mismatch). The checksum
+// verdict wins over a decoding error of consume: damaged bytes are reported
+// as damage, not as the parse error they happen to cause.
+func (s *Store) verified(ctx context.Context, key, name string, size int64, sum string, consume func(io.Reader) error) error {
+	obj := key + "/" + name
+	got, err := s.st.Stat(ctx, obj)
+	if errors.Is(err, store.ErrNotExist) {
+		return &Error{Key: key, Msg: fmt.Sprintf("manifest names %s, which is missing", name), Err: ErrNotFound}
+	}
+	if err != nil {
+		return &Error{Key: key, Msg: "stat " + name, Err: err}
+	}
+	switch {
+	case got < size:
+		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: %d bytes, manifest says %d", name, got, size))
+	case got > size:
+		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: %d bytes, manifest says %d", name, got, size))
+	}
+	rc, err := s.st.Get(ctx, obj)
+	if errors.Is(err, store.ErrNotExist) {
+		return &Error{Key: key, Msg: fmt.Sprintf("manifest names %s, which is missing", name), Err: ErrNotFound}
+	}
+	if err != nil {
+		return &Error{Key: key, Msg: "read " + name, Err: err}
+	}
+	defer rc.Close()
+	ch := &countingHash{r: rc, h: sha256.New()}
+	cerr := consume(ch)
+	if _, err := io.Copy(io.Discard, ch); err != nil && cerr == nil {
+		cerr = err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case ch.n < size:
+		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: read %d bytes, manifest says %d", name, ch.n, size))
+	case ch.n > size:
+		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: read %d bytes, manifest says %d", name, ch.n, size))
+	}
+	if h := hex.EncodeToString(ch.h.Sum(nil)); h != sum {
+		return keyErr(key, ErrChecksum, fmt.Sprintf("%s: checksum mismatch: SHA-256 %s, manifest says %s", name, h, sum))
+	}
+	if cerr != nil {
+		var ae *Error
+		if errors.As(cerr, &ae) {
+			return cerr
+		}
+		return &Error{Key: key, Msg: "decode " + name, Err: cerr}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package artifact
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// IDsSHA256 is H of an endpoint's ID list (SPEC §10.6 ids_sha256).
+func IDsSHA256(ids []string) (string, error) {
+	l := make([]any, len(ids))
+	for i, id := range ids {
+		l[i] = id
+	}
+	return canonjson.Hash(l)
+}
+
+// RelevanceDocument builds the relevance artifact of ds (SPEC §10.6).
+func RelevanceDocument(ds *retrieval.Dataset, key string) (*Relevance, error) {
+	rf, err := ds.RelevanceFingerprint()
+	if err != nil {
+		return nil, err
+	}
+	doc := &Relevance{
+		Common:   Common{ArtifactType: TypeRelevance, VertebraeVersion: version.Version, OutputKey: key},
+		QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(), NQueries: ds.NumQueries(), NGallery: ds.NumGallery(),
+		Relevance: map[string]map[string]float64{}, Exclusions: [][2]int{},
+		DatasetIdentityKey: ds.IdentityKey(), ProtocolFingerprint: rf, DatasetIdentity: ds.Summary().Identity,
+		QueryModality: ds.Queries().Modality(), GalleryModality: ds.Gallery().Modality(),
+	}
+	for q, ps := range ds.RawRelevance() {
+		if len(ps) == 0 {
+			continue
+		}
+		row := make(map[string]float64, len(ps))
+		for _, p := range ps {
+			row[strconv.Itoa(p.Index)] = p.Grade
+		}
+		doc.Relevance[strconv.Itoa(q)] = row
+	}
+	for q, gs := range ds.RawExclusions() {
+		for _, g := range gs {
+			doc.Exclusions = append(doc.Exclusions, [2]int{q, g})
+		}
+	}
+	return doc, nil
+}
+
+// WriteRelevance commits ds's relevance artifact at key ("" = the
+// canonical RelevanceKey) and returns the key.
+func (s *Store) WriteRelevance(ctx context.Context, ds *retrieval.Dataset, key string) (string, *Relevance, error) {
+	if key == "" {
+		key = RelevanceKey(ds.IdentityKey())
+	}
+	doc, err := RelevanceDocument(ds, key)
+	if err != nil {
+		return "", nil, err
+	}
+	return key, doc, s.WriteJSON(ctx, key, doc)
+}
+
+// Protocol is a verified relevance artifact in the scorer's form.
+type Protocol struct {
+	Key        string
+	Doc        *Relevance
+	Positives  [][]retrieval.Positive // per query, ascending gallery index
+	Exclusions [][]int                // per query, ascending
+}
+
+// ReadRelevance loads and verifies a relevance artifact: indices in range,
+// grades finite and > 0, sorted unique exclusions, and the recomputed
+// relevance fingerprint (`relevance fingerprint mismatch`).
+func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error) {
+	doc := &Relevance{}
+	if _, err := s.ReadJSON(ctx, key, doc); err != nil {
+		return nil, err
+	}
+	bad := func(format string, args ...any) error {
+		return keyErr(key, ErrInvalidMetadata, "relevance artifact: "+fmt.Sprintf(format, args...))
+	}
+	if doc.ArtifactType != TypeRelevance {
+		return nil, bad("artifact_type is %q, not %q", doc.ArtifactType, TypeRelevance)
+	}
+	nq, ng := len(doc.QueryIDs), len(doc.GalleryIDs)
+	if nq != doc.NQueries || ng != doc.NGallery || nq == 0 || ng == 0 {
+		return nil, bad("n_queries/n_gallery (%d, %d) do not match the ID lists (%d, %d)", doc.NQueries, doc.NGallery, nq, ng)
+	}
+	p := &Protocol{Key: key, Doc: doc, Positives: make([][]retrieval.Positive, nq)}
+	index := func(s string, n int, what string) (int, error) {
+		i, err := strconv.Atoi(s)
+		if err != nil || i < 0 || i >= n || strconv.Itoa(i) != s {
+			return 0, bad("%s index %q is not in [0, %d)", what, s, n)
+		}
+		return i, nil
+	}
+	for qs, row := range doc.Relevance {
+		q, err := index(qs, nq, "query")
+		if err != nil {
+			return nil, err
+		}
+		for gs, grade := range row {
+			g, err := index(gs, ng, "gallery")
+			if err != nil {
+				return nil, err
+			}
+			if math.IsNaN(grade) || math.IsInf(grade, 0) || grade <= 0 {
+				return nil, bad("grade %v of (%s, %s) must be finite and > 0", grade, qs, gs)
+			}
+			p.Positives[q] = append(p.Positives[q], retrieval.Positive{Index: g, Grade: grade})
+		}
+	}
+	var triples []any
+	for q, ps := range p.Positives {
+		sort.Slice(ps, func(a, b int) bool { return ps[a].Index < ps[b].Index })
+		for _, x := range ps {
+			triples = append(triples, []any{q, x.Index, x.Grade})
+		}
+	}
+	if triples == nil {
+		triples = []any{}
+	}
+	rf, err := retrieval.RelevanceFingerprintOf(doc.DatasetIdentityKey, doc.QueryIDs, doc.GalleryIDs, triples)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if rf != doc.ProtocolFingerprint {
+		return nil, keyErr(key, ErrCheck, fmt.Sprintf("relevance fingerprint mismatch: recomputed %s, stored %s", rf, doc.ProtocolFingerprint))
+	}
+	if p.Exclusions, err = exclusionLists(key, doc.Exclusions, nq, ng); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// WriteExclusions commits a separate exclusions artifact (sorted unique
+// [query index, gallery index] pairs of a protocol with nq queries and ng
+// gallery items), which `score --exclusions-key` uses in place of the
+// relevance document's exclusions (SPEC §10.6).
+func (s *Store) WriteExclusions(ctx context.Context, key string, pairs [][2]int, nq, ng int) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if pairs == nil {
+		pairs = [][2]int{}
+	}
+	if _, err := exclusionLists(key, pairs, nq, ng); err != nil {
+		return err
+	}
+	return s.WriteJSON(ctx, key, &Exclusions{Common: Common{ArtifactType: TypeExclusions, VertebraeVersion: version.Version, OutputKey: key}, Exclusions: pairs})
+}
+
+// ReadExclusions loads an exclusions artifact for a protocol of nq × ng.
+func (s *Store) ReadExclusions(ctx context.Context, key string, nq, ng int) ([][2]int, [][]int, error) {
+	doc := &Exclusions{}
+	if _, err := s.ReadJSON(ctx, key, doc); err != nil {
+		return nil, nil, err
+	}
+	lists, err := exclusionLists(key, doc.Exclusions, nq, ng)
+	return doc.Exclusions, lists, err
+}
+
+func exclusionLists(key string, pairs [][2]int, nq, ng int) ([][]int, error) {
+	out := make([][]int, nq)
+	for i, p := range pairs {
+		if p[0] < 0 || p[0] >= nq || p[1] < 0 || p[1] >= ng {
+			return nil, keyErr(key, ErrInvalidMetadata, fmt.Sprintf("exclusion %d (%d, %d) is out of range", i, p[0], p[1]))
+		}
+		if i > 0 && (pairs[i-1][0] > p[0] || pairs[i-1][0] == p[0] && pairs[i-1][1] >= p[1]) {
+			return nil, keyErr(key, ErrInvalidMetadata, fmt.Sprintf("exclusions must be sorted unique [qi, gi] pairs; entry %d is not", i))
+		}
+		out[p[0]] = append(out[p[0]], p[1])
+	}
+	return out, nil
+}
+
+func pairsAny(pairs [][2]int) []any {
+	out := make([]any, len(pairs))
+	for i, p := range pairs {
+		out[i] = []any{p[0], p[1]}
+	}
+	return out
+}

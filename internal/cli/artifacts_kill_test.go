@@ -1,0 +1,120 @@
+//go:build unix
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vertebrae-eval/vertebrae/artifact"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/store/local"
+)
+
+// A real `kill -9` of the CLI while it uploads a large endpoint to a local
+// store leaves the previous generation of the key readable and verified.
+func TestKill9DuringWriteKeepsPreviousGeneration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and writes ~100 MB")
+	}
+	start := time.Now()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "vertebrae")
+	build := exec.Command("go", "build", "-o", bin, "github.com/vertebrae-eval/vertebrae/cmd/vertebrae")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const rows, cols = 200_000, 64 // 51 MB of float32
+	writeGallery := func(seed uint64) *matrix.Dense {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		v := make([]float32, rows*cols)
+		for i := range v {
+			v[i] = rng.Float32() + 0.1
+		}
+		m, _ := matrix.NewDense32(rows, cols, v)
+		writeMatrix(t, dir, "g.npy", m)
+		return m
+	}
+	t0 := time.Now()
+	t.Logf("built in %v", t0.Sub(start))
+	gen1 := writeGallery(1)
+	writeNPY(t, dir, "q.npy", [][]float64{make([]float64, cols)})
+	spec := writeFile(t, dir, "run.yaml", `version: 1
+dataset:
+  id: kill
+  revision: "1"
+  queries: {path: q.npy}
+  gallery: {path: g.npy}
+  labels: {queries: ql.txt, gallery: gl.txt}
+extractors:
+  - {name: tables, type: precomputed}
+`)
+	writeFile(t, dir, "ql.txt", "a\n")
+	writeFile(t, dir, "gl.txt", strings.Repeat("a\n", rows))
+	storeDir := filepath.Join(dir, "store")
+	planPath := filepath.Join(dir, "plan.json")
+	if code, _, stderr := run(t, "retrieval", "plan", "--spec", spec, "--store", storeDir, "--output-json", planPath); code != 0 {
+		t.Fatal(stderr)
+	}
+	plan, err := readPlan(planPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shardKey := plan.Extractors[0].Endpoints[1].Shards[0].OutputKey
+	args := []string{"retrieval", "embed-shard", "--plan", planPath, "--extractor", "tables", "--side", "gallery", "--shard-index", "0", "--store", storeDir}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("generation 1: %v\n%s", err, out)
+	}
+	t.Logf("generation 1 after %v", time.Since(t0))
+	writeGallery(2) // generation 2 differs in every value
+
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once the new data file is being uploaded: its temporary file
+	// exists, so the manifest (written after it) cannot be.
+	deadline := time.Now().Add(60 * time.Second)
+	killed := false
+	for !killed && time.Now().Before(deadline) {
+		_ = filepath.Walk(storeDir, func(p string, info os.FileInfo, err error) error {
+			if err == nil && !killed && strings.HasPrefix(info.Name(), local.TempPrefix) && strings.Contains(p, "shards") {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				killed = true
+			}
+			return nil
+		})
+		time.Sleep(200 * time.Microsecond)
+	}
+	err = cmd.Wait()
+	if !killed {
+		t.Fatalf("the upload was never observed in progress (process ended: %v)", err)
+	}
+	st, err := local.Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, md, err := artifact.New(st).LoadArray(context.Background(), shardKey)
+	if err != nil {
+		t.Fatalf("previous generation unreadable after kill -9: %v", err)
+	}
+	var meta artifact.EmbeddingShard
+	_ = json.Unmarshal(md, &meta)
+	got := m.(*matrix.Dense).Float32Data()
+	for i, v := range gen1.Float32Data() {
+		if got[i] != v {
+			t.Fatalf("value %d is %v, generation 1 had %v", i, got[i], v)
+		}
+	}
+	if meta.ArtifactType != artifact.TypeEmbeddingShard || meta.NSamples != rows {
+		t.Errorf("metadata %+v", meta)
+	}
+}
