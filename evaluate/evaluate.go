@@ -341,6 +341,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 			Config: cfg.Clone(), NQueries: nq, NGallery: p.Gallery.Rows(), Similarity: cfg.Similarity, Exact: true,
 		},
 		PerQuery: rows,
+		Margins:  margins,
 	}
 	for _, s := range []metrics.Summary{res.Diagnostics.PositiveSimilarity, res.Diagnostics.NearestNegativeSimilarity, res.Diagnostics.RetrievalMargin} {
 		for _, v := range []*float64{s.Mean, s.Median, s.Min, s.Max} {

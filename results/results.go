@@ -76,6 +76,11 @@ type ScoreResult struct {
 
 	PerQuery []QueryRow `json:"-"` // every query, in index order (CSV export)
 	Run      *Run       `json:"-"` // ranking for TREC export, when requested
+
+	// Margins are the per-query retrieval margins (SPEC §4.7) of the
+	// queries that have a nearest negative, in query order; the figures
+	// of SPEC §5.8 plot their distribution.
+	Margins []float64 `json:"-"`
 }
 
 // MetricObject marshals metric values as a JSON object.

@@ -20,6 +20,7 @@ type outputFlags struct {
 	runDepth            int
 	writeQrels          string
 	quiet               bool
+	figures             figureFlags // --html, --plots (figures.go)
 }
 
 func (o *outputFlags) register(cmd *cobra.Command, full bool) {
@@ -28,6 +29,7 @@ func (o *outputFlags) register(cmd *cobra.Command, full bool) {
 	f.StringVar(&o.markdown, "markdown", "", "write the Markdown report to PATH (- = stdout)")
 	f.StringVar(&o.csv, "csv", "", "write per-query metrics as CSV to PATH")
 	f.BoolVar(&o.quiet, "quiet", false, "print no report, warnings or progress")
+	o.figures.register(f)
 	if full {
 		f.StringVar(&o.run, "run", "", "write the forward ranking as a TREC run to PATH")
 		f.IntVar(&o.runDepth, "run-depth", 1000, "candidates per query in --run (0 = full ranking)")
@@ -46,6 +48,9 @@ func (o *outputFlags) check(cmd *cobra.Command) error {
 	}
 	if o.json == "-" && o.markdown == "-" {
 		return usagef("--json - and --markdown - cannot both write to stdout")
+	}
+	if err := o.figures.check(cmd.Flags().Changed); err != nil {
+		return err
 	}
 	for _, p := range []struct{ flag, path string }{{"--csv", o.csv}, {"--run", o.run}, {"--write-qrels", o.writeQrels}} {
 		if p.path == "-" {
@@ -120,6 +125,13 @@ func (o *outputFlags) emit(b *results.Benchmark, ds *retrieval.Dataset, stdout, 
 			return err
 		}
 		files = append(files, file{o.writeQrels, buf.Bytes()})
+	}
+	figureFiles, err := o.figures.files(b)
+	if err != nil {
+		return err
+	}
+	for _, f := range figureFiles {
+		files = append(files, file{f.path, f.data})
 	}
 	for _, f := range files {
 		if err := atomicfile.Write(f.path, f.data); err != nil {

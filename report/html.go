@@ -1,0 +1,250 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"regexp"
+	"strconv"
+
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/plots"
+	"github.com/vertebrae-eval/vertebrae/results"
+)
+
+//go:embed html.tmpl
+var htmlSource string
+
+var htmlTemplate = template.Must(template.New("report").Parse(htmlSource))
+
+// HTML renders the self-contained HTML report of SPEC §5.8: the Markdown
+// report's values as tables, the worst queries, and the figures of
+// package plots as inline SVG. The page loads nothing and runs no script;
+// html/template escapes every dynamic value. Equal inputs give
+// byte-identical pages.
+func HTML(b *results.Benchmark) ([]byte, error) {
+	v, err := newHTMLView(b)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := htmlTemplate.Execute(&buf, v); err != nil {
+		return nil, fmt.Errorf("HTML report: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+type keyValue struct{ Key, Value string }
+
+type htmlView struct {
+	Summary     []keyValue
+	Primary     string
+	Ranking     []htmlRankRow
+	Compression []htmlCompressionRow
+	Figures     []htmlFigure
+	Details     []htmlDetail
+	Fingerprint string
+	Version     string
+}
+
+type htmlRankRow struct {
+	Rank                          int
+	Name                          string
+	Score, PrimaryValue, MRR, MAP string
+}
+
+type htmlCompressionRow struct {
+	Name, Method, Applied, Dim, Bytes, Ratio, Score string
+}
+
+type htmlFigure struct {
+	Name, Title, Caption string
+	SVG                  template.HTML
+}
+
+type htmlDetail struct {
+	Rank             int
+	Name             string
+	Forward, Reverse []keyValue
+	Compression      string
+	Warnings         []string
+	WorstKeys        []string
+	Worst            []htmlWorstRow
+}
+
+type htmlWorstRow struct {
+	QueryID string
+	Values  []string
+}
+
+func newHTMLView(b *results.Benchmark) (*htmlView, error) {
+	ranked := b.Ranked()
+	for _, r := range ranked {
+		if r.Forward == nil {
+			return nil, fmt.Errorf("HTML report: result %s has no forward score result", msgfmt.Quote(r.Name))
+		}
+	}
+	v := &htmlView{
+		Primary:     b.Metadata.RetrievalConfig.PrimaryMetric,
+		Fingerprint: b.Metadata.ProtocolFingerprint,
+		Version:     b.Metadata.VertebraeVersion,
+	}
+	if len(ranked) > 0 {
+		v.Primary = ranked[0].Forward.PrimaryMetric
+	}
+	var err error
+	if v.Summary, err = summaryEntries(b); err != nil {
+		return nil, err
+	}
+	for i, r := range ranked {
+		row := htmlRankRow{Rank: i + 1, Name: r.Name}
+		if row.Score, err = fixed4(r.PrimaryScore, r.Name, "primary_score"); err != nil {
+			return nil, err
+		}
+		for _, c := range []struct {
+			key string
+			dst *string
+		}{{v.Primary, &row.PrimaryValue}, {"mrr", &row.MRR}, {"map", &row.MAP}} {
+			x, ok := r.Forward.Metrics.Get(c.key)
+			if !ok {
+				return nil, fmt.Errorf("HTML report: result %s has no forward metric %s", msgfmt.Quote(r.Name), msgfmt.Quote(c.key))
+			}
+			if *c.dst, err = fixed4(x, r.Name, c.key); err != nil {
+				return nil, err
+			}
+		}
+		v.Ranking = append(v.Ranking, row)
+	}
+	if hasCompression(ranked) {
+		for _, r := range ranked {
+			row, err := compressionRow(r)
+			if err != nil {
+				return nil, err
+			}
+			v.Compression = append(v.Compression, row)
+		}
+	}
+	figs, err := plots.Figures(b)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range figs {
+		svg, err := f.SVG()
+		if err != nil {
+			return nil, err
+		}
+		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg)})
+	}
+	for i, r := range ranked {
+		d, err := detail(i+1, r)
+		if err != nil {
+			return nil, err
+		}
+		v.Details = append(v.Details, d)
+	}
+	return v, nil
+}
+
+// summaryEntries are the dataset summary bullets of the Markdown report
+// (SPEC §2.11 order), unescaped.
+func summaryEntries(b *results.Benchmark) ([]keyValue, error) {
+	s := b.DatasetSummary
+	identity, err := canonjson.Marshal(s.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("HTML report: dataset identity: %w", err)
+	}
+	metadata, err := canonjson.Marshal(s.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("HTML report: dataset metadata: %w", err)
+	}
+	return []keyValue{
+		{"modality", s.Modality},
+		{"query_modality", s.QueryModality},
+		{"gallery_modality", s.GalleryModality},
+		{"n_queries", strconv.Itoa(s.NQueries)},
+		{"n_gallery", strconv.Itoa(s.NGallery)},
+		{"n_relevance_pairs", strconv.Itoa(s.NRelevancePairs)},
+		{"n_exclusions", strconv.Itoa(s.NExclusions)},
+		{"identity", string(identity)},
+		{"metadata", string(metadata)},
+	}, nil
+}
+
+// compressionRow holds the cells of the Markdown compression table.
+func compressionRow(r *results.ExtractorResult) (htmlCompressionRow, error) {
+	md := r.CompressionMetadata
+	method, _ := md["method"].(string)
+	applied, _ := md["applied"].(bool)
+	row := htmlCompressionRow{Name: r.Name, Method: method, Applied: strconv.FormatBool(applied), Dim: "-", Bytes: "-", Ratio: "-"}
+	if d, ok := asInt(md["compressed_dim"]); ok {
+		row.Dim = strconv.Itoa(d)
+	}
+	if n, ok := asInt(md["resident_bytes"]); ok && applied {
+		row.Bytes = strconv.Itoa(n)
+	}
+	if x, ok := md["compression_ratio"].(float64); ok && applied {
+		row.Ratio = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	var err error
+	row.Score, err = fixed4(r.PrimaryScore, r.Name, "primary_score")
+	return row, err
+}
+
+func detail(rank int, r *results.ExtractorResult) (htmlDetail, error) {
+	d := htmlDetail{Rank: rank, Name: r.Name, Warnings: r.Warnings}
+	var err error
+	if d.Forward, err = metricPairs(r.Forward, r.Name); err != nil {
+		return d, err
+	}
+	if r.Reverse != nil {
+		if d.Reverse, err = metricPairs(r.Reverse, r.Name); err != nil {
+			return d, err
+		}
+	}
+	if method, ok := r.CompressionMetadata["method"].(string); ok && method != "" && method != "none" {
+		applied, _ := r.CompressionMetadata["applied"].(bool)
+		d.Compression = fmt.Sprintf("%s, applied=%t", method, applied)
+	}
+	worst := r.Forward.Diagnostics.WorstQueries
+	if len(worst) > 0 {
+		d.WorstKeys = worst[0].Metrics.Keys
+	}
+	for _, q := range worst {
+		row := htmlWorstRow{QueryID: q.QueryID}
+		for i, x := range q.Metrics.Vals {
+			s, err := fixed4(x, r.Name, "worst query "+q.Metrics.Keys[i])
+			if err != nil {
+				return d, err
+			}
+			row.Values = append(row.Values, s)
+		}
+		d.Worst = append(d.Worst, row)
+	}
+	return d, nil
+}
+
+func metricPairs(s *results.ScoreResult, name string) ([]keyValue, error) {
+	out := make([]keyValue, len(s.Metrics.Keys))
+	for i, k := range s.Metrics.Keys {
+		v, err := fixed4(s.Metrics.Vals[i], name, k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = keyValue{k, v}
+	}
+	return out, nil
+}
+
+// svgProlog matches what a standalone SVG file needs and an inline one
+// must not carry: the XML declaration, the generator comment and the
+// namespace declarations (HTML puts <svg> in the SVG namespace itself;
+// leaving them out keeps every "http://" out of the page).
+var svgProlog = regexp.MustCompile(`<\?xml[^>]*\?>\s*|<!--[^>]*-->\s*|\s+xmlns(:xlink)?="[^"]*"`)
+
+// inlineSVG prepares a figure rendered by package plots, whose text
+// content gonum escapes, for inclusion in the page as markup.
+func inlineSVG(svg []byte) template.HTML {
+	return template.HTML(svgProlog.ReplaceAll(svg, nil)) // #nosec: generated markup, texts escaped by vgsvg
+}
