@@ -74,13 +74,29 @@ type ScoreResult struct {
 	Warnings      []string      `json:"warnings"`
 	Metadata      ScoreMetadata `json:"metadata"`
 
-	PerQuery []QueryRow `json:"-"` // every query, in index order (CSV export)
+	// PerQuery holds every query's metrics in index order (CSV export,
+	// significance). The JSON report writes it as the columnar `per_query`
+	// block (SPEC §6.6) unless the report omits it.
+	PerQuery []QueryRow `json:"-"`
 	Run      *Run       `json:"-"` // ranking for TREC export, when requested
 
 	// Margins are the per-query retrieval margins (SPEC §4.7) of the
 	// queries that have a nearest negative, in query order; the figures
 	// of SPEC §5.8 plot their distribution.
 	Margins []float64 `json:"-"`
+}
+
+// MarshalJSON writes the §5.1 fields plus `per_query` when PerQuery is set.
+func (s ScoreResult) MarshalJSON() ([]byte, error) {
+	type plain ScoreResult // drops this method, keeps the field tags
+	var pq *PerQuery
+	if s.PerQuery != nil {
+		pq = PerQueryOf(s.PerQuery)
+	}
+	return json.Marshal(struct {
+		plain
+		PerQuery *PerQuery `json:"per_query,omitempty"`
+	}{plain(s), pq})
 }
 
 // MetricObject marshals metric values as a JSON object.
@@ -138,6 +154,9 @@ type Benchmark struct {
 	ExtractorResults []*ExtractorResult `json:"extractor_results"`
 	Ranking          []RankEntry        `json:"ranking"`
 	Metadata         Metadata           `json:"metadata"`
+	// Comparison is SPEC §13; present when the report holds two or more
+	// results (SPEC §6.6).
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // ErrDuplicateName is returned when two results share a name.
@@ -186,10 +205,26 @@ func (b *Benchmark) QualityCohort(tol float64) ([]*ExtractorResult, error) {
 	return out, nil
 }
 
-// MarshalReport renders the JSON report of SPEC §5.4: keys sorted at every
-// level, 2-space indent, no HTML escaping, one trailing newline.
+// ReportOptions select optional parts of the JSON report.
+type ReportOptions struct {
+	// OmitPerQuery leaves out every `per_query` block (--no-per-query).
+	OmitPerQuery bool
+}
+
+// MarshalReport renders the JSON report of SPEC §5.4 with per-query values:
+// keys sorted at every level, 2-space indent, no HTML escaping, one
+// trailing newline.
 func (b *Benchmark) MarshalReport() ([]byte, error) {
-	raw, err := json.Marshal(b)
+	return b.MarshalReportWith(ReportOptions{})
+}
+
+// MarshalReportWith is MarshalReport with options.
+func (b *Benchmark) MarshalReportWith(opt ReportOptions) ([]byte, error) {
+	v := b
+	if opt.OmitPerQuery {
+		v = b.withoutPerQuery()
+	}
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
@@ -213,4 +248,25 @@ func Canonicalize(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// withoutPerQuery is a shallow copy whose score results carry no per-query
+// rows (the original, used by CSV and significance, is untouched).
+func (b *Benchmark) withoutPerQuery() *Benchmark {
+	c := *b
+	c.ExtractorResults = make([]*ExtractorResult, len(b.ExtractorResults))
+	strip := func(s *ScoreResult) *ScoreResult {
+		if s == nil {
+			return nil
+		}
+		t := *s
+		t.PerQuery = nil
+		return &t
+	}
+	for i, r := range b.ExtractorResults {
+		e := *r
+		e.Forward, e.Reverse = strip(r.Forward), strip(r.Reverse)
+		c.ExtractorResults[i] = &e
+	}
+	return &c
 }
