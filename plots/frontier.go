@@ -3,6 +3,7 @@ package plots
 import (
 	"image/color"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -61,7 +62,7 @@ func compressionFrontier(rs *resultSet) (*Figure, error) {
 		grid.Vertical.Color = lightGrey
 		grid.Horizontal.Color = lightGrey
 		p.Add(grid)
-		// Join the points of each extractor, in run order.
+		// Join the points of each extractor.
 		var bases []string
 		byBase := map[string]plotter.XYs{}
 		for _, pt := range pts {
@@ -72,6 +73,8 @@ func compressionFrontier(rs *resultSet) (*Figure, error) {
 		}
 		for _, base := range bases {
 			if xy := byBase[base]; len(xy) > 1 {
+				// Left to right, so the line traces quality against size.
+				sort.SliceStable(xy, func(i, j int) bool { return xy[i].X < xy[j].X })
 				l, err := plotter.NewLine(xy)
 				if err != nil {
 					return err

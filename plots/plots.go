@@ -109,7 +109,7 @@ func Figures(b *results.Benchmark) ([]Figure, error) {
 	}
 	var figs []Figure
 	for _, build := range []func(*resultSet) (*Figure, error){
-		metricsAtK, perQuery, margins, compressionFrontier,
+		metricsAtK, perQuery, margins, compressionFrontier, comparison,
 	} {
 		f, err := build(rs)
 		if err != nil {

@@ -5,8 +5,11 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"math"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
@@ -36,12 +39,20 @@ func HTML(b *results.Benchmark) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-type keyValue struct{ Key, Value string }
+type keyValue struct {
+	Key, Value string
+	JSON       bool // the value is canonical JSON (set in monospace)
+}
 
 type htmlView struct {
 	Summary     []keyValue
 	Primary     string
 	Ranking     []htmlRankRow
+	HasCI       bool   // the ranking shows intervals and significance marks
+	CILabel     string // e.g. "95 % CI (BCa)"
+	SigNote     string // how the superscripts were decided
+	Comparison  []htmlBlock
+	Settings    []keyValue
 	Compression []htmlCompressionRow
 	Figures     []htmlFigure
 	Details     []htmlDetail
@@ -53,6 +64,19 @@ type htmlRankRow struct {
 	Rank                          int
 	Name                          string
 	Score, PrimaryValue, MRR, MAP string
+	CI                            string // interval of the primary metric's mean, when compared
+	Beats                         string // ranks of the results it beats significantly
+}
+
+type htmlBlock struct {
+	Metric, Direction string
+	NQueries          int
+	Pairs             []htmlPairRow
+}
+
+type htmlPairRow struct {
+	A, B, MeanDiff, CI, TTestP, RandP, Effect string
+	Significant                               bool
 }
 
 type htmlCompressionRow struct {
@@ -117,6 +141,9 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		}
 		v.Ranking = append(v.Ranking, row)
 	}
+	if err := addComparison(v, b); err != nil {
+		return nil, err
+	}
 	if hasCompression(ranked) {
 		for _, r := range ranked {
 			row, err := compressionRow(r)
@@ -160,15 +187,15 @@ func summaryEntries(b *results.Benchmark) ([]keyValue, error) {
 		return nil, fmt.Errorf("HTML report: dataset metadata: %w", err)
 	}
 	return []keyValue{
-		{"modality", s.Modality},
-		{"query_modality", s.QueryModality},
-		{"gallery_modality", s.GalleryModality},
-		{"n_queries", strconv.Itoa(s.NQueries)},
-		{"n_gallery", strconv.Itoa(s.NGallery)},
-		{"n_relevance_pairs", strconv.Itoa(s.NRelevancePairs)},
-		{"n_exclusions", strconv.Itoa(s.NExclusions)},
-		{"identity", string(identity)},
-		{"metadata", string(metadata)},
+		{"modality", s.Modality, false},
+		{"query_modality", s.QueryModality, false},
+		{"gallery_modality", s.GalleryModality, false},
+		{"n_queries", strconv.Itoa(s.NQueries), false},
+		{"n_gallery", strconv.Itoa(s.NGallery), false},
+		{"n_relevance_pairs", strconv.Itoa(s.NRelevancePairs), false},
+		{"n_exclusions", strconv.Itoa(s.NExclusions), false},
+		{"identity", string(identity), true},
+		{"metadata", string(metadata), true},
 	}, nil
 }
 
@@ -232,7 +259,7 @@ func metricPairs(s *results.ScoreResult, name string) ([]keyValue, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = keyValue{k, v}
+		out[i] = keyValue{Key: k, Value: v}
 	}
 	return out, nil
 }
@@ -247,4 +274,114 @@ var svgProlog = regexp.MustCompile(`<\?xml[^>]*\?>\s*|<!--[^>]*-->\s*|\s+xmlns(:
 // content gonum escapes, for inclusion in the page as markup.
 func inlineSVG(svg []byte) template.HTML {
 	return template.HTML(svgProlog.ReplaceAll(svg, nil)) // #nosec: generated markup, texts escaped by vgsvg
+}
+
+// addComparison adds the SPEC §13 values: the interval and superscripts of
+// the primary metric (forward) in the ranking, and every pair of every
+// compared metric and direction in the comparison table.
+func addComparison(v *htmlView, b *results.Benchmark) error {
+	c := b.Comparison
+	if c == nil {
+		return nil
+	}
+	rankOf := map[string]int{}
+	for _, r := range v.Ranking {
+		rankOf[r.Name] = r.Rank
+	}
+	f4 := func(x float64, what string) (string, error) { return fixed4(x, "comparison", what) }
+	interval := func(in results.Interval) (string, error) {
+		lo, err := f4(in.Low, "interval")
+		if err != nil {
+			return "", err
+		}
+		hi, err := f4(in.High, "interval")
+		return "[" + lo + ", " + hi + "]", err
+	}
+	for _, blk := range c.Blocks {
+		hb := htmlBlock{Metric: blk.Metric, Direction: blk.Direction, NQueries: blk.NQueries}
+		if blk.Metric == v.Primary && blk.Direction == "forward" {
+			v.HasCI = true
+			summary := map[string]results.ResultSummary{}
+			for _, r := range blk.Results {
+				summary[r.Name] = r
+			}
+			for i := range v.Ranking {
+				row := &v.Ranking[i]
+				s, ok := summary[row.Name]
+				if !ok {
+					continue
+				}
+				var err error
+				if row.CI, err = interval(s.CI); err != nil {
+					return err
+				}
+				var beats []int
+				for _, name := range s.Beats {
+					if r, ok := rankOf[name]; ok {
+						beats = append(beats, r)
+					}
+				}
+				slices.Sort(beats)
+				parts := make([]string, len(beats))
+				for j, r := range beats {
+					parts[j] = strconv.Itoa(r)
+				}
+				row.Beats = strings.Join(parts, ",")
+			}
+		}
+		for _, p := range blk.Pairs {
+			row := htmlPairRow{A: p.A, B: p.B, Significant: p.Significant, Effect: "-"}
+			var err error
+			if row.MeanDiff, err = f4(p.MeanDiff, "mean difference"); err != nil {
+				return err
+			}
+			if row.CI, err = interval(p.CI); err != nil {
+				return err
+			}
+			row.TTestP = pValue(p.TTestP) + " (" + pValue(p.TTestPAdjusted) + ")"
+			row.RandP = pValue(p.RandomizationP) + " (" + pValue(p.RandomizationPAdjusted) + ")"
+			if p.RandomizationExact {
+				row.RandP += " exact"
+			}
+			if p.EffectSize != nil {
+				if row.Effect, err = f4(*p.EffectSize, "effect size"); err != nil {
+					return err
+				}
+			}
+			hb.Pairs = append(hb.Pairs, row)
+		}
+		v.Comparison = append(v.Comparison, hb)
+	}
+	st := c.Settings
+	level := strconv.FormatFloat(st.ConfidenceLevel*100, 'f', -1, 64) + " %"
+	ci := "BCa"
+	if st.CIMethod == "percentile" {
+		ci = "percentile"
+	}
+	v.CILabel = level + " CI (" + ci + ")"
+	v.SigNote = fmt.Sprintf("Superscripts: the ranks of the results a result beats significantly "+
+		"(%s test, Holm-adjusted p < %s).", st.Test, strconv.FormatFloat(st.Alpha, 'g', -1, 64))
+	baseline := "-"
+	if st.Baseline != nil {
+		baseline = *st.Baseline
+	}
+	v.Settings = []keyValue{
+		{"family", st.Family, false}, {"baseline", baseline, false}, {"test", st.Test, false},
+		{"alpha", strconv.FormatFloat(st.Alpha, 'g', -1, 64), false}, {"interval", v.CILabel, false},
+		{"bootstrap resamples", strconv.Itoa(st.Bootstrap), false}, {"permutations", strconv.Itoa(st.Permutations), false},
+		{"seed", strconv.FormatUint(st.Seed, 10), false}, {"adjustment", st.Adjustment, false},
+	}
+	return nil
+}
+
+// pValue shows a p-value with 4 significant digits, small ones in
+// exponent form, so tiny p-values do not read as 0.0000.
+func pValue(p float64) string {
+	if math.IsNaN(p) || math.IsInf(p, 0) {
+		return "-"
+	}
+	if p != 0 && p < 1e-4 {
+		return strconv.FormatFloat(p, 'e', 2, 64)
+	}
+	return strconv.FormatFloat(p, 'f', 4, 64)
 }
