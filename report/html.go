@@ -89,13 +89,24 @@ type htmlFigure struct {
 }
 
 type htmlDetail struct {
-	Rank             int
-	Name             string
-	Forward, Reverse []keyValue
-	Compression      string
-	Warnings         []string
-	WorstKeys        []string
-	Worst            []htmlWorstRow
+	Rank        int
+	Name        string
+	Directions  []string   // "forward", and "reverse" when bidirectional
+	Overall     []keyValue // metrics without a cut-off (mrr, map), forward
+	OverallRev  []keyValue // the same, reverse
+	Families    []string   // column heads of the k grid
+	AtK         []htmlKRow // one row per cut-off
+	Compression string
+	Warnings    []string
+	WorstKeys   []string
+	Worst       []htmlWorstRow
+}
+
+// htmlKRow is one cut-off of the k grid: the forward values of every
+// family, then the reverse ones.
+type htmlKRow struct {
+	K      string
+	Values []string
 }
 
 type htmlWorstRow struct {
@@ -165,7 +176,7 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg)})
 	}
 	for i, r := range ranked {
-		d, err := detail(i+1, r)
+		d, err := detail(i+1, r, v.Primary)
 		if err != nil {
 			return nil, err
 		}
@@ -219,49 +230,106 @@ func compressionRow(r *results.ExtractorResult) (htmlCompressionRow, error) {
 	return row, err
 }
 
-func detail(rank int, r *results.ExtractorResult) (htmlDetail, error) {
-	d := htmlDetail{Rank: rank, Name: r.Name, Warnings: r.Warnings}
-	var err error
-	if d.Forward, err = metricPairs(r.Forward, r.Name); err != nil {
-		return d, err
-	}
+// atKFamilies are the column heads of the k grid, in canonical order.
+var atKFamilies = []string{"precision", "recall", "hit_rate", "ndcg"}
+
+// detail lays a result's metrics out as in the Markdown details, but as a
+// grid of cut-off × metric family (so many cut-offs add rows, not columns),
+// and its worst queries with the metrics at the primary cut-off.
+func detail(rank int, r *results.ExtractorResult, primary string) (htmlDetail, error) {
+	d := htmlDetail{Rank: rank, Name: r.Name, Warnings: r.Warnings, Directions: []string{"forward"}, Families: atKFamilies}
+	dirs := []*results.ScoreResult{r.Forward}
 	if r.Reverse != nil {
-		if d.Reverse, err = metricPairs(r.Reverse, r.Name); err != nil {
-			return d, err
+		dirs = append(dirs, r.Reverse)
+		d.Directions = append(d.Directions, "reverse")
+	}
+	var ks []string
+	for _, key := range r.Forward.Metrics.Keys {
+		if fam, k, ok := strings.Cut(key, "@"); ok && slices.Contains(atKFamilies, fam) && !slices.Contains(ks, k) {
+			ks = append(ks, k)
 		}
+	}
+	for i, s := range dirs {
+		var overall []keyValue
+		for j, key := range s.Metrics.Keys {
+			if strings.Contains(key, "@") {
+				continue
+			}
+			v, err := fixed4(s.Metrics.Vals[j], r.Name, key)
+			if err != nil {
+				return d, err
+			}
+			overall = append(overall, keyValue{Key: key, Value: v})
+		}
+		if i == 0 {
+			d.Overall = overall
+		} else {
+			d.OverallRev = overall
+		}
+	}
+	for _, k := range ks {
+		row := htmlKRow{K: k}
+		for _, s := range dirs {
+			for _, fam := range atKFamilies {
+				cell := "-"
+				if v, ok := s.Metrics.Get(fam + "@" + k); ok {
+					var err error
+					if cell, err = fixed4(v, r.Name, fam+"@"+k); err != nil {
+						return d, err
+					}
+				}
+				row.Values = append(row.Values, cell)
+			}
+		}
+		d.AtK = append(d.AtK, row)
 	}
 	if method, ok := r.CompressionMetadata["method"].(string); ok && method != "" && method != "none" {
 		applied, _ := r.CompressionMetadata["applied"].(bool)
 		d.Compression = fmt.Sprintf("%s, applied=%t", method, applied)
 	}
 	worst := r.Forward.Diagnostics.WorstQueries
-	if len(worst) > 0 {
-		d.WorstKeys = worst[0].Metrics.Keys
+	if len(worst) == 0 {
+		return d, nil
 	}
+	d.WorstKeys = worstKeys(worst[0].Metrics.Keys, primary, ks)
 	for _, q := range worst {
 		row := htmlWorstRow{QueryID: q.QueryID}
-		for i, x := range q.Metrics.Vals {
-			s, err := fixed4(x, r.Name, "worst query "+q.Metrics.Keys[i])
-			if err != nil {
-				return d, err
+		for _, key := range d.WorstKeys {
+			cell := "-"
+			if v, ok := q.Metrics.Get(key); ok {
+				var err error
+				if cell, err = fixed4(v, r.Name, "worst query "+key); err != nil {
+					return d, err
+				}
 			}
-			row.Values = append(row.Values, s)
+			row.Values = append(row.Values, cell)
 		}
 		d.Worst = append(d.Worst, row)
 	}
 	return d, nil
 }
 
-func metricPairs(s *results.ScoreResult, name string) ([]keyValue, error) {
-	out := make([]keyValue, len(s.Metrics.Keys))
-	for i, k := range s.Metrics.Keys {
-		v, err := fixed4(s.Metrics.Vals[i], name, k)
-		if err != nil {
-			return nil, err
+// worstKeys are the worst-queries columns: the primary metric, mrr, map,
+// and the other families at the primary's cut-off (the largest cut-off
+// when the primary has none). The JSON report and the CSV export hold
+// every per-query metric.
+func worstKeys(keys []string, primary string, ks []string) []string {
+	out := []string{primary}
+	for _, k := range []string{"mrr", "map"} {
+		if k != primary && slices.Contains(keys, k) {
+			out = append(out, k)
 		}
-		out[i] = keyValue{Key: k, Value: v}
 	}
-	return out, nil
+	_, cut, ok := strings.Cut(primary, "@")
+	if !ok && len(ks) > 0 {
+		cut = ks[len(ks)-1]
+	}
+	for _, fam := range atKFamilies {
+		if key := fam + "@" + cut; key != primary && slices.Contains(keys, key) {
+			out = append(out, key)
+		}
+	}
+	return out
 }
 
 // svgProlog matches what a standalone SVG file needs and an inline one

@@ -90,7 +90,9 @@ func TestHTMLContent(t *testing.T) {
 		`<td class="num">0.7500 (1.0000) exact</td><td class="num">-</td><td>no</td>`,
 		`<h2 id="compression">Compression</h2>`,
 		`<h2 id="details">Details</h2>`,
-		`<tr><td>reverse</td>`,
+		`<th class="group" colspan="4">reverse</th>`,
+		`<td class="num">1</td><td class="num">0.5000</td><td class="num">0.5000</td><td class="num">0.5000</td><td class="num">0.5000</td><td class="num">1.0000</td>`, // k=1: forward then reverse
+		`Forward: mrr <strong>0.7500</strong>, map <strong>0.6250</strong>; reverse: mrr <strong>1.0000</strong>, map <strong>1.0000</strong>.`,
 		`<li>Warning: Query &#34;q1&#34; has no negative candidates.</li>`,
 		`@media print`,
 	} {
