@@ -229,16 +229,16 @@ func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths
 			}
 		}
 	}
+	opts, err := fl.cmp.options(cmd, merged.Metadata.RetrievalConfig)
+	if err != nil {
+		return err
+	}
+	opts.Threads = fl.threads
 	if err := merged.Finalize(); err != nil {
 		return err
 	}
 	merged.Comparison = nil
 	if len(merged.ExtractorResults) >= 2 {
-		opts, err := fl.cmp.options(cmd, merged.Metadata.RetrievalConfig)
-		if err != nil {
-			return err
-		}
-		opts.Threads = fl.threads
 		if merged.Comparison, err = comparison.Compute(ctx, merged, opts); err != nil {
 			return err
 		}
