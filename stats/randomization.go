@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math/bits"
 	"math/rand/v2"
 )
 
@@ -39,44 +40,32 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 	if !exact && nPerm < 1 {
 		return SignFlipResult{}, errorf("permutations must be >= 1")
 	}
-	var count uint64
-	var total uint64
+	var count, total uint64
 	if fv.exact {
 		var obs int128
 		for _, v := range fv.v {
 			obs = obs.add(v)
 		}
 		obs = obs.abs()
-		sum := func(signs func(i int) bool) bool {
-			var s int128
-			for i, v := range fv.v {
-				if signs(i) {
-					s = s.sub(v)
-				} else {
-					s = s.add(v)
-				}
-			}
-			return s.abs().cmp(obs) >= 0
-		}
-		count, total = flips(n, nPerm, exact, r, sum)
+		count, total = flips(n, nPerm, exact, r, func(words []uint64) bool {
+			return flippedSum(fv.v, words).abs().cmp(obs) >= 0
+		})
 	} else {
 		var obs float64
 		for _, v := range d {
 			obs += v
 		}
 		obs = abs(obs)
-		sum := func(signs func(i int) bool) bool {
+		count, total = flips(n, nPerm, exact, r, func(words []uint64) bool {
 			var s float64
 			for i, v := range d {
-				if signs(i) {
-					s -= v
-				} else {
-					s += v
+				if words[i>>6]>>(i&63)&1 == 1 {
+					v = -v
 				}
+				s += v
 			}
 			return abs(s) >= obs
-		}
-		count, total = flips(n, nPerm, exact, r, sum)
+		})
 	}
 	res := SignFlipResult{Exact: exact, ExactSums: fv.exact}
 	if exact {
@@ -87,30 +76,48 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 	return res, nil
 }
 
-// flips runs extreme(signs) over every sign vector (exact) or nPerm random
-// ones; signs(i) true flips d_i. It returns the count of extreme vectors
-// and the number of vectors tried.
-func flips(n, nPerm int, exact bool, r *rand.Rand, extreme func(signs func(i int) bool) bool) (count, total uint64) {
-	if exact {
+// flips runs extreme over every sign vector (exact) or nPerm random ones;
+// bit i of words set flips d_i. It returns the count of extreme vectors and
+// the number of vectors tried.
+func flips(n, nPerm int, exact bool, r *rand.Rand, extreme func(words []uint64) bool) (count, total uint64) {
+	words := make([]uint64, (n+63)/64)
+	if exact { // n ≤ MaxExactN < 64: one word enumerates every vector
 		total = uint64(1) << n
 		for m := uint64(0); m < total; m++ {
-			if extreme(func(i int) bool { return m>>i&1 == 1 }) {
+			words[0] = m
+			if extreme(words) {
 				count++
 			}
 		}
 		return count, total
 	}
-	words := make([]uint64, (n+63)/64)
-	signs := func(i int) bool { return words[i>>6]>>(i&63)&1 == 1 }
 	for k := 0; k < nPerm; k++ {
 		for w := range words {
 			words[w] = r.Uint64()
 		}
-		if extreme(signs) {
+		if extreme(words) {
 			count++
 		}
 	}
 	return count, uint64(nPerm)
+}
+
+// flippedSum is Σ ±v_i with v_i negated where its bit is set, branch-free
+// (random signs would defeat branch prediction): with m all ones for a
+// flipped term, −v = (v XOR m) + 1 in two's complement.
+func flippedSum(v []int128, words []uint64) int128 {
+	var hi, lo uint64
+	for w, bitsW := range words {
+		end := min(len(v), (w+1)*64)
+		for _, x := range v[w*64 : end] {
+			m := -(bitsW & 1)
+			bitsW >>= 1
+			var c uint64
+			lo, c = bits.Add64(lo, x.lo^m, m&1)
+			hi, _ = bits.Add64(hi, x.hi^m, c)
+		}
+	}
+	return int128{hi, lo}
 }
 
 func abs(x float64) float64 {

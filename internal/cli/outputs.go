@@ -20,6 +20,7 @@ type outputFlags struct {
 	runDepth            int
 	writeQrels          string
 	quiet               bool
+	noPerQuery          bool        // omit per_query from the JSON report (SPEC §6.6)
 	figures             figureFlags // --html, --plots (figures.go)
 }
 
@@ -34,6 +35,7 @@ func (o *outputFlags) register(cmd *cobra.Command, full bool) {
 		f.StringVar(&o.run, "run", "", "write the forward ranking as a TREC run to PATH")
 		f.IntVar(&o.runDepth, "run-depth", 1000, "candidates per query in --run (0 = full ranking)")
 		f.StringVar(&o.writeQrels, "write-qrels", "", "write the eligible relevance as TREC qrels to PATH")
+		f.BoolVar(&o.noPerQuery, "no-per-query", false, "omit the per-query values (per_query) from the JSON report; significance tests on it are then impossible")
 	}
 }
 
@@ -79,7 +81,7 @@ func (o *outputFlags) emit(b *results.Benchmark, ds *retrieval.Dataset, stdout, 
 	var toStdout []byte
 	var jsonData, mdData []byte
 	var err error
-	if jsonData, err = b.MarshalReport(); err != nil {
+	if jsonData, err = b.MarshalReportWith(results.ReportOptions{OmitPerQuery: o.noPerQuery}); err != nil {
 		return err
 	}
 	if mdData, err = report.Markdown(b); err != nil {

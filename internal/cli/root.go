@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/kernel"
@@ -63,10 +64,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func exitCode(ctx context.Context, err error) int {
 	var ue *UsageError
 	var ce *retrieval.ConfigError
+	var oe *comparison.OptionError
 	switch {
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &oe):
 		return ExitUsage
 	}
 	return ExitFailure
@@ -96,7 +98,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return usagef("a retrieval subcommand is required (try \"vertebrae retrieval --help\")")
 		},
 	}
-	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr))
+	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr), newCompareCmd(stdout, stderr))
 	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), newBenchCmd(stdout), retrievalCmd)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if err := kernel.EnvErr(); err != nil {
