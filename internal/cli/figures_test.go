@@ -36,12 +36,8 @@ func TestDemoFiguresAndHTML(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	// Three backbones and a PCA variant: every figure but the comparison,
-	// which exists when the report holds a comparison section.
-	want := []string{"compression_frontier", "margins", "metrics_at_k", "per_query_ndcg@10"}
-	if slices.Contains(names, "comparison.svg") {
-		want = append(want, "comparison")
-	}
+	// Three backbones and a PCA variant, compared (SPEC §6.6): every figure.
+	want := []string{"comparison", "compression_frontier", "margins", "metrics_at_k", "per_query_ndcg@10"}
 	var wantFiles []string
 	for _, w := range want {
 		wantFiles = append(wantFiles, w+".png", w+".svg")
