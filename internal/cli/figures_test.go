@@ -193,3 +193,66 @@ func TestFigureFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+func plotNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// retrieval run with three results (an extractor and two compression
+// variants) writes every figure, and the HTML page inlines them; compare
+// of JSON reports writes the figures its reports support (per-query
+// margins are not part of the JSON report, so no margins figure).
+func TestRunAndCompareFigures(t *testing.T) {
+	f := newCmpFixture(t)
+	dir := t.TempDir()
+	plotDir, htmlPath := filepath.Join(dir, "run-plots"), filepath.Join(dir, "run.html")
+	mustRun(t, f.runArgs("sharp", "--compress", "prefix:2", "--compress", "prefix:4", "--plots", plotDir, "--html", htmlPath)...)
+	want := []string{"comparison.svg", "compression_frontier.svg", "margins.svg", "metrics_at_k.svg", "per_query_ndcg@10.svg"}
+	if got := plotNames(t, plotDir); !slices.Equal(got, want) {
+		t.Errorf("run figures %v, want %v", got, want)
+	}
+	page := []byte(mustRead(t, htmlPath))
+	checkSelfContained(t, page)
+	if n := bytes.Count(page, []byte("<svg ")); n != len(want) {
+		t.Errorf("%d inline figures, want %d", n, len(want))
+	}
+	var reports []string
+	for _, name := range []string{"sharp", "blurry", "noisy"} {
+		p := filepath.Join(dir, name+".json")
+		mustRun(t, f.runArgs(name, "--json", p)...)
+		reports = append(reports, p)
+	}
+	cmpDir, cmpHTML := filepath.Join(dir, "cmp-plots"), filepath.Join(dir, "cmp.html")
+	mustRun(t, append([]string{"retrieval", "compare", "--quiet", "--bootstrap", "400", "--permutations", "500",
+		"--plots", cmpDir, "--plot-format", "png", "--html", cmpHTML}, reports...)...)
+	if got, want := plotNames(t, cmpDir), []string{"comparison.png", "metrics_at_k.png", "per_query_ndcg@10.png"}; !slices.Equal(got, want) {
+		t.Errorf("compare figures %v, want %v", got, want)
+	}
+	page = []byte(mustRead(t, cmpHTML))
+	checkSelfContained(t, page)
+	for _, s := range []string{`<td class="name">sharp</td>`, `<h2 id="comparison">Comparison</h2>`, `<figure id="figure-comparison">`} {
+		if !bytes.Contains(page, []byte(s)) {
+			t.Errorf("compare page lacks %s", s)
+		}
+	}
+	// A refused compare creates no output at all (SPEC §6.1).
+	failDir, failHTML := filepath.Join(dir, "fail-plots"), filepath.Join(dir, "fail.html")
+	code, _, _ := run(t, append([]string{"retrieval", "compare", "--quiet", "--plots", failDir, "--html", failHTML}, reports[0], reports[0])...)
+	if code == 0 {
+		t.Fatal("compare of a report with itself succeeded")
+	}
+	for _, p := range []string{failDir, failHTML} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists after a failed run", p)
+		}
+	}
+}
