@@ -37,9 +37,17 @@ func BootstrapMean(x []float64, level float64, resamples int, method CIMethod, r
 	if resamples < 1 {
 		return Interval{}, errorf("bootstrap resamples must be >= 1")
 	}
+	if uint64(n) >= 1<<32 {
+		return bootstrap(x, level, resamples, method, func(_ int, dst []int) {
+			for j := range dst {
+				dst[j] = int(uniformIndex(r, uint64(n)))
+			}
+		})
+	}
+	src := &indexSource{r: r}
 	return bootstrap(x, level, resamples, method, func(_ int, dst []int) {
 		for j := range dst {
-			dst[j] = int(uniformIndex(r, uint64(n)))
+			dst[j] = int(src.index(uint64(n)))
 		}
 	})
 }

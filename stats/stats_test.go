@@ -208,6 +208,16 @@ func TestUniformIndex(t *testing.T) {
 			t.Errorf("bucket %d: %d of 70000", i, c)
 		}
 	}
+	src := &indexSource{r: Stream(4, "u32")}
+	counts = [7]int{}
+	for i := 0; i < 70000; i++ {
+		counts[src.index(7)]++
+	}
+	for i, c := range counts {
+		if c < 9500 || c > 10500 {
+			t.Errorf("32-bit source, bucket %d: %d of 70000", i, c)
+		}
+	}
 }
 
 func TestBootstrapDegenerate(t *testing.T) {

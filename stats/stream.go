@@ -28,6 +28,38 @@ func Stream(seed uint64, labels ...string) *rand.Rand {
 	return rand.New(rand.NewChaCha8(key))
 }
 
+// indexSource draws bounded integers two at a time from each 64-bit
+// output (bootstrap indices dominate the cost of a comparison).
+type indexSource struct {
+	r    *rand.Rand
+	buf  uint64
+	have bool
+}
+
+// next32 returns 32 fresh random bits.
+func (s *indexSource) next32() uint64 {
+	if s.have {
+		s.have = false
+		return s.buf >> 32
+	}
+	s.buf = s.r.Uint64()
+	s.have = true
+	return s.buf & 0xffffffff
+}
+
+// index draws an integer in [0, n), n < 2^32, with Lemire's method on 32
+// bits (exactly uniform: draws in the biased low range are rejected).
+func (s *indexSource) index(n uint64) uint64 {
+	m := s.next32() * n
+	if m&0xffffffff < n {
+		thresh := (1<<32 - n) % n
+		for m&0xffffffff < thresh {
+			m = s.next32() * n
+		}
+	}
+	return m >> 32
+}
+
 // uniformIndex draws an integer in [0, n) from r.Uint64 with Lemire's
 // multiply-and-reject method. It is written here rather than taken from
 // rand.IntN so that the resamples depend only on the ChaCha8 stream, whose
