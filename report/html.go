@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -48,11 +47,10 @@ type htmlView struct {
 	Summary     []keyValue
 	Primary     string
 	Ranking     []htmlRankRow
-	HasCI       bool   // the ranking shows intervals and significance marks
-	CILabel     string // e.g. "95 % CI (BCa)"
-	SigNote     string // how the superscripts were decided
+	HasCI       bool   // the ranking shows keys, intervals and significance marks
+	SigNote     string // how the superscripts and intervals were computed
+	TestP       string // head of the chosen test's p-value column
 	Comparison  []htmlBlock
-	Settings    []keyValue
 	Compression []htmlCompressionRow
 	Figures     []htmlFigure
 	Details     []htmlDetail
@@ -64,8 +62,9 @@ type htmlRankRow struct {
 	Rank                          int
 	Name                          string
 	Score, PrimaryValue, MRR, MAP string
+	Key                           string // key letter, when compared
 	CI                            string // interval of the primary metric's mean, when compared
-	Beats                         string // ranks of the results it beats significantly
+	Beats                         string // keys of the results it beats significantly
 }
 
 type htmlBlock struct {
@@ -75,8 +74,8 @@ type htmlBlock struct {
 }
 
 type htmlPairRow struct {
-	A, B, MeanDiff, CI, TTestP, RandP, Effect string
-	Significant                               bool
+	A, B, MeanDiff, CI, P, HolmP, Effect string
+	Significant                          bool
 }
 
 type htmlCompressionRow struct {
@@ -152,7 +151,7 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		}
 		v.Ranking = append(v.Ranking, row)
 	}
-	if err := addComparison(v, b); err != nil {
+	if err := addComparison(v, b, ranked); err != nil {
 		return nil, err
 	}
 	if hasCompression(ranked) {
@@ -344,75 +343,72 @@ func inlineSVG(svg []byte) template.HTML {
 	return template.HTML(svgProlog.ReplaceAll(svg, nil)) // #nosec: generated markup, texts escaped by vgsvg
 }
 
-// addComparison adds the SPEC §13 values: the interval and superscripts of
-// the primary metric (forward) in the ranking, and every pair of every
-// compared metric and direction in the comparison table.
-func addComparison(v *htmlView, b *results.Benchmark) error {
+// addComparison adds the SPEC §13 values exactly as the Markdown report
+// shows them: key letters, the interval of the primary metric (forward)
+// and superscripts naming by key the results each one beats, then every
+// pair of every compared metric and direction.
+func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.ExtractorResult) error {
 	c := b.Comparison
-	if c == nil {
+	if c == nil || len(c.Blocks) == 0 {
 		return nil
 	}
-	rankOf := map[string]int{}
-	for _, r := range v.Ranking {
-		rankOf[r.Name] = r.Rank
-	}
-	f4 := func(x float64, what string) (string, error) { return fixed4(x, "comparison", what) }
-	interval := func(in results.Interval) (string, error) {
-		lo, err := f4(in.Low, "interval")
-		if err != nil {
-			return "", err
+	keys := rankingKeys(ranked)
+	if blk := primaryBlock(b, v.Primary); blk != nil {
+		v.HasCI = true
+		summary := map[string]results.ResultSummary{}
+		for _, r := range blk.Results {
+			summary[r.Name] = r
 		}
-		hi, err := f4(in.High, "interval")
-		return "[" + lo + ", " + hi + "]", err
+		for i := range v.Ranking {
+			row := &v.Ranking[i]
+			row.Key, row.CI = keys[row.Name], "-"
+			s, ok := summary[row.Name]
+			if !ok {
+				continue
+			}
+			var err error
+			if row.CI, err = interval(s.CI, row.Name); err != nil {
+				return err
+			}
+			for _, beaten := range s.Beats {
+				row.Beats += keys[beaten]
+			}
+		}
 	}
+	st := c.Settings
+	v.TestP = "randomization p"
+	if st.Test == "ttest" {
+		v.TestP = "t-test p"
+	}
+	family := "every pair of compared results"
+	if st.Baseline != nil {
+		family = "each result against the baseline " + *st.Baseline
+	}
+	v.SigNote = fmt.Sprintf("Superscripts: the keys of the results whose forward %s this result is significantly better than "+
+		"(%s test, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.",
+		v.Primary, testName(st.Test), formatAlpha(st.Alpha), family, ciName(st.CIMethod), st.Bootstrap, st.Seed)
 	for _, blk := range c.Blocks {
 		hb := htmlBlock{Metric: blk.Metric, Direction: blk.Direction, NQueries: blk.NQueries}
-		if blk.Metric == v.Primary && blk.Direction == "forward" {
-			v.HasCI = true
-			summary := map[string]results.ResultSummary{}
-			for _, r := range blk.Results {
-				summary[r.Name] = r
-			}
-			for i := range v.Ranking {
-				row := &v.Ranking[i]
-				s, ok := summary[row.Name]
-				if !ok {
-					continue
-				}
-				var err error
-				if row.CI, err = interval(s.CI); err != nil {
-					return err
-				}
-				var beats []int
-				for _, name := range s.Beats {
-					if r, ok := rankOf[name]; ok {
-						beats = append(beats, r)
-					}
-				}
-				slices.Sort(beats)
-				parts := make([]string, len(beats))
-				for j, r := range beats {
-					parts[j] = strconv.Itoa(r)
-				}
-				row.Beats = strings.Join(parts, ",")
-			}
-		}
 		for _, p := range blk.Pairs {
+			name := p.A + " vs " + p.B
 			row := htmlPairRow{A: p.A, B: p.B, Significant: p.Significant, Effect: "-"}
 			var err error
-			if row.MeanDiff, err = f4(p.MeanDiff, "mean difference"); err != nil {
+			if row.MeanDiff, err = fixed4(p.MeanDiff, name, "mean_diff"); err != nil {
 				return err
 			}
-			if row.CI, err = interval(p.CI); err != nil {
+			if row.CI, err = interval(p.CI, name); err != nil {
 				return err
 			}
-			row.TTestP = pValue(p.TTestP) + " (" + pValue(p.TTestPAdjusted) + ")"
-			row.RandP = pValue(p.RandomizationP) + " (" + pValue(p.RandomizationPAdjusted) + ")"
-			if p.RandomizationExact {
-				row.RandP += " exact"
+			raw, adj := p.RandomizationP, p.RandomizationPAdjusted
+			if st.Test == "ttest" {
+				raw, adj = p.TTestP, p.TTestPAdjusted
 			}
+			if !finite(raw) || !finite(adj) {
+				return fmt.Errorf("HTML report: %s: non-finite p-value", msgfmt.Quote(name))
+			}
+			row.P, row.HolmP = formatP(raw), formatP(adj)
 			if p.EffectSize != nil {
-				if row.Effect, err = f4(*p.EffectSize, "effect size"); err != nil {
+				if row.Effect, err = fixed4(*p.EffectSize, name, "effect_size"); err != nil {
 					return err
 				}
 			}
@@ -420,36 +416,14 @@ func addComparison(v *htmlView, b *results.Benchmark) error {
 		}
 		v.Comparison = append(v.Comparison, hb)
 	}
-	st := c.Settings
-	level := strconv.FormatFloat(st.ConfidenceLevel*100, 'f', -1, 64) + " %"
-	ci := "BCa"
-	if st.CIMethod == "percentile" {
-		ci = "percentile"
-	}
-	v.CILabel = level + " CI (" + ci + ")"
-	v.SigNote = fmt.Sprintf("Superscripts: the ranks of the results a result beats significantly "+
-		"(%s test, Holm-adjusted p < %s).", st.Test, strconv.FormatFloat(st.Alpha, 'g', -1, 64))
-	baseline := "-"
-	if st.Baseline != nil {
-		baseline = *st.Baseline
-	}
-	v.Settings = []keyValue{
-		{"family", st.Family, false}, {"baseline", baseline, false}, {"test", st.Test, false},
-		{"alpha", strconv.FormatFloat(st.Alpha, 'g', -1, 64), false}, {"interval", v.CILabel, false},
-		{"bootstrap resamples", strconv.Itoa(st.Bootstrap), false}, {"permutations", strconv.Itoa(st.Permutations), false},
-		{"seed", strconv.FormatUint(st.Seed, 10), false}, {"adjustment", st.Adjustment, false},
-	}
 	return nil
 }
 
-// pValue shows a p-value with 4 significant digits, small ones in
-// exponent form, so tiny p-values do not read as 0.0000.
-func pValue(p float64) string {
-	if math.IsNaN(p) || math.IsInf(p, 0) {
-		return "-"
+func interval(in results.Interval, name string) (string, error) {
+	lo, err := fixed4(in.Low, name, "ci.low")
+	if err != nil {
+		return "", err
 	}
-	if p != 0 && p < 1e-4 {
-		return strconv.FormatFloat(p, 'e', 2, 64)
-	}
-	return strconv.FormatFloat(p, 'f', 4, 64)
+	hi, err := fixed4(in.High, name, "ci.high")
+	return "[" + lo + ", " + hi + "]", err
 }

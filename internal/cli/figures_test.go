@@ -24,9 +24,9 @@ func TestDemoFiguresAndHTML(t *testing.T) {
 	}
 	dir := t.TempDir()
 	htmlPath, plotDir := filepath.Join(dir, "demo.html"), filepath.Join(dir, "plots")
-	code, stdout, stderr := run(t, "demo", "--quiet", "--html", htmlPath, "--plots", plotDir, "--plot-format", "both")
-	if code != 0 || stdout != "" {
-		t.Fatalf("exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	code, markdown, stderr := run(t, "demo", "--quiet", "--markdown", "-", "--html", htmlPath, "--plots", plotDir, "--plot-format", "both")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	entries, err := os.ReadDir(plotDir)
 	if err != nil {
@@ -80,6 +80,26 @@ func TestDemoFiguresAndHTML(t *testing.T) {
 	}
 	if bytes.Contains(page, []byte("| hog |")) {
 		t.Error("Markdown table syntax in the HTML page")
+	}
+	// The page's ranking holds the Markdown ranking's values, cell for cell
+	// (key, rank, name, score, metric with superscripts, interval, mrr, map).
+	rows := 0
+	for _, line := range strings.Split(markdown, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 8 || len(cells[0]) != 1 || cells[0] < "a" || cells[0] > "z" {
+			continue
+		}
+		rows++
+		want := "<tr><td>" + cells[0] + "</td><td class=\"num\">" + cells[1] + "</td><td class=\"name\">" + cells[2] + "</td>"
+		for _, c := range cells[3:] {
+			want += "<td class=\"num\">" + c + "</td>"
+		}
+		if !bytes.Contains(page, []byte(want+"</tr>")) {
+			t.Errorf("page lacks the ranking row %s", want)
+		}
+	}
+	if rows != 4 {
+		t.Errorf("%d ranking rows with key letters in the Markdown report, want 4", rows)
 	}
 	screenshotHTML(t, htmlPath)
 }
