@@ -236,3 +236,14 @@ func label(name string) string {
 
 // errNoForward reports a result that cannot be drawn.
 var errNoForward = errors.New("has no forward score result")
+
+// Colors maps each result name of b to the colour its figures draw it in
+// ("#rrggbb"), so tables can key their rows to the figures.
+func Colors(b *results.Benchmark) map[string]string {
+	out := make(map[string]string, len(b.ExtractorResults))
+	for i, r := range b.ExtractorResults {
+		c := palette[i%len(palette)]
+		out[r.Name] = fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
+	}
+	return out
+}

@@ -326,6 +326,11 @@ func TestLabelAndHelpers(t *testing.T) {
 	if v, ok := residentBytes(map[string]any{"applied": true, "resident_bytes": 320000.0}, 5000); !ok || v != 320000 {
 		t.Errorf("resident %v %v", v, ok)
 	}
+	// Colours follow run order, as in the figures.
+	c := Colors(fakeBenchmark(t))
+	if c["alpha"] != "#0072b2" || c["alpha[pca_16]"] != "#d55e00" || c["beta"] != "#cc79a7" {
+		t.Errorf("colours %v", c)
+	}
 	if _, err := ParseFormats("pdf"); err == nil {
 		t.Error("pdf accepted")
 	}

@@ -62,9 +62,10 @@ type htmlRankRow struct {
 	Rank                          int
 	Name                          string
 	Score, PrimaryValue, MRR, MAP string
-	Key                           string // key letter, when compared
-	CI                            string // interval of the primary metric's mean, when compared
-	Beats                         string // keys of the results it beats significantly
+	Color                         template.CSS // the result's colour in the figures
+	Key                           string       // key letter, when compared
+	CI                            string       // interval of the primary metric's mean, when compared
+	Beats                         string       // keys of the results it beats significantly
 }
 
 type htmlBlock struct {
@@ -132,8 +133,9 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 	if v.Summary, err = summaryEntries(b); err != nil {
 		return nil, err
 	}
+	colors := plots.Colors(b)
 	for i, r := range ranked {
-		row := htmlRankRow{Rank: i + 1, Name: r.Name}
+		row := htmlRankRow{Rank: i + 1, Name: r.Name, Color: template.CSS("background:" + colors[r.Name])}
 		if row.Score, err = fixed4(r.PrimaryScore, r.Name, "primary_score"); err != nil {
 			return nil, err
 		}

@@ -83,8 +83,8 @@ func TestHTMLContent(t *testing.T) {
 		`<th>key</th><th class="num">rank</th>`,
 		`<th class="num">95 % CI</th>`,
 		// Key a beats key c: superscript "c" on its primary metric, with its interval.
-		`<tr><td>a</td><td class="num">1</td><td class="name">plain[pca_2]</td><td class="num">1.0000</td><td class="num">1.0000<sup>c</sup></td><td class="num">[1.0000, 1.0000]</td>`,
-		`<tr><td>b</td><td class="num">2</td><td class="name">plain</td><td class="num">0.7500</td><td class="num">0.5000</td><td class="num">[0.0000, 1.0000]</td>`,
+		`<tr><td>a</td><td class="num">1</td><td class="name"><span class="swatch" style="background:#d55e00"></span>plain[pca_2]</td><td class="num">1.0000</td><td class="num">1.0000<sup>c</sup></td><td class="num">[1.0000, 1.0000]</td>`,
+		`<tr><td>b</td><td class="num">2</td><td class="name"><span class="swatch" style="background:#0072b2"></span>plain</td><td class="num">0.7500</td><td class="num">0.5000</td><td class="num">[0.0000, 1.0000]</td>`,
 		`Superscripts: the keys of the results whose forward ndcg@1 this result is significantly better than (paired sign-flip randomization test, Holm-adjusted p &lt; 0.05 over every pair of compared results). 95 % CI: BCa bootstrap interval of the mean, 10000 resamples, seed 7.`,
 		`<h2 id="comparison">Comparison</h2>`,
 		`<h3>ndcg@1 (forward, n = 2)</h3>`,
