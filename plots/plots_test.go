@@ -68,7 +68,7 @@ func fakeResult(name string, quality float64, method string, dim, residentBytes 
 
 // fakeBenchmark holds three extractors, two compression variants of the
 // first, and a comparison of the primary metric against the best result.
-func fakeBenchmark(t *testing.T) *results.Benchmark {
+func fakeBenchmark(t testing.TB) *results.Benchmark {
 	t.Helper()
 	b := &results.Benchmark{
 		ExtractorResults: []*results.ExtractorResult{

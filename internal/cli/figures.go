@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -34,6 +35,17 @@ func (g *figureFlags) check(changed func(string) bool) error {
 	}
 	if _, err := plots.ParseFormats(g.plotFormat); err != nil {
 		return usagef("--plot-format: %v", err)
+	}
+	// Targets are checked before any evaluation work (SPEC §6.1).
+	if g.html != "" {
+		if fi, err := os.Stat(g.html); err == nil && fi.IsDir() {
+			return usagef("--html %s is a directory; give a file path", g.html)
+		}
+	}
+	if g.plots != "" {
+		if fi, err := os.Stat(g.plots); err == nil && !fi.IsDir() {
+			return usagef("--plots %s exists and is not a directory", g.plots)
+		}
 	}
 	return nil
 }

@@ -208,6 +208,8 @@ func TestFigureFlagErrors(t *testing.T) {
 		{[]string{"demo", "--plot-format", "png"}, "--plot-format requires --plots"},
 		{[]string{"demo", "--html", "-"}, "--html does not write to stdout"},
 		{[]string{"demo", "--plots", "-"}, "--plots names a directory"},
+		{[]string{"demo", "--html", t.TempDir()}, "is a directory; give a file path"},
+		{[]string{"demo", "--plots", writeFile(t, t.TempDir(), "f.txt", "x")}, "exists and is not a directory"},
 	} {
 		code, _, stderr := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.msg) {
