@@ -190,6 +190,7 @@ func newPlot() *plot.Plot {
 		ax.Tick.Label.Font = font.From(sans, 10)
 		ax.Padding = vg.Points(3)
 	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = niceTicks{}, niceTicks{}
 	p.Legend.TextStyle.Font = font.From(sans, 10)
 	return p
 }

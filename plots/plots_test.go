@@ -335,3 +335,40 @@ func TestLabelAndHelpers(t *testing.T) {
 		t.Error("pdf accepted")
 	}
 }
+
+func TestNiceTicks(t *testing.T) {
+	labels := func(lo, hi float64) (major []string, minor int) {
+		for _, tk := range (niceTicks{}).Ticks(lo, hi) {
+			if tk.Value < lo-1e-12 || tk.Value > hi+1e-12 {
+				t.Errorf("[%v, %v]: tick %v outside", lo, hi, tk.Value)
+			}
+			if tk.Label == "" {
+				minor++
+			} else {
+				major = append(major, tk.Label)
+			}
+		}
+		return major, minor
+	}
+	for _, c := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0.715, 0.845, []string{"0.72", "0.74", "0.76", "0.78", "0.80", "0.82", "0.84"}},
+		{0, 1, []string{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"}},
+		{-0.27, 0.31, []string{"-0.2", "-0.1", "0.0", "0.1", "0.2", "0.3"}},
+		{0.0012, 0.0168, []string{"0.005", "0.010", "0.015"}},
+		{-0.095, 0.003, []string{"-0.08", "-0.06", "-0.04", "-0.02", "0.00"}},
+	} {
+		major, minor := labels(c.lo, c.hi)
+		if !slices.Equal(major, c.want) {
+			t.Errorf("[%v, %v]: %v, want %v", c.lo, c.hi, major, c.want)
+		}
+		if minor < len(major)-1 {
+			t.Errorf("[%v, %v]: %d minor ticks", c.lo, c.hi, minor)
+		}
+	}
+	if got := (niceTicks{}).Ticks(2, 2); len(got) != 1 {
+		t.Errorf("degenerate range: %v", got)
+	}
+}
