@@ -185,3 +185,22 @@ func TestPerQueryNonFinite(t *testing.T) {
 		t.Errorf("NaN per-query value: %v", err)
 	}
 }
+
+// FuzzReadReport: any input either fails cleanly or reads back into a
+// report that marshals.
+func FuzzReadReport(f *testing.F) {
+	data, err := synthetic(3, "seed", 6).MarshalReport()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"schema_version": 1, "extractor_results": [null]}`))
+	f.Add([]byte(`{"schema_version": 1, "extractor_results": [{"forward": {"per_query": {"query_ids": [], "metrics": {}}}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ReadReport(data)
+		if err != nil {
+			return
+		}
+		_, _ = b.MarshalReport() // must not panic
+	})
+}
