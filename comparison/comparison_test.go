@@ -201,3 +201,24 @@ func TestComputeMaxResults(t *testing.T) {
 		t.Errorf("baseline family: %v, %d pairs", c.Settings.Results, len(c.Blocks[0].Pairs))
 	}
 }
+
+// BenchmarkCompute10k: three results over 10,000 queries with the default
+// settings (3 intervals, 3 pairs).
+func BenchmarkCompute10k(b *testing.B) {
+	r := stats.Stream(9, "bench")
+	var rs []*results.ExtractorResult
+	for i, name := range []string{"x", "y", "z"} {
+		nd, mrr := make([]float64, 10000), make([]float64, 10000)
+		for q := range nd {
+			nd[q] = min(1, r.Float64()+0.02*float64(i))
+			mrr[q] = 1 / float64(1+r.IntN(10))
+		}
+		rs = append(rs, result(name, nd, mrr))
+	}
+	bm := bench(rs...)
+	for b.Loop() {
+		if _, err := Compute(context.Background(), bm, Options{Threads: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -211,6 +211,7 @@ func TestCompareUsageErrors(t *testing.T) {
 		{[]string{"retrieval", "compare", a, "--alpha", "1.5"}, "--alpha"},
 		{[]string{"retrieval", "compare", a, "--run", filepath.Join(f.dir, "x.run")}, "--run"},
 		{[]string{"retrieval", "compare", a, "--compare", "some"}, "--compare"},
+		{[]string{"retrieval", "compare", a, "--k", "1,2"}, "--k cannot be used when comparing reports"},
 		{f.pairArgs([]string{"sharp"}), "at least two pairs"},
 		{f.pairArgs([]string{"sharp", "blurry"}, "--baseline", "nope"), "--baseline"},
 		{f.runArgs("sharp", "--compare-metrics", "ndcg@7"), "--compare-metrics"},
