@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -203,4 +205,30 @@ func FuzzReadReport(f *testing.F) {
 		}
 		_, _ = b.MarshalReport() // must not panic
 	})
+}
+
+// BenchmarkWriteReport1M is BenchmarkMarshalReport1M plus writing and
+// syncing the file (what `--json PATH` does, less the rename).
+func BenchmarkWriteReport1M(b *testing.B) {
+	bench := synthetic(1_000_000, "big", 2)
+	path := filepath.Join(b.TempDir(), "report.json")
+	for b.Loop() {
+		data, err := bench.MarshalReport()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
