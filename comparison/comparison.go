@@ -279,10 +279,10 @@ func (o Options) ciMethod() stats.CIMethod {
 
 // summarise fills summary i. Its stream is labelled by the result, so a
 // result's interval is the same in every comparison it takes part in.
-func (bl *block) summarise(i int, o Options) error {
+func (bl *block) summarise(ctx context.Context, i int, o Options) error {
 	x := bl.cols[i]
 	r := stats.Stream(o.Seed, "result", bl.dir, bl.metric, bl.names[i])
-	ci, err := stats.BootstrapMean(x, ConfidenceLevel, o.Bootstrap, o.ciMethod(), r)
+	ci, err := stats.BootstrapMeanContext(ctx, x, ConfidenceLevel, o.Bootstrap, o.ciMethod(), r)
 	if err != nil {
 		return fmt.Errorf("result %s, %s %s: %w", msgfmt.Quote(bl.names[i]), bl.dir, bl.metric, err)
 	}
@@ -295,7 +295,7 @@ func (bl *block) summarise(i int, o Options) error {
 
 // comparePair fills pair k (before adjustment). Each pair has two streams
 // of its own (interval, randomization), labelled by both names in order.
-func (bl *block) comparePair(k int, o Options) error {
+func (bl *block) comparePair(ctx context.Context, k int, o Options) error {
 	a, b := bl.pairs[k][0], bl.pairs[k][1]
 	d, err := stats.Differences(bl.cols[a], bl.cols[b])
 	if err != nil {
@@ -304,7 +304,7 @@ func (bl *block) comparePair(k int, o Options) error {
 	wrap := func(err error) error {
 		return fmt.Errorf("pair %s vs %s, %s %s: %w", msgfmt.Quote(bl.names[a]), msgfmt.Quote(bl.names[b]), bl.dir, bl.metric, err)
 	}
-	ci, err := stats.BootstrapMean(d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.Stream(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	ci, err := stats.BootstrapMeanContext(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.Stream(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
 	if err != nil {
 		return wrap(err)
 	}
@@ -312,7 +312,7 @@ func (bl *block) comparePair(k int, o Options) error {
 	if err != nil {
 		return wrap(err)
 	}
-	sf, err := stats.SignFlipTest(d, o.Permutations, stats.Stream(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	sf, err := stats.SignFlipTestContext(ctx, d, o.Permutations, stats.Stream(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
 	if err != nil {
 		return wrap(err)
 	}
@@ -381,10 +381,10 @@ func runTasks(ctx context.Context, blocks []*block, o Options) error {
 	var tasks []task
 	for _, bl := range blocks {
 		for i := range bl.names {
-			tasks = append(tasks, func() error { return bl.summarise(i, o) })
+			tasks = append(tasks, func() error { return bl.summarise(ctx, i, o) })
 		}
 		for k := range bl.pairs {
-			tasks = append(tasks, func() error { return bl.comparePair(k, o) })
+			tasks = append(tasks, func() error { return bl.comparePair(ctx, k, o) })
 		}
 	}
 	threads := o.Threads

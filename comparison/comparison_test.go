@@ -152,3 +152,73 @@ func stdOf(r *results.ExtractorResult, key string) float64 {
 	col, _ := r.Forward.Column(key)
 	return stats.StdDev(col)
 }
+
+// Bidirectional results are compared forward and reverse separately, each
+// over its own per-query values.
+func TestComputeBidirectional(t *testing.T) {
+	rs := threeResults() // mid, good, bad; in reverse "bad" is best
+	rs[1].Reverse = result("good", []float64{0.1, 0.2}, []float64{1, 1}).Forward
+	rs[0].Reverse = result("mid", []float64{0.3, 0.4}, []float64{1, 1}).Forward
+	rs[2].Reverse = result("bad", []float64{0.9, 1}, []float64{1, 1}).Forward
+	c, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 100, Permutations: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Blocks) != 2 || c.Blocks[0].Direction != "forward" || c.Blocks[1].Direction != "reverse" {
+		t.Fatalf("blocks %+v", c.Blocks)
+	}
+	rev := c.Blocks[1]
+	if rev.NQueries != 2 || rev.Results[0].Name != "good" || rev.Results[0].Mean != stats.Mean([]float64{0.1, 0.2}) {
+		t.Errorf("reverse block %+v", rev)
+	}
+	// good − bad in reverse is −0.8 for both queries: exact enumeration of
+	// the 4 sign vectors gives p = 2/4.
+	if p := rev.Pairs[1]; p.A != "good" || p.B != "bad" || !p.RandomizationExact || p.RandomizationP != 0.5 {
+		t.Errorf("reverse good vs bad %+v", p)
+	}
+}
+
+// The "all" family compares the 10 best-ranked results; a baseline family
+// has no cap.
+func TestComputeMaxResults(t *testing.T) {
+	var rs []*results.ExtractorResult
+	for i := range 12 {
+		v := float64(i) / 12
+		rs = append(rs, result(string(rune('A'+i)), []float64{v, v + 0.01}, []float64{1, 1}))
+	}
+	c, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Settings.Results; len(got) != 10 || got[0] != "L" || got[9] != "C" || len(c.Blocks[0].Pairs) != 45 {
+		t.Errorf("all family: %v, %d pairs", got, len(c.Blocks[0].Pairs))
+	}
+	c, err = Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50, Baseline: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Settings.Results) != 12 || len(c.Blocks[0].Pairs) != 11 {
+		t.Errorf("baseline family: %v, %d pairs", c.Settings.Results, len(c.Blocks[0].Pairs))
+	}
+}
+
+// BenchmarkCompute10k: three results over 10,000 queries with the default
+// settings (3 intervals, 3 pairs).
+func BenchmarkCompute10k(b *testing.B) {
+	r := stats.Stream(9, "bench")
+	var rs []*results.ExtractorResult
+	for i, name := range []string{"x", "y", "z"} {
+		nd, mrr := make([]float64, 10000), make([]float64, 10000)
+		for q := range nd {
+			nd[q] = min(1, r.Float64()+0.02*float64(i))
+			mrr[q] = 1 / float64(1+r.IntN(10))
+		}
+		rs = append(rs, result(name, nd, mrr))
+	}
+	bm := bench(rs...)
+	for b.Loop() {
+		if _, err := Compute(context.Background(), bm, Options{Threads: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -81,15 +81,15 @@ func writeRankingLegend(buf *bytes.Buffer, c *results.Comparison, primary string
 	if s.Baseline != nil {
 		family = "each result against the baseline " + EscapeMarkdown(*s.Baseline)
 	}
-	fmt.Fprintf(buf, "\nSuperscripts: the keys of the results whose forward %s this result is significantly better than (%s test, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.\n",
+	fmt.Fprintf(buf, "\nSuperscripts: the keys of the results whose forward %s this result is significantly better than (%s, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.\n",
 		EscapeMarkdown(primary), testName(s.Test), formatAlpha(s.Alpha), family, ciName(s.CIMethod), s.Bootstrap, s.Seed)
 }
 
 func testName(t string) string {
 	if t == "ttest" {
-		return "paired t"
+		return "paired t-test"
 	}
-	return "paired sign-flip randomization"
+	return "paired sign-flip randomization test"
 }
 
 func ciName(m string) string {

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -33,19 +34,25 @@ type Interval struct{ Low, High float64 }
 // the mean of x from `resamples` resamples with replacement drawn from r
 // (each resample: n indices, each uniform in [0, n)).
 func BootstrapMean(x []float64, level float64, resamples int, method CIMethod, r *rand.Rand) (Interval, error) {
+	return BootstrapMeanContext(context.Background(), x, level, resamples, method, r)
+}
+
+// BootstrapMeanContext is BootstrapMean that gives up with ctx's error once
+// ctx is done (polled every 64 resamples).
+func BootstrapMeanContext(ctx context.Context, x []float64, level float64, resamples int, method CIMethod, r *rand.Rand) (Interval, error) {
 	n := len(x)
 	if resamples < 1 {
 		return Interval{}, errorf("bootstrap resamples must be >= 1")
 	}
 	if uint64(n) >= 1<<32 {
-		return bootstrap(x, level, resamples, method, func(_ int, dst []int) {
+		return bootstrap(ctx, x, level, resamples, method, func(_ int, dst []int) {
 			for j := range dst {
 				dst[j] = int(uniformIndex(r, uint64(n)))
 			}
 		})
 	}
 	src := &indexSource{r: r}
-	return bootstrap(x, level, resamples, method, func(_ int, dst []int) {
+	return bootstrap(ctx, x, level, resamples, method, func(_ int, dst []int) {
 		for j := range dst {
 			dst[j] = int(src.index(uint64(n)))
 		}
@@ -69,7 +76,7 @@ func BootstrapMeanIndices(x []float64, level float64, method CIMethod, idx [][]i
 	if len(idx) == 0 {
 		return Interval{}, errorf("bootstrap resamples must be >= 1")
 	}
-	return bootstrap(x, level, len(idx), method, func(b int, dst []int) { copy(dst, idx[b]) })
+	return bootstrap(context.Background(), x, level, len(idx), method, func(b int, dst []int) { copy(dst, idx[b]) })
 }
 
 // bootstrap computes the interval. The resample means are exact sums
@@ -87,7 +94,7 @@ func BootstrapMeanIndices(x []float64, level float64, method CIMethod, idx [][]i
 // Φ⁻¹(1 − α/2). When #{θ* < θ̂} is 0 or B, z0 would be infinite; the
 // proportion is clamped to [1/(2B), 1 − 1/(2B)]. A sample whose values are
 // all equal has the degenerate interval [x_0, x_0].
-func bootstrap(x []float64, level float64, B int, method CIMethod, next func(b int, dst []int)) (Interval, error) {
+func bootstrap(ctx context.Context, x []float64, level float64, B int, method CIMethod, next func(b int, dst []int)) (Interval, error) {
 	n := len(x)
 	if n == 0 {
 		return Interval{}, ErrEmpty
@@ -111,6 +118,11 @@ func bootstrap(x []float64, level float64, B int, method CIMethod, next func(b i
 	below := 0
 	idx := make([]int, n)
 	for b := 0; b < B; b++ {
+		if b%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return Interval{}, err
+			}
+		}
 		next(b, idx)
 		if fv.exact {
 			var s int128

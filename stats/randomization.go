@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"context"
 	"math/bits"
 	"math/rand/v2"
 )
@@ -28,6 +29,12 @@ type SignFlipResult struct {
 // draw). Sums rather than means are compared, in exact integer arithmetic,
 // so ties are decided exactly. Every d_i = 0 gives p = 1.
 func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) {
+	return SignFlipTestContext(context.Background(), d, nPerm, r)
+}
+
+// SignFlipTestContext is SignFlipTest that gives up with ctx's error once
+// ctx is done (polled every 64 sign vectors).
+func SignFlipTestContext(ctx context.Context, d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) {
 	n := len(d)
 	if n == 0 {
 		return SignFlipResult{}, ErrEmpty
@@ -41,13 +48,14 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 		return SignFlipResult{}, errorf("permutations must be >= 1")
 	}
 	var count, total uint64
+	var err error
 	if fv.exact {
 		var obs int128
 		for _, v := range fv.v {
 			obs = obs.add(v)
 		}
 		obs = obs.abs()
-		count, total = flips(n, nPerm, exact, r, func(words []uint64) bool {
+		count, total, err = flips(ctx, n, nPerm, exact, r, func(words []uint64) bool {
 			return flippedSum(fv.v, words).abs().cmp(obs) >= 0
 		})
 	} else {
@@ -56,7 +64,7 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 			obs += v
 		}
 		obs = abs(obs)
-		count, total = flips(n, nPerm, exact, r, func(words []uint64) bool {
+		count, total, err = flips(ctx, n, nPerm, exact, r, func(words []uint64) bool {
 			var s float64
 			for i, v := range d {
 				if words[i>>6]>>(i&63)&1 == 1 {
@@ -66,6 +74,9 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 			}
 			return abs(s) >= obs
 		})
+	}
+	if err != nil {
+		return SignFlipResult{}, err
 	}
 	res := SignFlipResult{Exact: exact, ExactSums: fv.exact}
 	if exact {
@@ -79,19 +90,29 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 // flips runs extreme over every sign vector (exact) or nPerm random ones;
 // bit i of words set flips d_i. It returns the count of extreme vectors and
 // the number of vectors tried.
-func flips(n, nPerm int, exact bool, r *rand.Rand, extreme func(words []uint64) bool) (count, total uint64) {
+func flips(ctx context.Context, n, nPerm int, exact bool, r *rand.Rand, extreme func(words []uint64) bool) (count, total uint64, err error) {
 	words := make([]uint64, (n+63)/64)
 	if exact { // n ≤ MaxExactN < 64: one word enumerates every vector
 		total = uint64(1) << n
 		for m := uint64(0); m < total; m++ {
+			if m%(1<<16) == 0 {
+				if err := ctx.Err(); err != nil {
+					return 0, 0, err
+				}
+			}
 			words[0] = m
 			if extreme(words) {
 				count++
 			}
 		}
-		return count, total
+		return count, total, nil
 	}
 	for k := 0; k < nPerm; k++ {
+		if k%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+		}
 		for w := range words {
 			words[w] = r.Uint64()
 		}
@@ -99,7 +120,7 @@ func flips(n, nPerm int, exact bool, r *rand.Rand, extreme func(words []uint64) 
 			count++
 		}
 	}
-	return count, uint64(nPerm)
+	return count, uint64(nPerm), nil
 }
 
 // flippedSum is Σ ±v_i with v_i negated where its bit is set, branch-free

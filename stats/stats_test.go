@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -275,5 +276,20 @@ func TestBootstrapCoverage(t *testing.T) {
 				t.Errorf("%s %s: coverage %.3f outside [0.92, 0.98]", dist.name, m, cov)
 			}
 		}
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	x := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	if _, err := BootstrapMeanContext(ctx, x, 0.95, 1000, BCa, Stream(0)); err != context.Canceled {
+		t.Errorf("bootstrap: %v", err)
+	}
+	if _, err := SignFlipTestContext(ctx, x, 1000, Stream(0)); err != context.Canceled {
+		t.Errorf("sign flip (random): %v", err)
+	}
+	if _, err := SignFlipTestContext(ctx, x[:12], 1<<12, nil); err != context.Canceled {
+		t.Errorf("sign flip (exact): %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/encode"
@@ -187,19 +188,38 @@ func comparePairs(ctx context.Context, cmd *cobra.Command, fl *compareCmdFlags, 
 	return rf.evaluatePairs(ctx, cmd, pairs[1:], stdout, stderr)
 }
 
+// pairOnlyFlags are the flags that do not apply when comparing reports:
+// the dataset, configuration, memory and compression flags (they define an
+// evaluation) and the outputs that need rankings or relevance. Output flags
+// that need only results (--json, --markdown, --csv, and any added later)
+// and the comparison settings stay allowed.
+func pairOnlyFlags() map[string]bool {
+	c := &cobra.Command{}
+	var fl runFlags
+	fl.registerDataset(c)
+	fl.config.register(c)
+	fl.mem.register(c)
+	fl.comp.register(c)
+	m := map[string]bool{"run": true, "run-depth": true, "write-qrels": true}
+	c.Flags().VisitAll(func(f *pflag.Flag) { m[f.Name] = true })
+	delete(m, "threads") // also parallelises the comparison
+	return m
+}
+
 // compareReports merges JSON reports (SPEC §6.6).
 func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths []string, stdout, stderr io.Writer) error {
 	if len(paths) == 0 {
 		return usagef("compare needs REPORT.json files or --pair NAME=QUERIES,GALLERY")
 	}
 	var bad []string
-	for _, name := range []string{"run", "run-depth", "write-qrels", "compress", "compress-seed", "whiten"} {
-		if cmd.Flags().Changed(name) {
-			bad = append(bad, "--"+name)
+	pairOnly := pairOnlyFlags()
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if pairOnly[f.Name] {
+			bad = append(bad, "--"+f.Name)
 		}
-	}
+	})
 	if len(bad) > 0 {
-		return usagef("%s cannot be used when comparing reports (they hold no rankings or embeddings)", strings.Join(bad, ", "))
+		return usagef("%s cannot be used when comparing reports (they apply to --pair, or to rankings a report does not hold)", strings.Join(bad, ", "))
 	}
 	if err := fl.out.check(cmd); err != nil {
 		return err

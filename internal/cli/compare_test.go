@@ -211,6 +211,7 @@ func TestCompareUsageErrors(t *testing.T) {
 		{[]string{"retrieval", "compare", a, "--alpha", "1.5"}, "--alpha"},
 		{[]string{"retrieval", "compare", a, "--run", filepath.Join(f.dir, "x.run")}, "--run"},
 		{[]string{"retrieval", "compare", a, "--compare", "some"}, "--compare"},
+		{[]string{"retrieval", "compare", a, "--k", "1,2"}, "--k cannot be used when comparing reports"},
 		{f.pairArgs([]string{"sharp"}), "at least two pairs"},
 		{f.pairArgs([]string{"sharp", "blurry"}, "--baseline", "nope"), "--baseline"},
 		{f.runArgs("sharp", "--compare-metrics", "ndcg@7"), "--compare-metrics"},
@@ -218,6 +219,31 @@ func TestCompareUsageErrors(t *testing.T) {
 		code, _, stderr := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.frag) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 with %q", c.args, code, stderr, c.frag)
+		}
+	}
+}
+
+// compare of reports writes every report format from the merged results:
+// the CSV from the per_query blocks read back, the Markdown with intervals.
+func TestCompareReportsOutputs(t *testing.T) {
+	f := newCmpFixture(t)
+	a, b := filepath.Join(f.dir, "a.json"), filepath.Join(f.dir, "b.json")
+	mustRun(t, f.runArgs("sharp", "--json", a, "--csv", filepath.Join(f.dir, "a.csv"))...)
+	mustRun(t, f.runArgs("noisy", "--json", b)...)
+	csvPath, mdPath := filepath.Join(f.dir, "m.csv"), filepath.Join(f.dir, "m.md")
+	mustRun(t, "retrieval", "compare", a, b, "--bootstrap", "300", "--permutations", "300", "--csv", csvPath, "--markdown", mdPath, "--quiet")
+	csv, single := mustRead(t, csvPath), mustRead(t, filepath.Join(f.dir, "a.csv"))
+	if lines := strings.Count(csv, "\n"); lines != 1+2*40 {
+		t.Errorf("merged CSV has %d lines, want header + 80", lines)
+	}
+	// The sharp rows equal those the original run wrote.
+	if !strings.Contains(csv, strings.TrimPrefix(single, strings.SplitN(single, "\n", 2)[0]+"\n")) {
+		t.Error("merged CSV rows differ from the original run's")
+	}
+	md := mustRead(t, mdPath)
+	for _, want := range []string{"| key | rank | extractor |", "| a | 1 | sharp |", "<sup>b</sup>", "## Comparison"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
 	}
 }
