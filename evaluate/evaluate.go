@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
@@ -66,6 +67,10 @@ type Options struct {
 	Compression []compress.Config
 	// EmbeddingConfig is recorded in the report (nil: the §9.3 defaults).
 	EmbeddingConfig map[string]any
+	// Comparison sets the §13 comparison computed when the run yields two
+	// or more results (zero value: the defaults; Threads is taken from
+	// Threads above when unset).
+	Comparison comparison.Options
 }
 
 // Run evaluates every backbone on ds under cfg and returns the ranked result.
@@ -143,6 +148,15 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	}
 	if err := bench.Finalize(); err != nil {
 		return nil, err
+	}
+	if len(bench.ExtractorResults) >= 2 { // SPEC §6.6
+		co := opt.Comparison
+		if co.Threads == 0 {
+			co.Threads = opt.Threads
+		}
+		if bench.Comparison, err = comparison.Compute(ctx, bench, co); err != nil {
+			return nil, err
+		}
 	}
 	return bench, nil
 }
@@ -353,6 +367,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 			Config: cfg.Clone(), NQueries: nq, NGallery: p.Gallery.Rows(), Similarity: cfg.Similarity, Exact: true,
 		},
 		PerQuery: rows,
+		Margins:  margins,
 	}
 	for _, s := range []metrics.Summary{res.Diagnostics.PositiveSimilarity, res.Diagnostics.NearestNegativeSimilarity, res.Diagnostics.RetrievalMargin} {
 		for _, v := range []*float64{s.Mean, s.Median, s.Min, s.Max} {

@@ -66,6 +66,12 @@ func MarkdownWithSummary(b *results.Benchmark, summary []SummaryEntry) ([]byte, 
 	if err := writeRanking(&buf, b, ranked); err != nil {
 		return nil, err
 	}
+	if b.Comparison != nil && len(b.Comparison.Blocks) > 0 {
+		buf.WriteString("\n## Comparison\n\n")
+		if err := writeComparison(&buf, b.Comparison); err != nil {
+			return nil, err
+		}
+	}
 	if hasCompression(ranked) {
 		buf.WriteString("\n## Compression\n\n")
 		if err := writeCompression(&buf, ranked); err != nil {
@@ -108,10 +114,20 @@ func writeRanking(buf *bytes.Buffer, b *results.Benchmark, ranked []*results.Ext
 	if len(ranked) > 0 {
 		primary = ranked[0].Forward.PrimaryMetric
 	}
-	fmt.Fprintf(buf, "| rank | extractor | primary score | %s | mrr | map |\n", EscapeMarkdown(primary))
-	buf.WriteString("| ---: | --- | ---: | ---: | ---: | ---: |\n")
+	block := primaryBlock(b, primary)
+	keys := rankingKeys(ranked)
+	if block != nil { // SPEC §13: key letters, intervals and superscripts
+		fmt.Fprintf(buf, "| key | rank | extractor | primary score | %s | 95 %% CI | mrr | map |\n", EscapeMarkdown(primary))
+		buf.WriteString("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	} else {
+		fmt.Fprintf(buf, "| rank | extractor | primary score | %s | mrr | map |\n", EscapeMarkdown(primary))
+		buf.WriteString("| ---: | --- | ---: | ---: | ---: | ---: |\n")
+	}
 	for i, r := range ranked {
 		cells := []string{strconv.Itoa(i + 1), EscapeMarkdown(r.Name)}
+		if block != nil {
+			cells = append([]string{keys[r.Name]}, cells...)
+		}
 		score, err := fixed4(r.PrimaryScore, r.Name, "primary_score")
 		if err != nil {
 			return err
@@ -126,9 +142,20 @@ func writeRanking(buf *bytes.Buffer, b *results.Benchmark, ranked []*results.Ext
 			if err != nil {
 				return err
 			}
+			if block != nil && key == primary {
+				var ci string
+				if s, ci, err = comparedCells(block, keys, r.Name, s); err != nil {
+					return err
+				}
+				cells = append(cells, s, ci)
+				continue
+			}
 			cells = append(cells, s)
 		}
 		fmt.Fprintf(buf, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if block != nil {
+		writeRankingLegend(buf, b.Comparison, primary)
 	}
 	return nil
 }

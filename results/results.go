@@ -6,6 +6,7 @@ package results
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,8 +75,29 @@ type ScoreResult struct {
 	Warnings      []string      `json:"warnings"`
 	Metadata      ScoreMetadata `json:"metadata"`
 
-	PerQuery []QueryRow `json:"-"` // every query, in index order (CSV export)
+	// PerQuery holds every query's metrics in index order (CSV export,
+	// significance). The JSON report writes it as the columnar `per_query`
+	// block (SPEC §6.6) unless the report omits it.
+	PerQuery []QueryRow `json:"-"`
 	Run      *Run       `json:"-"` // ranking for TREC export, when requested
+
+	// Margins are the per-query retrieval margins (SPEC §4.7) of the
+	// queries that have a nearest negative, in query order; the figures
+	// of SPEC §5.8 plot their distribution.
+	Margins []float64 `json:"-"`
+}
+
+// MarshalJSON writes the §5.1 fields plus `per_query` when PerQuery is set.
+func (s ScoreResult) MarshalJSON() ([]byte, error) {
+	type plain ScoreResult // drops this method, keeps the field tags
+	var pq *PerQuery
+	if s.PerQuery != nil {
+		pq = PerQueryOf(s.PerQuery)
+	}
+	return json.Marshal(struct {
+		plain
+		PerQuery *PerQuery `json:"per_query,omitempty"`
+	}{plain(s), pq})
 }
 
 // MetricObject marshals metric values as a JSON object.
@@ -133,6 +155,9 @@ type Benchmark struct {
 	ExtractorResults []*ExtractorResult `json:"extractor_results"`
 	Ranking          []RankEntry        `json:"ranking"`
 	Metadata         Metadata           `json:"metadata"`
+	// Comparison is SPEC §13; present when the report holds two or more
+	// results (SPEC §6.6).
+	Comparison *Comparison `json:"comparison,omitempty"`
 }
 
 // ErrDuplicateName is returned when two results share a name.
@@ -181,25 +206,132 @@ func (b *Benchmark) QualityCohort(tol float64) ([]*ExtractorResult, error) {
 	return out, nil
 }
 
-// MarshalReport renders the JSON report of SPEC §5.4: keys sorted at every
-// level, 2-space indent, no HTML escaping, one trailing newline.
+// ReportOptions select optional parts of the JSON report.
+type ReportOptions struct {
+	// OmitPerQuery leaves out every `per_query` block (--no-per-query).
+	OmitPerQuery bool
+}
+
+// MarshalReport renders the JSON report of SPEC §5.4 with per-query values:
+// keys sorted at every level, 2-space indent, no HTML escaping, one
+// trailing newline.
 func (b *Benchmark) MarshalReport() ([]byte, error) {
-	raw, err := json.Marshal(b)
+	return b.MarshalReportWith(ReportOptions{})
+}
+
+// MarshalReportWith is MarshalReport with options.
+//
+// Per-query blocks hold most of a large report's numbers (14 per query with
+// the default ks), so they bypass the generic re-encoding of Canonicalize:
+// the rest of the report is canonicalised as a small tree holding one
+// placeholder string per block, and each placeholder is then replaced by
+// its block written directly in the same layout (sorted keys, 2-space
+// indent at the placeholder's depth, numbers as encoding/json writes
+// them). The text equals that of the generic path (tested); the
+// placeholders carry a random nonce, so no report string can collide.
+func (b *Benchmark) MarshalReportWith(opt ReportOptions) ([]byte, error) {
+	raw, err := json.Marshal(b.withoutPerQuery())
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
-	return Canonicalize(raw)
+	tree, err := decodeGeneric(raw)
+	if err != nil {
+		return nil, err
+	}
+	var blocks [][]QueryRow
+	var marks []string
+	if !opt.OmitPerQuery {
+		if blocks, marks, err = b.placePerQuery(tree); err != nil {
+			return nil, err
+		}
+	}
+	text, err := encodeCanonical(tree)
+	if err != nil || len(blocks) == 0 {
+		return text, err
+	}
+	return splicePerQuery(text, blocks, marks)
 }
 
-// Canonicalize re-encodes JSON with sorted keys, 2-space indent and no HTML
-// escaping, keeping every number's text exactly.
-func Canonicalize(raw []byte) ([]byte, error) {
+// placePerQuery puts a placeholder string where each per_query block goes
+// and returns the blocks with their placeholders, in report order.
+func (b *Benchmark) placePerQuery(tree any) ([][]QueryRow, []string, error) {
+	root, _ := tree.(map[string]any)
+	list, _ := root["extractor_results"].([]any)
+	if len(list) != len(b.ExtractorResults) {
+		return nil, nil, fmt.Errorf("encode report: extractor_results changed while encoding")
+	}
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, nil, fmt.Errorf("encode report: %w", err)
+	}
+	var blocks [][]QueryRow
+	var marks []string
+	for i, r := range b.ExtractorResults {
+		m, _ := list[i].(map[string]any)
+		for _, d := range []struct {
+			key string
+			s   *ScoreResult
+		}{{"forward", r.Forward}, {"reverse", r.Reverse}} {
+			if d.s == nil || d.s.PerQuery == nil {
+				continue
+			}
+			dst, ok := m[d.key].(map[string]any)
+			if !ok {
+				return nil, nil, fmt.Errorf("encode report: result %q has no %s object", r.Name, d.key)
+			}
+			mark := fmt.Sprintf("vertebrae-per-query-%x-%d", nonce, len(blocks))
+			dst["per_query"] = mark
+			blocks = append(blocks, d.s.PerQuery)
+			marks = append(marks, mark)
+		}
+	}
+	return blocks, marks, nil
+}
+
+// splicePerQuery replaces each quoted placeholder by its block, indented
+// one level deeper than the line holding the placeholder.
+func splicePerQuery(text []byte, blocks [][]QueryRow, marks []string) ([]byte, error) {
+	size := len(text)
+	for _, rows := range blocks {
+		if len(rows) > 0 {
+			// ~20 digits plus a newline and ~16 spaces of indent per value
+			size += len(rows) * (len(rows[0].Metrics.Keys)*38 + 24 + len(rows[0].QueryID))
+		}
+	}
+	out := make([]byte, 0, size)
+	rest := text
+	for k, rows := range blocks {
+		q := []byte(`"` + marks[k] + `"`)
+		at := bytes.Index(rest, q)
+		if at < 0 {
+			return nil, fmt.Errorf("encode report: per_query placeholder %d missing", k)
+		}
+		lineStart := bytes.LastIndexByte(rest[:at], '\n') + 1
+		indent := 0
+		for indent < at-lineStart && rest[lineStart+indent] == ' ' {
+			indent++
+		}
+		out = append(out, rest[:at]...)
+		var err error
+		if out, err = appendPerQueryIndented(out, rows, indent); err != nil {
+			return nil, fmt.Errorf("encode report: per_query: %w", err)
+		}
+		rest = rest[at+len(q):]
+	}
+	return append(out, rest...), nil
+}
+
+func decodeGeneric(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
+	return v, nil
+}
+
+func encodeCanonical(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -208,4 +340,35 @@ func Canonicalize(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// Canonicalize re-encodes JSON with sorted keys, 2-space indent and no HTML
+// escaping, keeping every number's text exactly.
+func Canonicalize(raw []byte) ([]byte, error) {
+	v, err := decodeGeneric(raw)
+	if err != nil {
+		return nil, err
+	}
+	return encodeCanonical(v)
+}
+
+// withoutPerQuery is a shallow copy whose score results carry no per-query
+// rows (the original, used by CSV and significance, is untouched).
+func (b *Benchmark) withoutPerQuery() *Benchmark {
+	c := *b
+	c.ExtractorResults = make([]*ExtractorResult, len(b.ExtractorResults))
+	strip := func(s *ScoreResult) *ScoreResult {
+		if s == nil {
+			return nil
+		}
+		t := *s
+		t.PerQuery = nil
+		return &t
+	}
+	for i, r := range b.ExtractorResults {
+		e := *r
+		e.Forward, e.Reverse = strip(r.Forward), strip(r.Reverse)
+		c.ExtractorResults[i] = &e
+	}
+	return &c
 }

@@ -20,7 +20,9 @@ type outputFlags struct {
 	runDepth            int
 	writeQrels          string
 	quiet               bool
-	inputs              []string // files no output may overwrite (SPEC §6.1)
+	inputs              []string    // files no output may overwrite (SPEC §6.1)
+	noPerQuery          bool        // omit per_query from the JSON report (SPEC §6.6)
+	figures             figureFlags // --html, --plots (figures.go)
 }
 
 func (o *outputFlags) register(cmd *cobra.Command, full bool) {
@@ -29,10 +31,12 @@ func (o *outputFlags) register(cmd *cobra.Command, full bool) {
 	f.StringVar(&o.markdown, "markdown", "", "write the Markdown report to PATH (- = stdout)")
 	f.StringVar(&o.csv, "csv", "", "write per-query metrics as CSV to PATH")
 	f.BoolVar(&o.quiet, "quiet", false, "print no report, warnings or progress")
+	o.figures.register(f)
 	if full {
 		f.StringVar(&o.run, "run", "", "write the forward ranking as a TREC run to PATH")
 		f.IntVar(&o.runDepth, "run-depth", 1000, "candidates per query in --run (0 = full ranking)")
 		f.StringVar(&o.writeQrels, "write-qrels", "", "write the eligible relevance as TREC qrels to PATH")
+		f.BoolVar(&o.noPerQuery, "no-per-query", false, "omit the per-query values (per_query) from the JSON report; significance tests on it are then impossible")
 	}
 }
 
@@ -47,6 +51,9 @@ func (o *outputFlags) check(cmd *cobra.Command) error {
 	}
 	if o.json == "-" && o.markdown == "-" {
 		return usagef("--json - and --markdown - cannot both write to stdout")
+	}
+	if err := o.figures.check(cmd.Flags().Changed); err != nil {
+		return err
 	}
 	for _, p := range []struct{ flag, path string }{{"--csv", o.csv}, {"--run", o.run}, {"--write-qrels", o.writeQrels}} {
 		if p.path == "-" {
@@ -70,7 +77,7 @@ func (o *outputFlags) runDepthOption() int {
 // emit with set.Add (streamed) or set.AddBytes (rendered).
 func (o *outputFlags) targetPaths() []struct{ flag, path string } {
 	var out []struct{ flag, path string }
-	for _, t := range []struct{ flag, path string }{{"--json", o.json}, {"--markdown", o.markdown}, {"--csv", o.csv}, {"--write-qrels", o.writeQrels}} {
+	for _, t := range []struct{ flag, path string }{{"--json", o.json}, {"--markdown", o.markdown}, {"--csv", o.csv}, {"--write-qrels", o.writeQrels}, {"--html", o.figures.html}} {
 		if t.path != "" && t.path != "-" {
 			out = append(out, t)
 		}
@@ -93,6 +100,9 @@ func (o *outputFlags) checkTargets(nResults int) error {
 	for _, t := range o.targetPaths() {
 		set.Add(t.flag, t.path, nil)
 	}
+	if o.figures.plots != "" {
+		set.AddDir("--plots", o.figures.plots)
+	}
 	if o.run != "" {
 		if nResults > 1 {
 			set.AddDir("--run", o.run)
@@ -112,7 +122,7 @@ func (o *outputFlags) emit(ctx context.Context, b *results.Benchmark, ds *retrie
 	var toStdout []byte
 	var jsonData, mdData []byte
 	var err error
-	if jsonData, err = b.MarshalReport(); err != nil {
+	if jsonData, err = b.MarshalReportWith(results.ReportOptions{OmitPerQuery: o.noPerQuery}); err != nil {
 		return err
 	}
 	if mdData, err = report.Markdown(b); err != nil {
@@ -151,6 +161,16 @@ func (o *outputFlags) emit(ctx context.Context, b *results.Benchmark, ds *retrie
 		set.Add("--write-qrels", o.writeQrels, func(w io.Writer) error {
 			return report.TRECQrels(w, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleRelevance())
 		})
+	}
+	figureFiles, err := o.figures.files(b)
+	if err != nil {
+		return err
+	}
+	if o.figures.plots != "" {
+		set.AddDir("--plots", o.figures.plots)
+	}
+	for _, f := range figureFiles {
+		set.AddBytes(f.flag, f.path, f.data)
 	}
 	if err := set.Commit(ctx); err != nil {
 		return err

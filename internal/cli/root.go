@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/internal/outputset"
@@ -72,11 +73,12 @@ func exitCode(ctx context.Context, err error) int {
 	var te *outputset.TargetError
 	var me *memory.ConfigError
 	var cce *compress.ConfigError
+	var oe *comparison.OptionError
 	switch {
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &te),
-		errors.As(err, &me), errors.As(err, &cce): // run-file sections too (SPEC §12)
+		errors.As(err, &me), errors.As(err, &cce), errors.As(err, &oe): // run-file sections too (SPEC §12)
 		return ExitUsage
 	}
 	return ExitFailure
@@ -106,7 +108,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 			return usagef("a retrieval subcommand is required (try \"vertebrae retrieval --help\")")
 		},
 	}
-	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr))
+	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr), newCompareCmd(stdout, stderr))
 	retrievalCmd.AddCommand(newArtifactCmds(stdout, stderr)...) // SPEC §6.8, artifacts.go
 	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), newBenchCmd(stdout), retrievalCmd)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {

@@ -41,6 +41,7 @@ type runFlags struct {
 	mem                          memoryFlags
 	comp                         compressFlags
 	out                          outputFlags
+	cmp                          compareFlags
 }
 
 // compressFlags choose paired-compression variants (SPEC §8).
@@ -169,6 +170,22 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz)")
 	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz)")
+	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
+	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
+	f.StringVar(&fl.onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for the ONNX extractors of a --spec run file (default $ONNXRUNTIME_LIB, then standard locations)")
+	fl.registerDataset(cmd)
+	fl.config.register(cmd)
+	fl.mem.register(cmd)
+	fl.comp.register(cmd)
+	fl.out.register(cmd, true)
+	fl.cmp.register(cmd)
+	return cmd
+}
+
+// registerDataset registers the dataset flags of SPEC §6.3 other than the
+// embedding files, shared by `run` and `compare --pair` (SPEC §6.6).
+func (fl *runFlags) registerDataset(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "array to read from a multi-array .npz query file")
 	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "array to read from a multi-array .npz gallery file")
 	f.StringVar(&fl.queryIDs, "query-ids", "", "query ID file, one ID per line (default: row numbers)")
@@ -181,17 +198,9 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.exclusions, "exclusions", "", "file of (query_id, gallery_id) pairs removed from ranking")
 	f.StringVar(&fl.datasetID, "dataset-id", "", "declared dataset identity (with --dataset-revision)")
 	f.StringVar(&fl.datasetRevision, "dataset-revision", "", "declared dataset revision (with --dataset-id)")
-	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
-	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
 	f.StringVar(&fl.queryIDColumn, "query-id-column", "", "Parquet/Arrow column holding the query IDs (instead of --query-ids)")
 	f.StringVar(&fl.galleryIDCol, "gallery-id-column", "", "Parquet/Arrow column holding the gallery IDs (instead of --gallery-ids)")
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
-	f.StringVar(&fl.onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for the ONNX extractors of a --spec run file (default $ONNXRUNTIME_LIB, then standard locations)")
-	fl.config.register(cmd)
-	fl.mem.register(cmd)
-	fl.comp.register(cmd)
-	fl.out.register(cmd, true)
-	return cmd
 }
 
 func (fl *runFlags) check(cmd *cobra.Command) error {
@@ -246,7 +255,18 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err := fl.check(cmd); err != nil {
 		return err
 	}
+	return fl.evaluatePairs(ctx, cmd, nil, stdout, stderr)
+}
+
+// evaluatePairs evaluates the flag-defined dataset, whose embeddings are
+// --queries/--gallery under --name, plus one precomputed backbone per extra
+// embedding pair (`compare --pair`, SPEC §6.6), all under one protocol.
+func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra []embeddingPair, stdout, stderr io.Writer) error {
 	cfg, err := fl.config.build(cmd)
+	if err != nil {
+		return err
+	}
+	cmpOpts, err := fl.cmp.options(cmd, cfg)
 	if err != nil {
 		return err
 	}
@@ -265,7 +285,10 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	ctx, restore := withMemoryGuard(ctx, budget.Limit())
 	defer restore()
 	fl.out.inputs = []string{fl.queries, fl.gallery, fl.queryIDs, fl.galleryIDs, fl.qrels, fl.queryLabels, fl.galleryLabels, fl.exclusions}
-	if err := fl.out.checkTargets(len(variants)); err != nil {
+	for _, p := range extra {
+		fl.out.inputs = append(fl.out.inputs, p.queries, p.gallery)
+	}
+	if err := fl.out.checkTargets(len(variants) * (1 + len(extra))); err != nil {
 		return err
 	}
 	var closers []func() error
@@ -279,8 +302,12 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
-	bench, err := evaluate.Run(ctx, ds, cfg, []evaluate.Backbone{evaluate.Precomputed(fl.name)},
-		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap(), Compression: variants})
+	backbones := []evaluate.Backbone{evaluate.Precomputed(fl.name)}
+	for _, p := range extra {
+		backbones = append(backbones, fl.pairBackbone(p, budget, &closers))
+	}
+	bench, err := evaluate.Run(ctx, ds, cfg, backbones,
+		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap(), Compression: variants, Comparison: cmpOpts})
 	if err != nil {
 		return err
 	}

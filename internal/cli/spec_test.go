@@ -98,6 +98,14 @@ outputs: {json: out/report.json, markdown: out/report.md}
 	if rep["ranking"].([]any)[0].(map[string]any)["primary_score"].(float64) != 1 {
 		t.Errorf("ranking %v", rep["ranking"])
 	}
+	// Four results: the report compares them with the §13 defaults.
+	cmp, ok := rep["comparison"].(map[string]any)
+	if !ok {
+		t.Fatal("run-file report has no comparison section")
+	}
+	if st := cmp["settings"].(map[string]any); st["bootstrap"] != 10000.0 || st["test"] != "randomization" || len(st["results"].([]any)) != 4 {
+		t.Errorf("comparison settings %v", st)
+	}
 	if got := rep["dataset_summary"].(map[string]any)["query_modality"]; got != "text" {
 		t.Errorf("query modality %v", got)
 	}

@@ -1,0 +1,224 @@
+package comparison
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/metrics"
+	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+	"github.com/vertebrae-eval/vertebrae/stats"
+)
+
+// result builds an extractor result whose per-query ndcg@10 and mrr are
+// given; its primary score is the mean ndcg@10.
+func result(name string, ndcg, mrr []float64) *results.ExtractorResult {
+	rows := make([]results.QueryRow, len(ndcg))
+	keys := []string{"mrr", "ndcg@10"}
+	for i := range ndcg {
+		rows[i] = results.QueryRow{QueryID: string(rune('a' + i)), Metrics: metrics.Values{Keys: keys, Vals: []float64{mrr[i], ndcg[i]}}}
+	}
+	return &results.ExtractorResult{
+		Name:         name,
+		Forward:      &results.ScoreResult{PrimaryMetric: "ndcg@10", PerQuery: rows, Score: stats.Mean(ndcg)},
+		PrimaryScore: stats.Mean(ndcg),
+	}
+}
+
+func bench(rs ...*results.ExtractorResult) *results.Benchmark {
+	cfg := retrieval.DefaultConfig()
+	return &results.Benchmark{ExtractorResults: rs, Metadata: results.Metadata{RetrievalConfig: cfg}}
+}
+
+func threeResults() []*results.ExtractorResult {
+	n := 20
+	good, mid, bad := make([]float64, n), make([]float64, n), make([]float64, n)
+	mrr := make([]float64, n)
+	for i := range n {
+		good[i] = 1
+		mid[i] = float64(i%2) * 0.5 // half the queries 0.5
+		bad[i] = 0
+		mrr[i] = 1 / float64(1+i%3)
+	}
+	return []*results.ExtractorResult{result("mid", mid, mrr), result("good", good, mrr), result("bad", bad, mrr)}
+}
+
+func TestComputeStructure(t *testing.T) {
+	c, err := Compute(context.Background(), bench(threeResults()...), Options{Metrics: []string{"mrr"}, Bootstrap: 500, Permutations: 999})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Settings
+	if !slices.Equal(s.Metrics, []string{"ndcg@10", "mrr"}) || s.Family != "all" || s.Baseline != nil ||
+		s.Test != "randomization" || s.Alpha != 0.05 || s.CIMethod != "bca" || s.Bootstrap != 500 || s.Permutations != 999 || s.Adjustment != "holm" {
+		t.Errorf("settings %+v", s)
+	}
+	if !slices.Equal(s.Results, []string{"good", "mid", "bad"}) {
+		t.Errorf("comparison order %v, want by primary score", s.Results)
+	}
+	if len(c.Blocks) != 2 || c.Blocks[0].Metric != "ndcg@10" || c.Blocks[1].Metric != "mrr" || c.Blocks[0].Direction != "forward" {
+		t.Fatalf("blocks %+v", c.Blocks)
+	}
+	b := c.Blocks[0]
+	if b.NQueries != 20 || len(b.Pairs) != 3 {
+		t.Fatalf("block %+v", b)
+	}
+	// good − bad: every d_i = 1: t-test p = 0, Monte Carlo p = 1/(1+999),
+	// Holm over 3 pairs: the smallest p times 3.
+	gb := b.Pairs[1]
+	if gb.A != "good" || gb.B != "bad" || gb.MeanDiff != 1 || gb.TTestP != 0 || gb.RandomizationP != 1.0/1000 ||
+		gb.RandomizationExact || gb.EffectSize != nil || !gb.Significant || gb.CI != (results.Interval{Low: 1, High: 1}) {
+		t.Errorf("good vs bad %+v", gb)
+	}
+	if math.Abs(gb.RandomizationPAdjusted-3.0/1000) > 1e-18 {
+		t.Errorf("Holm-adjusted p %v, want 3/1000", gb.RandomizationPAdjusted)
+	}
+	// Means are the report's means; "beats" follow significance and sign.
+	want := map[string][]string{"good": {"mid", "bad"}, "mid": {"bad"}, "bad": {}}
+	for _, r := range b.Results {
+		if !slices.Equal(r.Beats, want[r.Name]) {
+			t.Errorf("%s beats %v, want %v", r.Name, r.Beats, want[r.Name])
+		}
+	}
+	if b.Results[1].Mean != 0.25 || b.Results[1].SD != stdOf(threeResults()[0], "ndcg@10") {
+		t.Errorf("mid summary %+v", b.Results[1])
+	}
+	// mrr is identical for all: every p is 1, nothing significant.
+	for _, p := range c.Blocks[1].Pairs {
+		if p.TTestP != 1 || p.RandomizationP != 1 || p.Significant || p.MeanDiff != 0 {
+			t.Errorf("identical mrr pair %+v", p)
+		}
+	}
+}
+
+func TestComputeBaselineAndErrors(t *testing.T) {
+	c, err := Compute(context.Background(), bench(threeResults()...), Options{Baseline: "mid", Bootstrap: 200, Permutations: 200, Test: TestTTest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs [][2]string
+	for _, p := range c.Blocks[0].Pairs {
+		pairs = append(pairs, [2]string{p.A, p.B})
+	}
+	if !slices.Equal(pairs, [][2]string{{"good", "mid"}, {"bad", "mid"}}) || c.Settings.Family != "baseline" || *c.Settings.Baseline != "mid" {
+		t.Errorf("baseline pairs %v, settings %+v", pairs, c.Settings)
+	}
+	if _, err := Compute(context.Background(), bench(threeResults()...), Options{Baseline: "nope"}); !errors.As(err, new(*OptionError)) {
+		t.Errorf("unknown baseline: %v", err)
+	}
+	rs := threeResults()
+	rs[2].Forward.PerQuery = nil
+	if _, err := Compute(context.Background(), bench(rs...), Options{}); !errors.Is(err, ErrNoPerQuery) {
+		t.Errorf("missing per-query values: %v", err)
+	}
+	for _, o := range []Options{{Test: "z"}, {CIMethod: "x"}, {Alpha: 1}, {Bootstrap: -1}, {Permutations: -2}} {
+		if err := o.Validate(); !errors.As(err, new(*OptionError)) {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+// The comparison is the same for any thread count and any order of the
+// results (streams are labelled by names, order is by score then name).
+func TestComputeDeterministic(t *testing.T) {
+	ref := marshal(t, bench(threeResults()...), 1)
+	rs := threeResults()
+	slices.Reverse(rs)
+	for _, got := range []string{marshal(t, bench(threeResults()...), 2), marshal(t, bench(rs...), 2), marshal(t, bench(threeResults()...), 1)} {
+		if got != ref {
+			t.Fatalf("comparison differs:\n%s\nvs\n%s", got, ref)
+		}
+	}
+}
+
+func marshal(t *testing.T, b *results.Benchmark, threads int) string {
+	t.Helper()
+	c, err := Compute(context.Background(), b, Options{Threads: threads, Bootstrap: 300, Permutations: 300, Metrics: []string{"mrr"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func stdOf(r *results.ExtractorResult, key string) float64 {
+	col, _ := r.Forward.Column(key)
+	return stats.StdDev(col)
+}
+
+// Bidirectional results are compared forward and reverse separately, each
+// over its own per-query values.
+func TestComputeBidirectional(t *testing.T) {
+	rs := threeResults() // mid, good, bad; in reverse "bad" is best
+	rs[1].Reverse = result("good", []float64{0.1, 0.2}, []float64{1, 1}).Forward
+	rs[0].Reverse = result("mid", []float64{0.3, 0.4}, []float64{1, 1}).Forward
+	rs[2].Reverse = result("bad", []float64{0.9, 1}, []float64{1, 1}).Forward
+	c, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 100, Permutations: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Blocks) != 2 || c.Blocks[0].Direction != "forward" || c.Blocks[1].Direction != "reverse" {
+		t.Fatalf("blocks %+v", c.Blocks)
+	}
+	rev := c.Blocks[1]
+	if rev.NQueries != 2 || rev.Results[0].Name != "good" || rev.Results[0].Mean != stats.Mean([]float64{0.1, 0.2}) {
+		t.Errorf("reverse block %+v", rev)
+	}
+	// good − bad in reverse is −0.8 for both queries: exact enumeration of
+	// the 4 sign vectors gives p = 2/4.
+	if p := rev.Pairs[1]; p.A != "good" || p.B != "bad" || !p.RandomizationExact || p.RandomizationP != 0.5 {
+		t.Errorf("reverse good vs bad %+v", p)
+	}
+}
+
+// The "all" family compares the 10 best-ranked results; a baseline family
+// has no cap.
+func TestComputeMaxResults(t *testing.T) {
+	var rs []*results.ExtractorResult
+	for i := range 12 {
+		v := float64(i) / 12
+		rs = append(rs, result(string(rune('A'+i)), []float64{v, v + 0.01}, []float64{1, 1}))
+	}
+	c, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Settings.Results; len(got) != 10 || got[0] != "L" || got[9] != "C" || len(c.Blocks[0].Pairs) != 45 {
+		t.Errorf("all family: %v, %d pairs", got, len(c.Blocks[0].Pairs))
+	}
+	c, err = Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50, Baseline: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Settings.Results) != 12 || len(c.Blocks[0].Pairs) != 11 {
+		t.Errorf("baseline family: %v, %d pairs", c.Settings.Results, len(c.Blocks[0].Pairs))
+	}
+}
+
+// BenchmarkCompute10k: three results over 10,000 queries with the default
+// settings (3 intervals, 3 pairs).
+func BenchmarkCompute10k(b *testing.B) {
+	r := stats.Stream(9, "bench")
+	var rs []*results.ExtractorResult
+	for i, name := range []string{"x", "y", "z"} {
+		nd, mrr := make([]float64, 10000), make([]float64, 10000)
+		for q := range nd {
+			nd[q] = min(1, r.Float64()+0.02*float64(i))
+			mrr[q] = 1 / float64(1+r.IntN(10))
+		}
+		rs = append(rs, result(name, nd, mrr))
+	}
+	bm := bench(rs...)
+	for b.Loop() {
+		if _, err := Compute(context.Background(), bm, Options{Threads: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package plots
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/vertebrae-eval/vertebrae/results"
+)
+
+// forestRow is one result's paired difference to the reference result.
+type forestRow struct {
+	s           series
+	diff        float64
+	ci          results.Interval
+	significant bool
+}
+
+// comparison draws comparison.svg, a forest plot of the SPEC §13
+// comparison of the primary metric (forward): for every other result the
+// mean per-query difference to the reference (the best result, or the
+// baseline of a baseline family) with its confidence interval; filled
+// markers are significant after Holm adjustment.
+func comparison(rs *resultSet) (*Figure, error) {
+	c := rs.b.Comparison
+	if c == nil {
+		return nil, nil
+	}
+	var block *results.MetricComparison
+	for i := range c.Blocks {
+		if c.Blocks[i].Metric == rs.primary && c.Blocks[i].Direction == "forward" {
+			block = &c.Blocks[i]
+			break
+		}
+	}
+	if block == nil || len(block.Results) < 2 {
+		return nil, nil
+	}
+	ref := block.Results[0].Name
+	refWhat := "the best result"
+	if c.Settings.Family == "baseline" && c.Settings.Baseline != nil {
+		ref, refWhat = *c.Settings.Baseline, "the baseline"
+	}
+	byName := map[string]series{}
+	for _, s := range rs.results {
+		byName[s.r.Name] = s
+	}
+	var rows []forestRow
+	for _, r := range block.Results {
+		if r.Name == ref {
+			continue
+		}
+		s, ok := byName[r.Name]
+		if !ok {
+			return nil, fmt.Errorf("plots: comparison names result %q, which the report does not hold", r.Name)
+		}
+		for _, p := range block.Pairs {
+			// Differences are a − b; the plot shows result − reference.
+			switch {
+			case p.A == r.Name && p.B == ref:
+				rows = append(rows, forestRow{s: s, diff: p.MeanDiff, ci: p.CI, significant: p.Significant})
+			case p.A == ref && p.B == r.Name:
+				rows = append(rows, forestRow{s: s, diff: -p.MeanDiff,
+					ci: results.Interval{Low: -p.CI.High, High: -p.CI.Low}, significant: p.Significant})
+			default:
+				continue
+			}
+			break
+		}
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	for _, r := range rows {
+		for _, v := range []float64{r.diff, r.ci.Low, r.ci.High} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("plots: comparison of %q has a non-finite value", r.s.r.Name)
+			}
+		}
+	}
+	level := fmt.Sprintf("%g %%", c.Settings.ConfidenceLevel*100)
+	fig := &Figure{
+		Name:  "comparison",
+		Title: "Paired comparison",
+		Caption: fmt.Sprintf("Mean per-query difference in %s (forward) of each result to %s, %s, "+
+			"with its %s %s bootstrap confidence interval. Filled markers: significant after Holm adjustment "+
+			"(%s test, α = %g); hollow: not significant.",
+			rs.primary, refWhat, label(ref), level, ciName(c.Settings.CIMethod), c.Settings.Test, c.Settings.Alpha),
+		w: vg.Inch * 7.5, h: vg.Inch*1.3 + vg.Inch*0.42*vg.Length(len(rows)),
+	}
+	fig.draw = func(dc draw.Canvas) error {
+		p := newPlot()
+		p.Title.Text = "difference to " + label(ref)
+		p.X.Label.Text = "mean difference in " + rs.primary + " (result − " + label(ref) + "), " + level + " CI"
+		grid := plotter.NewGrid()
+		grid.Vertical.Color = lightGrey
+		grid.Horizontal = draw.LineStyle{}
+		p.Add(grid)
+		n := len(rows)
+		lo, hi := 0.0, 0.0
+		for _, r := range rows {
+			lo, hi = min(lo, r.ci.Low, r.diff), max(hi, r.ci.High, r.diff)
+		}
+		zl, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.5}, {X: 0, Y: float64(n) - 0.5}})
+		if err != nil {
+			return err
+		}
+		zl.LineStyle = draw.LineStyle{Color: color.Gray{Y: 0x60}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
+		p.Add(zl, &forest{rows: rows})
+		p.X.Min, p.X.Max = padRange(lo, hi, math.Inf(-1), math.Inf(1))
+		p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+		names := make([]string, n)
+		for i, r := range rows {
+			names[n-1-i] = r.s.label
+		}
+		p.NominalY(names...)
+		p.Draw(draw.Crop(dc, vg.Points(4), -vg.Points(12), vg.Points(4), -vg.Points(4)))
+		return nil
+	}
+	return fig, nil
+}
+
+func ciName(method string) string {
+	if method == "percentile" {
+		return "percentile"
+	}
+	return "BCa"
+}
+
+// forest draws an interval and a marker per row, the first row on top.
+type forest struct{ rows []forestRow }
+
+func (f *forest) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax = math.Inf(1), math.Inf(-1)
+	for _, r := range f.rows {
+		xmin, xmax = min(xmin, r.ci.Low, r.diff), max(xmax, r.ci.High, r.diff)
+	}
+	return xmin, xmax, -0.5, float64(len(f.rows)) - 0.5
+}
+
+func (f *forest) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	n := len(f.rows)
+	for i, r := range f.rows {
+		y := trY(float64(n - 1 - i))
+		col := r.s.color()
+		line := draw.LineStyle{Color: col, Width: vg.Points(2)}
+		capH := vg.Points(5)
+		c.StrokeLine2(line, trX(r.ci.Low), y, trX(r.ci.High), y)
+		c.StrokeLine2(line, trX(r.ci.Low), y-capH, trX(r.ci.Low), y+capH)
+		c.StrokeLine2(line, trX(r.ci.High), y-capH, trX(r.ci.High), y+capH)
+		pt := vg.Point{X: trX(r.diff), Y: y}
+		if r.significant {
+			c.DrawGlyph(draw.GlyphStyle{Color: col, Radius: vg.Points(4.5), Shape: draw.CircleGlyph{}}, pt)
+		} else {
+			c.DrawGlyph(draw.GlyphStyle{Color: color.White, Radius: vg.Points(4.5), Shape: draw.CircleGlyph{}}, pt)
+			c.DrawGlyph(draw.GlyphStyle{Color: col, Radius: vg.Points(4.5), Shape: draw.RingGlyph{}}, pt)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package plots
+
+import (
+	"image/color"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// frontierPoint is one result on the compression frontier.
+type frontierPoint struct {
+	s          series
+	bytes      float64
+	score      float64
+	compressed bool
+	base       string // extractor the variant belongs to
+}
+
+// compressionFrontier draws primary score against the gallery's resident
+// bytes (log scale), one marker per result: squares for uncompressed
+// results, triangles for compression variants, a thin line joining the
+// variants of one extractor. Only when some result is compressed.
+func compressionFrontier(rs *resultSet) (*Figure, error) {
+	var pts []frontierPoint
+	anyCompressed := false
+	for _, s := range rs.results {
+		md := s.r.CompressionMetadata
+		method, _ := md["method"].(string)
+		compressed := method != "" && method != "none"
+		anyCompressed = anyCompressed || compressed
+		bytes, ok := residentBytes(md, s.r.Forward.Metadata.NGallery)
+		if !ok {
+			continue
+		}
+		pts = append(pts, frontierPoint{s: s, bytes: bytes, score: s.r.PrimaryScore, compressed: compressed, base: variantBase(s.r.Name)})
+	}
+	if !anyCompressed || len(pts) == 0 {
+		return nil, nil
+	}
+	legendW := legendWidth(rs.results)
+	fig := &Figure{
+		Name:  "compression_frontier",
+		Title: "Compression frontier",
+		Caption: "Primary score against the resident bytes of the gallery embeddings (log scale). " +
+			"Squares: uncompressed results; triangles: compression variants; a grey line joins the variants of one extractor. " +
+			"Uncompressed sparse galleries have no byte count in the report and are left out.",
+		w: vg.Inch*6.5 + legendW, h: vg.Inch * 4.2,
+	}
+	fig.draw = func(dc draw.Canvas) error {
+		p := newPlot()
+		p.X.Label.Text = "gallery resident bytes (log scale)"
+		p.Y.Label.Text = "primary score (" + rs.primary + ")"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = byteTicks{}
+		grid := plotter.NewGrid()
+		grid.Vertical.Color = lightGrey
+		grid.Horizontal.Color = lightGrey
+		p.Add(grid)
+		// Join the points of each extractor.
+		var bases []string
+		byBase := map[string]plotter.XYs{}
+		for _, pt := range pts {
+			if _, ok := byBase[pt.base]; !ok {
+				bases = append(bases, pt.base)
+			}
+			byBase[pt.base] = append(byBase[pt.base], plotter.XY{X: pt.bytes, Y: pt.score})
+		}
+		for _, base := range bases {
+			if xy := byBase[base]; len(xy) > 1 {
+				// Left to right, so the line traces quality against size.
+				sort.SliceStable(xy, func(i, j int) bool { return xy[i].X < xy[j].X })
+				l, err := plotter.NewLine(xy)
+				if err != nil {
+					return err
+				}
+				l.LineStyle = draw.LineStyle{Color: color.Gray{Y: 0xA0}, Width: vg.Points(1)}
+				p.Add(l)
+			}
+		}
+		xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+		for _, pt := range pts {
+			sc, err := plotter.NewScatter(plotter.XYs{{X: pt.bytes, Y: pt.score}})
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: pt.s.color(), Radius: vg.Points(4.5), Shape: draw.BoxGlyph{}}
+			if pt.compressed {
+				sc.GlyphStyle.Shape = draw.PyramidGlyph{}
+			}
+			p.Add(sc)
+			xmin, xmax = min(xmin, pt.bytes), max(xmax, pt.bytes)
+			ymin, ymax = min(ymin, pt.score), max(ymax, pt.score)
+		}
+		p.X.Min, p.X.Max = xmin/1.6, xmax*1.6
+		p.Y.Min, p.Y.Max = padRange(ymin, ymax, 0, 1)
+		p.Draw(draw.Crop(dc, vg.Points(4), -legendW, vg.Points(4), -vg.Points(8)))
+		return drawFrontierLegend(dc, legendW, rs.ranked, pts)
+	}
+	return fig, nil
+}
+
+// drawFrontierLegend names each result by its colour and explains the
+// two marker shapes.
+func drawFrontierLegend(dc draw.Canvas, w vg.Length, entries []series, pts []frontierPoint) error {
+	l := newPlot().Legend
+	l.Top, l.Left = true, true
+	l.Padding = vg.Points(4)
+	add := func(name string, sty draw.GlyphStyle) error {
+		sc, err := plotter.NewScatter(plotter.XYs{{}})
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle = sty
+		l.Add(name, sc)
+		return nil
+	}
+	shown := map[string]bool{}
+	for _, pt := range pts {
+		shown[pt.s.r.Name] = true
+	}
+	for _, s := range entries {
+		if !shown[s.r.Name] {
+			continue
+		}
+		if err := add(s.label, draw.GlyphStyle{Color: s.color(), Radius: vg.Points(4), Shape: draw.CircleGlyph{}}); err != nil {
+			return err
+		}
+	}
+	if err := add("uncompressed", draw.GlyphStyle{Color: color.Gray{Y: 0x40}, Radius: vg.Points(4), Shape: draw.BoxGlyph{}}); err != nil {
+		return err
+	}
+	if err := add("compressed variant", draw.GlyphStyle{Color: color.Gray{Y: 0x40}, Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}); err != nil {
+		return err
+	}
+	l.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-w+vg.Points(8), 0, 0, -vg.Points(12)))
+	return nil
+}
+
+// residentBytes is the gallery's size: resident_bytes when compression
+// was applied, else rows × width × element size for a dense gallery.
+// Metadata read back from JSON holds float64 numbers, freshly built
+// metadata ints; both count.
+func residentBytes(md map[string]any, nGallery int) (float64, bool) {
+	if applied, _ := md["applied"].(bool); applied {
+		v, ok := number(md["resident_bytes"])
+		return v, ok && v > 0
+	}
+	if sparse, _ := md["output_sparse"].(bool); sparse {
+		return 0, false
+	}
+	dim, ok := number(md["compressed_dim"])
+	if !ok {
+		return 0, false
+	}
+	dtype, _ := md["dtype"].(string)
+	size := map[string]float64{"float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1}[dtype]
+	v := float64(nGallery) * dim * size
+	return v, v > 0
+}
+
+func number(v any) (float64, bool) {
+	switch t := v.(type) {
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case float64:
+		return t, true
+	}
+	return 0, false
+}
+
+// variantBase strips a SPEC §8.5 variant suffix "[…]".
+func variantBase(name string) string {
+	if strings.HasSuffix(name, "]") {
+		if i := strings.LastIndex(name, "["); i > 0 {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// byteTicks labels a log-scaled byte axis at powers of ten in B, kB, MB,
+// GB (decimal units), with minor ticks at 2× and 5×.
+type byteTicks struct{}
+
+func (byteTicks) Ticks(lo, hi float64) []plot.Tick {
+	// Over a few decades, label the 2× and 5× ticks as well.
+	labelAll := math.Log10(hi)-math.Log10(lo) <= 3
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		base := math.Pow(10, e)
+		for _, m := range []float64{1, 2, 5} {
+			v := base * m
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || labelAll {
+				t.Label = byteLabel(v)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+func byteLabel(v float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for v >= 1000 && i < len(units)-1 {
+		v /= 1000
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " " + units[i]
+}

@@ -1,0 +1,77 @@
+package stats
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
+)
+
+// Stream returns a generator whose stream is fixed by seed and labels (for
+// example a metric, a direction and the names of a result pair): its
+// ChaCha8 key is SHA-256 of the seed and the length-prefixed labels. A
+// comparison draws each (pair, metric, direction) from its own stream, so
+// its numbers do not depend on which other pairs exist, on the order in
+// which they are computed or on the number of threads (SPEC §13).
+func Stream(seed uint64, labels ...string) *rand.Rand {
+	h := sha256.New()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	h.Write(b[:])
+	for _, l := range labels {
+		binary.LittleEndian.PutUint64(b[:], uint64(len(l)))
+		h.Write(b[:])
+		h.Write([]byte(l))
+	}
+	var key [32]byte
+	copy(key[:], h.Sum(nil))
+	return rand.New(rand.NewChaCha8(key))
+}
+
+// indexSource draws bounded integers two at a time from each 64-bit
+// output (bootstrap indices dominate the cost of a comparison).
+type indexSource struct {
+	r    *rand.Rand
+	buf  uint64
+	have bool
+}
+
+// next32 returns 32 fresh random bits.
+func (s *indexSource) next32() uint64 {
+	if s.have {
+		s.have = false
+		return s.buf >> 32
+	}
+	s.buf = s.r.Uint64()
+	s.have = true
+	return s.buf & 0xffffffff
+}
+
+// index draws an integer in [0, n), n < 2^32, with Lemire's method on 32
+// bits (exactly uniform: draws in the biased low range are rejected).
+func (s *indexSource) index(n uint64) uint64 {
+	m := s.next32() * n
+	if m&0xffffffff < n {
+		thresh := (1<<32 - n) % n
+		for m&0xffffffff < thresh {
+			m = s.next32() * n
+		}
+	}
+	return m >> 32
+}
+
+// uniformIndex draws an integer in [0, n) from r.Uint64 with Lemire's
+// multiply-and-reject method. It is written here rather than taken from
+// rand.IntN so that the resamples depend only on the ChaCha8 stream, whose
+// output the Go project keeps fixed, and not on how a Go release maps it to
+// bounded integers.
+func uniformIndex(r *rand.Rand, n uint64) uint64 {
+	hi, lo := bits.Mul64(r.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(r.Uint64(), n)
+		}
+	}
+	return hi
+}
