@@ -191,6 +191,11 @@ func TestCompareRefusals(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d with %q", c.name, code, stderr, c.code, c.frag)
 		}
 	}
+	// Two pairs with one name fail before anything is evaluated.
+	dup := f.pairArgs([]string{"sharp"}, "--pair", "sharp="+f.pairs["noisy"][0]+","+f.pairs["noisy"][1])
+	if code, _, stderr := run(t, dup...); code != 1 || !strings.Contains(stderr, "duplicate extractor result name") {
+		t.Errorf("duplicate --pair names: exit %d, %s", code, stderr)
+	}
 	// The report without per_query really has none; with them it has.
 	data, _ := os.ReadFile(noPQ)
 	if strings.Contains(string(data), "per_query") {
