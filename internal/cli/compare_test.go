@@ -224,6 +224,7 @@ func TestCompareUsageErrors(t *testing.T) {
 		{f.pairArgs([]string{"sharp"}), "at least two pairs"},
 		{f.pairArgs([]string{"sharp", "blurry"}, "--baseline", "nope"), "--baseline"},
 		{f.runArgs("sharp", "--compare-metrics", "ndcg@7"), "--compare-metrics"},
+		{f.runArgs("sharp", "--compress", "prefix:2", "--baseline", "sharp[prefix_3]"), "is not a result of this run (results: sharp, sharp[prefix_truncate_2])"},
 	} {
 		code, _, stderr := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.frag) {
