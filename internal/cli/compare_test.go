@@ -284,3 +284,16 @@ func TestComparePairIDColumns(t *testing.T) {
 		t.Errorf("reordered IDs: exit %d: %s", code, stderr)
 	}
 }
+
+// compare of one run report reproduces the comparison the run wrote: the
+// per_query values read back are the values the run compared.
+func TestCompareReproducesRunComparison(t *testing.T) {
+	f := newCmpFixture(t)
+	p := filepath.Join(f.dir, "v.json")
+	mustRun(t, f.runArgs("sharp", "--compress", "prefix:2", "--compress", "quantize:int8", "--compare-metrics", "map", "--json", p)...)
+	data := mustRead(t, p)
+	again := mustRun(t, "retrieval", "compare", p, "--bootstrap", "400", "--permutations", "500", "--compare-metrics", "map", "--json", "-", "--quiet")
+	if comparisonOf(t, again) != comparisonOf(t, data) {
+		t.Fatal("compare of the run's report gives another comparison than the run")
+	}
+}
