@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/formats/columnar"
+	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
 // cmpFixture: 40 labelled queries against 60 labelled gallery items in 6
@@ -187,6 +191,11 @@ func TestCompareRefusals(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d with %q", c.name, code, stderr, c.code, c.frag)
 		}
 	}
+	// Two pairs with one name fail before anything is evaluated.
+	dup := f.pairArgs([]string{"sharp"}, "--pair", "sharp="+f.pairs["noisy"][0]+","+f.pairs["noisy"][1])
+	if code, _, stderr := run(t, dup...); code != 1 || !strings.Contains(stderr, "duplicate extractor result name") {
+		t.Errorf("duplicate --pair names: exit %d, %s", code, stderr)
+	}
 	// The report without per_query really has none; with them it has.
 	data, _ := os.ReadFile(noPQ)
 	if strings.Contains(string(data), "per_query") {
@@ -215,6 +224,7 @@ func TestCompareUsageErrors(t *testing.T) {
 		{f.pairArgs([]string{"sharp"}), "at least two pairs"},
 		{f.pairArgs([]string{"sharp", "blurry"}, "--baseline", "nope"), "--baseline"},
 		{f.runArgs("sharp", "--compare-metrics", "ndcg@7"), "--compare-metrics"},
+		{f.runArgs("sharp", "--compress", "prefix:2", "--baseline", "sharp[prefix_3]"), "is not a result of this run (results: sharp, sharp[prefix_truncate_2])"},
 	} {
 		code, _, stderr := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.frag) {
@@ -245,5 +255,45 @@ func TestCompareReportsOutputs(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// compare --pair with ID columns: every pair must list the dataset's IDs
+// in the same order, otherwise per-query values would pair other queries.
+func TestComparePairIDColumns(t *testing.T) {
+	dir := t.TempDir()
+	q, _ := matrix.FromRows([][]float64{{1, 0}, {0, 1}})
+	g, _ := matrix.FromRows([][]float64{{1, 0}, {0.7, 0.7}, {0, 1}})
+	pq := func(name string, m *matrix.Dense, ids []string) string {
+		var buf bytes.Buffer
+		if err := columnar.WriteParquet(&buf, "emb", m, "id", ids, 2, true); err != nil {
+			t.Fatal(err)
+		}
+		return writeFile(t, dir, name, buf.String())
+	}
+	qa, ga := pq("qa.parquet", q, []string{"q1", "q2"}), pq("ga.parquet", g, []string{"g1", "g2", "g3"})
+	qb, gb := pq("qb.parquet", q, []string{"q2", "q1"}), pq("gb.parquet", g, []string{"g1", "g2", "g3"})
+	qrels := writeFile(t, dir, "rel.qrels", "q1 0 g1 1\nq2 0 g3 1\n")
+	args := []string{"retrieval", "compare", "--qrels", qrels, "--query-id-column", "id", "--gallery-id-column", "id", "--quiet", "--bootstrap", "50", "--permutations", "50",
+		"--pair", "a=" + qa + "," + ga}
+	if code, _, stderr := run(t, append(args, "--pair", "b="+qa+","+gb)...); code != 0 {
+		t.Fatalf("same IDs: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := run(t, append(args, "--pair", "b="+qb+","+gb)...)
+	if code != 1 || !strings.Contains(stderr, "qb.parquet") || !strings.Contains(stderr, "differ from those of the first pair") {
+		t.Errorf("reordered IDs: exit %d: %s", code, stderr)
+	}
+}
+
+// compare of one run report reproduces the comparison the run wrote: the
+// per_query values read back are the values the run compared.
+func TestCompareReproducesRunComparison(t *testing.T) {
+	f := newCmpFixture(t)
+	p := filepath.Join(f.dir, "v.json")
+	mustRun(t, f.runArgs("sharp", "--compress", "prefix:2", "--compress", "quantize:int8", "--compare-metrics", "map", "--json", p)...)
+	data := mustRead(t, p)
+	again := mustRun(t, "retrieval", "compare", p, "--bootstrap", "400", "--permutations", "500", "--compare-metrics", "map", "--json", "-", "--quiet")
+	if comparisonOf(t, again) != comparisonOf(t, data) {
+		t.Fatal("compare of the run's report gives another comparison than the run")
 	}
 }
