@@ -73,8 +73,39 @@ func (a *artifactFlags) print(doc any, stdout io.Writer) error {
 func newArtifactCmds(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{
 		newPlanCmd(stdout), newEmbedShardCmd(stdout), newMergeCmd(stdout), newWriteRelevanceCmd(stdout),
-		newCompressArtifactCmd(stdout), newScoreCmd(stdout), newFromArtifactsCmd(stdout),
+		newCompressArtifactCmd(stdout), newScoreCmd(stdout), newFromArtifactsCmd(stdout), newLsCmd(stdout),
 	}
+}
+
+// ---- ls ----
+
+func newLsCmd(stdout io.Writer) *cobra.Command {
+	var af artifactFlags
+	var prefix string
+	cmd := &cobra.Command{
+		Use: "ls", Short: "List the committed artifact keys of a store (optionally below --prefix)", Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKeys(prefix); err != nil {
+				return err
+			}
+			st, done, err := af.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			keys := []string{}
+			for k, err := range st.Keys(cmd.Context(), prefix) {
+				if err != nil {
+					return err
+				}
+				keys = append(keys, k)
+			}
+			return af.print(map[string]any{"keys": keys}, stdout)
+		},
+	}
+	af.register(cmd)
+	cmd.Flags().StringVar(&prefix, "prefix", "", "list only keys at or below this key (e.g. retrieval/scores)")
+	return cmd
 }
 
 // checkKeys rejects malformed artifact keys given on the command line as
