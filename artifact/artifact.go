@@ -13,6 +13,12 @@
 // before its manifest leaves the previous generation (whose files it never
 // touched) readable, and concurrent writers of one key each commit a
 // complete generation with one atomic manifest Put: the last one wins.
+//
+// Above the storage rules: WriteEndpoint/ReadEndpoint (endpoint embeddings,
+// the entry points for embedding caches), WriteRelevance/ReadRelevance,
+// Compress (paired compression, §8.4 no-op included), Score (the checks of
+// §10.7, then evaluate.Pair: bit-identical to a local run), FromArtifacts
+// (the reconstruction of §10.8) and RowAssembler (batched writes for merge).
 package artifact
 
 import (

@@ -73,8 +73,39 @@ func (a *artifactFlags) print(doc any, stdout io.Writer) error {
 func newArtifactCmds(stdout, stderr io.Writer) []*cobra.Command {
 	return []*cobra.Command{
 		newPlanCmd(stdout), newEmbedShardCmd(stdout), newMergeCmd(stdout), newWriteRelevanceCmd(stdout),
-		newCompressArtifactCmd(stdout), newScoreCmd(stdout), newFromArtifactsCmd(stdout),
+		newCompressArtifactCmd(stdout), newScoreCmd(stdout), newFromArtifactsCmd(stdout), newLsCmd(stdout),
 	}
+}
+
+// ---- ls ----
+
+func newLsCmd(stdout io.Writer) *cobra.Command {
+	var af artifactFlags
+	var prefix string
+	cmd := &cobra.Command{
+		Use: "ls", Short: "List the committed artifact keys of a store (optionally below --prefix)", Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkKeys(prefix); err != nil {
+				return err
+			}
+			st, done, err := af.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			keys := []string{}
+			for k, err := range st.Keys(cmd.Context(), prefix) {
+				if err != nil {
+					return err
+				}
+				keys = append(keys, k)
+			}
+			return af.print(map[string]any{"keys": keys}, stdout)
+		},
+	}
+	af.register(cmd)
+	cmd.Flags().StringVar(&prefix, "prefix", "", "list only keys at or below this key (e.g. retrieval/scores)")
+	return cmd
 }
 
 // checkKeys rejects malformed artifact keys given on the command line as
@@ -669,14 +700,16 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
-			meta, m, err := mergeShards(ctx, st, pe, ep)
+			meta, src, nnz, cleanup, err := mergeShards(ctx, st, pe, ep)
 			if err != nil {
 				return err
 			}
-			if err := st.WriteEndpoint(ctx, ep.OutputKey, m, meta); err != nil {
+			defer cleanup()
+			meta.ArrayInfo = artifact.ArrayInfoOf(src, nnz)
+			if err := st.WriteArray(ctx, ep.OutputKey, src, meta); err != nil {
 				return err
 			}
-			out["shape"] = []int{m.Rows(), m.Cols()}
+			out["shape"] = []int{src.Rows(), src.Cols()}
 			return af.print(out, stdout)
 		},
 	}
@@ -688,53 +721,96 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// mergeShards loads and re-verifies every shard of an endpoint, checks that
-// they agree and cover the rows exactly (SPEC §11.2), and interleaves them
-// back into endpoint order.
-func mergeShards(ctx context.Context, st *artifact.Store, pe *PlanExtractor, ep *PlanEndpoint) (*artifact.Embedding, matrix.Matrix, error) {
+// mergeShards checks every shard of an endpoint against the plan and the
+// others (SPEC §11.2), then re-verifies each while copying its rows to
+// their endpoint indices: dense shards stream into a preallocated file
+// (artifact.RowAssembler), CSR shards are gathered in memory. The returned
+// source is valid until cleanup.
+func mergeShards(ctx context.Context, st *artifact.Store, pe *PlanExtractor, ep *PlanEndpoint) (*artifact.Embedding, artifact.Source, *int64, func(), error) {
 	n := len(ep.Shards)
 	if n == 0 {
-		return nil, nil, fmt.Errorf("endpoint %s has no shards to merge", ep.OutputKey)
+		return nil, nil, nil, nil, fmt.Errorf("endpoint %s has no shards to merge", ep.OutputKey)
 	}
-	parts := make([]matrix.Matrix, n)
 	var first *artifact.EndpointMeta
 	keys := make([]string, n)
 	for i, sh := range ep.Shards {
-		m, em, err := st.ReadEndpoint(ctx, sh.OutputKey)
+		em, err := st.ReadEndpointMeta(ctx, sh.OutputKey)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		bad := func(format string, args ...any) error {
 			return &artifact.Error{Key: sh.OutputKey, Msg: fmt.Sprintf(format, args...), Err: artifact.ErrCheck}
 		}
 		if em.ArtifactType != artifact.TypeEmbeddingShard || em.Shard == nil || em.Shard.ShardIndex != i || em.Shard.TotalShards != n {
-			return nil, nil, bad("is not shard %d of %d of %s", i, n, ep.OutputKey)
+			return nil, nil, nil, nil, bad("is not shard %d of %d of %s", i, n, ep.OutputKey)
 		}
-		want := (ep.NSamples - i + n - 1) / n
-		if m.Rows() != want {
-			return nil, nil, bad("shard %d of %d has %d rows; the modulo rule gives %d", i, n, m.Rows(), want)
+		if want := (ep.NSamples - i + n - 1) / n; em.NSamples != want {
+			return nil, nil, nil, nil, bad("shard %d of %d has %d rows; the modulo rule gives %d", i, n, em.NSamples, want)
 		}
 		if first == nil {
 			first = em
 		} else if em.RecipeHash != first.RecipeHash || em.DatasetIdentityKey != first.DatasetIdentityKey || em.Side != first.Side ||
 			em.Branch != first.Branch || em.Modality != first.Modality || em.DType != first.DType || em.Sparse != first.Sparse || em.EmbeddingDim != first.EmbeddingDim {
-			return nil, nil, bad("shard disagrees with shard 0 on recipe, dataset identity, side, branch, modality, dtype, sparsity or width")
+			return nil, nil, nil, nil, bad("shard disagrees with shard 0 on recipe, dataset identity, side, branch, modality, dtype, sparsity or width")
 		}
 		if em.RecipeHash != pe.RecipeHash || em.Side != ep.Side || em.DatasetIdentityKey != pe.DatasetIdentityKey {
-			return nil, nil, bad("shard does not belong to the planned endpoint %s", ep.OutputKey)
+			return nil, nil, nil, nil, bad("shard does not belong to the planned endpoint %s", ep.OutputKey)
 		}
-		parts[i] = m
 		keys[i] = sh.OutputKey
 	}
-	m, err := gatherRows(parts, ep.NSamples, func(r int) (int, int) { return r % n, r / n })
-	if err != nil {
-		return nil, nil, err
-	}
 	meta := &artifact.Embedding{
-		Common:           artifact.Common{VertebraeVersion: version.Version},
+		Common:           artifact.Common{ArtifactType: artifact.TypeEmbedding, VertebraeVersion: version.Version, OutputKey: ep.OutputKey},
 		EndpointIdentity: first.EndpointIdentity, ShardKeys: keys, NShards: n,
 	}
-	return meta, m, nil
+	if first.Sparse {
+		parts := make([]matrix.Matrix, n)
+		for i, sh := range ep.Shards {
+			m, _, err := st.ReadEndpoint(ctx, sh.OutputKey)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			parts[i] = m
+		}
+		m, err := gatherRows(parts, ep.NSamples, func(r int) (int, int) { return r % n, r / n })
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		return meta, artifact.FromMatrix(m), artifact.NNZOf(m), func() {}, nil
+	}
+	dt, err := matrix.ParseDType(first.DType)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	asm, err := artifact.NewRowAssembler("", ep.NSamples, first.EmbeddingDim, dt)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cleanup := func() { _ = asm.Close() }
+	for i, sh := range ep.Shards {
+		k := 0
+		_, err := st.StreamArray(ctx, sh.OutputKey, func(b matrix.Matrix) error {
+			d, ok := b.(*matrix.Dense)
+			if !ok {
+				return fmt.Errorf("shard batch is not dense")
+			}
+			idx := make([]int, d.Rows())
+			for j := range idx {
+				idx[j] = i + n*(k+j)
+			}
+			k += d.Rows()
+			return asm.Put(idx, d)
+		})
+		if err != nil {
+			cleanup()
+			return nil, nil, nil, nil, err
+		}
+	}
+	src, err := asm.Source()
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, nil, err
+	}
+	return meta, src, nil, cleanup, nil
 }
 
 // ---- compress ----

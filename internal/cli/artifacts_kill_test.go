@@ -74,30 +74,49 @@ extractors:
 		t.Fatalf("generation 1: %v\n%s", err, out)
 	}
 	t.Logf("generation 1 after %v", time.Since(t0))
-	writeGallery(2) // generation 2 differs in every value
-
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Kill once the new data file is being uploaded: its temporary file
-	// exists, so the manifest (written after it) cannot be.
-	deadline := time.Now().Add(60 * time.Second)
+	// exists, so the manifest (written after it) cannot be. Should the
+	// upload slip between two polls, that generation is the committed one
+	// and the next attempt kills a later write.
+	prev := gen1
 	killed := false
-	for !killed && time.Now().Before(deadline) {
-		_ = filepath.Walk(storeDir, func(p string, info os.FileInfo, err error) error {
-			if err == nil && !killed && strings.HasPrefix(info.Name(), local.TempPrefix) && strings.Contains(p, "shards") {
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				killed = true
+	for attempt := uint64(2); attempt < 6 && !killed; attempt++ {
+		next := writeGallery(attempt) // every value differs from the committed generation
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+	poll:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("embed-shard failed unkilled: %v", err)
+				}
+				prev = next
+				break poll
+			default:
 			}
-			return nil
-		})
-		time.Sleep(200 * time.Microsecond)
+			_ = filepath.Walk(storeDir, func(p string, info os.FileInfo, err error) error {
+				if err == nil && !killed && strings.HasPrefix(info.Name(), local.TempPrefix) && strings.Contains(p, "shards") {
+					_ = cmd.Process.Signal(syscall.SIGKILL)
+					killed = true
+				}
+				return nil
+			})
+			if killed {
+				<-done
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
 	}
-	err = cmd.Wait()
 	if !killed {
-		t.Fatalf("the upload was never observed in progress (process ended: %v)", err)
+		t.Fatal("the upload was never observed in progress")
 	}
+	gen1 = prev
 	st, err := local.Open(storeDir)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +130,7 @@ extractors:
 	got := m.(*matrix.Dense).Float32Data()
 	for i, v := range gen1.Float32Data() {
 		if got[i] != v {
-			t.Fatalf("value %d is %v, generation 1 had %v", i, got[i], v)
+			t.Fatalf("value %d is %v, the committed generation had %v", i, got[i], v)
 		}
 	}
 	if meta.ArtifactType != artifact.TypeEmbeddingShard || meta.NSamples != rows {

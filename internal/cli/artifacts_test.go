@@ -378,6 +378,18 @@ func TestArtifactCommandErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
 		}
 	}
+	code, out, stderr := run(t, "retrieval", "ls", "--prefix", "retrieval/scores", "--store", st)
+	var ls struct{ Keys []string }
+	if code != 0 || json.Unmarshal([]byte(out), &ls) != nil || !slices.Equal(ls.Keys, []string{key}) {
+		t.Errorf("ls: exit %d %s %s", code, out, stderr)
+	}
+	// --output-key stores the reconstruction; it is not a score artifact.
+	if code, _, stderr := run(t, "retrieval", "from-artifacts", "--score-key", key, "--output-key", "reports/x", "--store", st); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := run(t, "retrieval", "from-artifacts", "--score-key", "reports/x", "--store", st); code != 1 || !strings.Contains(stderr, "retrieval_evaluation") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
 	t.Setenv("JOB_COMPLETION_INDEX", "0")
 	if code, _, stderr := run(t, "retrieval", "embed-shard", "--plan", filepath.Join(dir, "plan.json"), "--extractor", "tables", "--side", "query", "--store", st); code != 0 {
 		t.Errorf("JOB_COMPLETION_INDEX: %s", stderr)

@@ -49,6 +49,13 @@ const fileChunk = 64 << 20
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
+// The durability steps, as variables so a test can watch their order.
+var (
+	fsyncFile = (*os.File).Sync
+	fsyncDir  = syncDir
+	rename    = os.Rename
+)
+
 // Store is a local-disk store rooted at one directory. It is safe for
 // concurrent use by any number of goroutines and processes.
 type Store struct {
@@ -135,7 +142,7 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("local store: put %s: %w", name, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := fsyncFile(f); err != nil {
 		return fmt.Errorf("local store: put %s: fsync: %w", name, err)
 	}
 	closed = true
@@ -146,13 +153,13 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("local store: put %s: %w", name, err)
 	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err := rename(tmp, p); err != nil {
 		if fi, serr := os.Stat(p); serr == nil && fi.IsDir() {
 			return fmt.Errorf("local store: put %s: objects exist below this name (a name cannot also be a prefix directory)", name)
 		}
 		return fmt.Errorf("local store: put %s: %w", name, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsyncDir(dir); err != nil {
 		return fmt.Errorf("local store: put %s: fsync directory: %w", name, err)
 	}
 	return nil
@@ -196,7 +203,7 @@ func (s *Store) mkdirAll(dir, name string) error {
 			}
 			continue
 		}
-		if err := syncDir(filepath.Dir(m)); err != nil {
+		if err := fsyncDir(filepath.Dir(m)); err != nil {
 			return fmt.Errorf("local store: put %s: fsync directory: %w", name, err)
 		}
 	}
