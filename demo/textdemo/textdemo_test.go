@@ -41,7 +41,8 @@ func TestTFIDF(t *testing.T) {
 	wa := 1 * (math.Log(4.0/4) + 1)
 	wc := (1 + math.Log(2)) * (math.Log(4.0/3) + 1)
 	n := math.Hypot(wa, wc)
-	want := [][]float64{{wa / n, 0, wc / n}, {0, 0, 0}}
+	u := 1 / math.Sqrt(3)
+	want := [][]float64{{wa / n, 0, wc / n}, {u, u, u}}
 	for i := range want {
 		csr.RowFloat64(i, row)
 		for j := range want[i] {
@@ -82,7 +83,7 @@ func TestMeanPool(t *testing.T) {
 	for _, c := range []struct {
 		i, j int
 		want float64
-	}{{0, 0, 2}, {0, 1, 1}, {0, 2, 0}, {1, 0, 0}, {2, 0, 1}, {2, 1, 2}} {
+	}{{0, 0, 2}, {0, 1, 1}, {0, 2, 0}, {1, 0, 2}, {1, 1, 1}, {2, 0, 1}, {2, 1, 2}} { // row 1: the centroid
 		if got := d.At(c.i, c.j); got != c.want {
 			t.Errorf("(%d,%d) = %v, want %v", c.i, c.j, got, c.want)
 		}
