@@ -29,6 +29,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var threads int
 	var withONNX bool
 	var onnxLib string
+	var text textDemoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Rank frozen image backbones on an embedded Fashion-MNIST subset",
@@ -41,6 +42,9 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			if err := out.checkTargets(1); err != nil {
 				return err
+			}
+			if text.enabled {
+				return runTextDemo(cmd, text, onnxLib, threads, out, withONNX, stdout, stderr)
 			}
 			ds, backbones, err := DemoSetup()
 			if err != nil {
@@ -65,6 +69,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().IntVar(&threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
 	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add a fourth backbone: the logits of the ONNX model zoo's MNIST classifier, run on ONNX Runtime")
 	cmd.Flags().StringVar(&onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for --onnx (default $ONNXRUNTIME_LIB, then standard locations)")
+	text.register(cmd)
 	return cmd
 }
 

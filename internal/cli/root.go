@@ -111,6 +111,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr), newCompareCmd(stdout, stderr))
 	retrievalCmd.AddCommand(newArtifactCmds(stdout, stderr)...) // SPEC §6.8, artifacts.go
 	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), newBenchCmd(stdout), retrievalCmd)
+	root.AddCommand(newModelsCmd(stdout))
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if err := kernel.EnvErr(); err != nil {
 			return &UsageError{Msg: err.Error()}
