@@ -36,14 +36,16 @@ import (
 	"io"
 	"iter"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"time"
 
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/gcsblob" // gs://
-	_ "gocloud.dev/blob/s3blob"  // s3://
+	"gocloud.dev/blob/gcsblob"
+	_ "gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
+	"gocloud.dev/gcp"
 
 	"github.com/vertebrae-eval/vertebrae/store"
 )
@@ -91,7 +93,12 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 		desc += "/" + prefix
 	}
 	bu := url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: u.RawQuery}
-	b, err := blob.OpenBucket(ctx, bu.String())
+	var b *blob.Bucket
+	if u.Scheme == "gs" {
+		b, err = openGCS(ctx, &bu)
+	} else {
+		b, err = blob.OpenBucket(ctx, bu.String())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", desc, err)
 	}
@@ -99,6 +106,36 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
 	return &Store{bucket: b, desc: desc, abortByCancel: u.Scheme == "gs"}, nil
+}
+
+// openGCS opens a gs:// bucket. gocloud's default gs:// opener, when it
+// finds no credentials, prints a warning to stdout (where the CLI writes
+// its JSON) and carries on with empty ones, and probes the GCE metadata
+// server even off GCP; here missing credentials are an error, and the
+// metadata server is asked only by the Google library's own credential
+// search (last, as on GCE it must be). STORAGE_EMULATOR_HOST (a local GCS
+// emulator) and anonymous=true need no credentials.
+func openGCS(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+	q := u.Query()
+	opener := &gcsblob.URLOpener{}
+	switch {
+	case os.Getenv("STORAGE_EMULATOR_HOST") != "":
+		opener.Client = gcp.NewAnonymousHTTPClient(gcp.DefaultTransport())
+	case q.Get("anonymous") == "true" || q.Get("access_id") == "-":
+		// gcsblob makes the unauthenticated client itself.
+	default:
+		creds, err := gcp.DefaultCredentials(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("no Google Cloud credentials (set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or run on GCP; anonymous=true for public buckets): %w", err)
+		}
+		ts := gcp.CredentialsTokenSource(creds)
+		client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), ts)
+		if err != nil {
+			return nil, err
+		}
+		opener.Client, opener.TokenSource = client, ts
+	}
+	return opener.OpenBucketURL(ctx, u)
 }
 
 // New wraps an open bucket (desc names it in errors). The store owns the

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"gocloud.dev/blob/memblob"
 
 	"github.com/vertebrae-eval/vertebrae/store"
@@ -41,6 +46,88 @@ func TestConformanceFakeS3Prefix(t *testing.T) {
 		}
 		return openURI(t, uri)
 	})
+}
+
+// fakeGCS starts an in-process GCS emulator (fake-gcs-server) on 127.0.0.1
+// and points the Google storage library at it (STORAGE_EMULATOR_HOST).
+func fakeGCS(t *testing.T) string {
+	t.Helper()
+	// The emulator serves downloads only on its "public host", so it must
+	// know its own address before it starts.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		Scheme: "http", Host: "127.0.0.1", Port: uint16(port),
+		PublicHost: fmt.Sprintf("127.0.0.1:%d", port), Writer: io.Discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "vertebrae-test"})
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(srv.URL(), "http://"))
+	return "gs://vertebrae-test"
+}
+
+// gs:// end to end against the emulator: gcsblob's writer commits on Close,
+// so the aborts here rest on cancelling the write's context.
+func TestConformanceFakeGCS(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		uri, err := storetest.WithSubPrefix(fakeGCS(t), "cache")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return openURI(t, uri)
+	})
+}
+
+// fakeADC writes application-default credentials that parse but are never
+// used (no request is made), so opening gs:// needs no credential search
+// and no metadata server.
+func fakeADC(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "adc.json")
+	os.WriteFile(p, []byte(`{"type":"authorized_user","client_id":"id","client_secret":"SECRETgcsSECRET","refresh_token":"tok"}`), 0o600)
+	return p
+}
+
+func TestOpenGCSCredentials(t *testing.T) {
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	ctx := context.Background()
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "missing.json"))
+	_, err := blobstore.Open(ctx, "gs://bucket/p")
+	if err == nil || !strings.Contains(err.Error(), "no Google Cloud credentials") {
+		t.Fatalf("Open without credentials: %v", err)
+	}
+	// anonymous=true needs none.
+	s, err := blobstore.Open(ctx, "gs://bucket/p?anonymous=true")
+	if err != nil {
+		t.Fatalf("anonymous: %v", err)
+	}
+	s.Close()
+	// With credentials, opening prints nothing (gocloud's default opener
+	// would print warnings to stdout, where the CLI writes JSON).
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", fakeADC(t))
+	r, w, _ := os.Pipe()
+	stdout := os.Stdout
+	os.Stdout = w
+	s, err = blobstore.Open(ctx, "gs://bucket/p")
+	os.Stdout = stdout
+	w.Close()
+	printed, _ := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("Open with credentials: %v", err)
+	}
+	s.Close()
+	if len(printed) != 0 {
+		t.Fatalf("Open printed %q", printed)
+	}
+	if _, err := blobstore.Open(ctx, "gs://bucket?no_such=1"); err == nil || !strings.Contains(err.Error(), "no_such") {
+		t.Fatalf("unknown gs:// parameter: %v", err)
+	}
 }
 
 // New over another driver aborts by cancelling the write's context, the

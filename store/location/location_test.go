@@ -22,6 +22,11 @@ var ctx = context.Background()
 func TestDispatch(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
+	// Credentials that parse, so opening gs:// searches no further (no
+	// metadata server); nothing is requested with them.
+	adc := filepath.Join(dir, "adc.json")
+	os.WriteFile(adc, []byte(`{"type":"authorized_user","client_id":"id","client_secret":"s","refresh_token":"t"}`), 0o600)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
 	cases := []struct {
 		uri  string
 		want string // the backend type

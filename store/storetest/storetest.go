@@ -402,7 +402,7 @@ func testOddNames(t *testing.T, s store.Store) {
 	names := []string{
 		"a..b", "a__b", "a...", "..a", ".hidden", "with space/file name.json",
 		"unicode/żółw/日本語/ключ", "sym/a+b=c&d;e,f@g", "sym/percent%20and%2F", "sym/q?x#y*z",
-		"sym/quote'\"", "sym/tilde~bang!dollar$", "sym/(paren)[bracket]{brace}", "trailing.", "x__y/..c/d..",
+		"sym/quote'\"", "sym/tilde~bang!dollar$", "sym/(paren)[bracket]{brace}", "trailing.", "x__y/..c/d..", "esc/x__0x41__y", "esc/a__0x2f__b",
 	}
 	for _, n := range names {
 		put(t, s, n, []byte("content of "+n))
