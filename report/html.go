@@ -346,7 +346,7 @@ func inlineSVG(svg []byte) template.HTML {
 }
 
 // addComparison adds the SPEC §13 values exactly as the Markdown report
-// shows them: key letters, the interval of the primary metric (forward)
+// (comparison_md.go) shows them, with the same legend sentence: key letters, the interval of the primary metric (forward)
 // and superscripts naming by key the results each one beats, then every
 // pair of every compared metric and direction.
 func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.ExtractorResult) error {
@@ -387,7 +387,7 @@ func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.Extracto
 		family = "each result against the baseline " + *st.Baseline
 	}
 	v.SigNote = fmt.Sprintf("Superscripts: the keys of the results whose forward %s this result is significantly better than "+
-		"(%s test, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.",
+		"(%s, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.",
 		v.Primary, testName(st.Test), formatAlpha(st.Alpha), family, ciName(st.CIMethod), st.Bootstrap, st.Seed)
 	for _, blk := range c.Blocks {
 		hb := htmlBlock{Metric: blk.Metric, Direction: blk.Direction, NQueries: blk.NQueries}

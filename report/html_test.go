@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"html/template"
 	"math"
 	"os"
 	"path/filepath"
@@ -85,7 +86,6 @@ func TestHTMLContent(t *testing.T) {
 		// Key a beats key c: superscript "c" on its primary metric, with its interval.
 		`<tr><td>a</td><td class="num">1</td><td class="name"><span class="swatch" style="background:#d55e00"></span>plain[pca_2]</td><td class="num">1.0000</td><td class="num">1.0000<sup>c</sup></td><td class="num">[1.0000, 1.0000]</td>`,
 		`<tr><td>b</td><td class="num">2</td><td class="name"><span class="swatch" style="background:#0072b2"></span>plain</td><td class="num">0.7500</td><td class="num">0.5000</td><td class="num">[0.0000, 1.0000]</td>`,
-		`Superscripts: the keys of the results whose forward ndcg@1 this result is significantly better than (paired sign-flip randomization test, Holm-adjusted p &lt; 0.05 over every pair of compared results). 95 % CI: BCa bootstrap interval of the mean, 10000 resamples, seed 7.`,
 		`<h2 id="comparison">Comparison</h2>`,
 		`<h3>ndcg@1 (forward, n = 2)</h3>`,
 		`<th class="num">randomization p</th><th class="num">Holm p</th>`,
@@ -102,6 +102,20 @@ func TestHTMLContent(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	// The legend under the ranking is the Markdown report's sentence.
+	md, err := Markdown(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legend string
+	for _, line := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(line, "Superscripts:") {
+			legend = line
+		}
+	}
+	if legend == "" || !strings.Contains(s, "<p class=\"note\">"+template.HTMLEscapeString(legend)+"</p>") {
+		t.Errorf("page lacks the Markdown legend %q", legend)
 	}
 	figs, err := plots.Figures(b)
 	if err != nil {
