@@ -232,3 +232,17 @@ func BenchmarkWriteReport1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadReport1M reads the 1,000,000-query report back (what
+// `retrieval compare` does per input).
+func BenchmarkReadReport1M(b *testing.B) {
+	data, err := synthetic(1_000_000, "big", 2).MarshalReport()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := ReadReport(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -15,9 +14,8 @@ import (
 // per-query rows again, so a report read back renders and compares as the
 // run that wrote it. Unknown keys are ignored (a newer writer may add some).
 func ReadReport(data []byte) (*Benchmark, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var b Benchmark
-	if err := dec.Decode(&b); err != nil {
+	if err := json.Unmarshal(data, &b); err != nil { // no Decoder: it would copy data
 		return nil, fmt.Errorf("not a vertebrae JSON report: %w", err)
 	}
 	if b.SchemaVersion != 1 {

@@ -158,7 +158,7 @@ func bootstrap(ctx context.Context, x []float64, level float64, B int, method CI
 		a := acceleration(x, total)
 		adj := func(q float64) float64 {
 			z := mathext.NormalQuantile(q)
-			return normalCDF(z0 + (z0+z)/(1-a*(z0+z)))
+			return normalCDF(z0 + (z0+z)/(1-float64(a*(z0+z))))
 		}
 		qlo, qhi = adj(qlo), adj(qhi)
 	}
@@ -181,8 +181,8 @@ func acceleration(x []float64, total float64) float64 {
 	var s2, s3 float64
 	for _, j := range jack {
 		d := mean - j
-		s2 += d * d
-		s3 += d * d * d
+		s2 += float64(d * d)
+		s3 += float64(d * d * d)
 	}
 	if s2 == 0 {
 		return 0
@@ -198,7 +198,7 @@ func quantile(sorted []float64, q float64) float64 {
 	if lo >= len(sorted)-1 {
 		return sorted[len(sorted)-1]
 	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	return sorted[lo] + float64((h-float64(lo))*(sorted[lo+1]-sorted[lo]))
 }
 
 func allEqual(x []float64) bool {

@@ -67,7 +67,7 @@ func (a int128) cmp(b int128) int {
 // float converts to float64 (at most two roundings; deterministic).
 func (a int128) float() float64 {
 	m := a.abs()
-	f := float64(m.hi)*0x1p64 + float64(m.lo)
+	f := float64(float64(m.hi)*0x1p64) + float64(m.lo)
 	if a.negative() {
 		return -f
 	}

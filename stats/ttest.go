@@ -39,7 +39,7 @@ func OneSampleTTest(d []float64) (t, p float64, err error) {
 	}
 	t = mean / math.Sqrt(v/float64(n))
 	df := float64(n - 1)
-	p = mathext.RegIncBeta(df/2, 0.5, df/(df+t*t))
+	p = mathext.RegIncBeta(df/2, 0.5, df/(df+float64(t*t)))
 	return t, min(p, 1), nil
 }
 

@@ -110,21 +110,27 @@ func parsePair(s string, leaveOneOut bool) (embeddingPair, error) {
 }
 
 // pairBackbone is a precomputed backbone reading its own embedding files
-// with the dataset's tensor and ID-column flags; rows must match the
-// dataset's (checked by evaluate.Run).
-func (fl *runFlags) pairBackbone(p embeddingPair, budget *encode.Budget, closers *[]func() error) evaluate.Backbone {
+// with the dataset's tensor and ID-column flags. Rows must match the
+// dataset's (checked by evaluate.Run); IDs read from an ID column must be
+// the dataset's, in the same order, or the per-query values would pair
+// different queries.
+func (fl *runFlags) pairBackbone(p embeddingPair, ds *retrieval.Dataset, budget *encode.Budget, closers *[]func() error) evaluate.Backbone {
 	pf := *fl
 	pf.name = p.name
 	bb := evaluate.Precomputed(p.name)
 	bb.Encode = func(ctx context.Context, side string, _ retrieval.Items) (matrix.Matrix, error) {
-		var m matrix.Matrix
-		var err error
-		if side == "query" {
-			m, _, err = pf.loadSide(ctx, "query", p.queries, fl.queriesTensor, "", fl.queryIDColumn, budget, closers)
-		} else {
-			m, _, err = pf.loadSide(ctx, "gallery", p.gallery, fl.galleryTensor, "", fl.galleryIDCol, budget, closers)
+		path, tensor, col, want := p.queries, fl.queriesTensor, fl.queryIDColumn, ds.QueryIDs()
+		if side == "gallery" {
+			path, tensor, col, want = p.gallery, fl.galleryTensor, fl.galleryIDCol, ds.GalleryIDs()
 		}
-		return m, err
+		m, ids, err := pf.loadSide(ctx, side, path, tensor, "", col, budget, closers)
+		if err != nil {
+			return nil, err
+		}
+		if col != "" && !slices.Equal(ids, want) {
+			return nil, fmt.Errorf("%s: --pair %s: the %s IDs of column %s differ from those of the first pair (same IDs in the same order required)", path, msgfmt.Quote(p.name), side, msgfmt.Quote(col))
+		}
+		return m, nil
 	}
 	return bb
 }

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/formats/columnar"
+	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
 // cmpFixture: 40 labelled queries against 60 labelled gallery items in 6
@@ -187,6 +191,11 @@ func TestCompareRefusals(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d with %q", c.name, code, stderr, c.code, c.frag)
 		}
 	}
+	// Two pairs with one name fail before anything is evaluated.
+	dup := f.pairArgs([]string{"sharp"}, "--pair", "sharp="+f.pairs["noisy"][0]+","+f.pairs["noisy"][1])
+	if code, _, stderr := run(t, dup...); code != 1 || !strings.Contains(stderr, "duplicate extractor result name") {
+		t.Errorf("duplicate --pair names: exit %d, %s", code, stderr)
+	}
 	// The report without per_query really has none; with them it has.
 	data, _ := os.ReadFile(noPQ)
 	if strings.Contains(string(data), "per_query") {
@@ -245,5 +254,32 @@ func TestCompareReportsOutputs(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// compare --pair with ID columns: every pair must list the dataset's IDs
+// in the same order, otherwise per-query values would pair other queries.
+func TestComparePairIDColumns(t *testing.T) {
+	dir := t.TempDir()
+	q, _ := matrix.FromRows([][]float64{{1, 0}, {0, 1}})
+	g, _ := matrix.FromRows([][]float64{{1, 0}, {0.7, 0.7}, {0, 1}})
+	pq := func(name string, m *matrix.Dense, ids []string) string {
+		var buf bytes.Buffer
+		if err := columnar.WriteParquet(&buf, "emb", m, "id", ids, 2, true); err != nil {
+			t.Fatal(err)
+		}
+		return writeFile(t, dir, name, buf.String())
+	}
+	qa, ga := pq("qa.parquet", q, []string{"q1", "q2"}), pq("ga.parquet", g, []string{"g1", "g2", "g3"})
+	qb, gb := pq("qb.parquet", q, []string{"q2", "q1"}), pq("gb.parquet", g, []string{"g1", "g2", "g3"})
+	qrels := writeFile(t, dir, "rel.qrels", "q1 0 g1 1\nq2 0 g3 1\n")
+	args := []string{"retrieval", "compare", "--qrels", qrels, "--query-id-column", "id", "--gallery-id-column", "id", "--quiet", "--bootstrap", "50", "--permutations", "50",
+		"--pair", "a=" + qa + "," + ga}
+	if code, _, stderr := run(t, append(args, "--pair", "b="+qa+","+gb)...); code != 0 {
+		t.Fatalf("same IDs: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := run(t, append(args, "--pair", "b="+qb+","+gb)...)
+	if code != 1 || !strings.Contains(stderr, "qb.parquet") || !strings.Contains(stderr, "differ from those of the first pair") {
+		t.Errorf("reordered IDs: exit %d: %s", code, stderr)
 	}
 }

@@ -295,7 +295,7 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	}
 	backbones := []evaluate.Backbone{evaluate.Precomputed(fl.name)}
 	for _, p := range extra {
-		backbones = append(backbones, fl.pairBackbone(p, budget, &closers))
+		backbones = append(backbones, fl.pairBackbone(p, ds, budget, &closers))
 	}
 	bench, err := evaluate.Run(ctx, ds, cfg, backbones,
 		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap(), Compression: variants, Comparison: cmpOpts})
