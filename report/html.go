@@ -12,6 +12,7 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
@@ -96,6 +97,7 @@ type htmlDetail struct {
 	OverallRev  []keyValue // the same, reverse
 	Families    []string   // column heads of the k grid
 	AtK         []htmlKRow // one row per cut-off
+	Similarity  []htmlSimRow
 	Compression string
 	Warnings    []string
 	WorstKeys   []string
@@ -107,6 +109,12 @@ type htmlDetail struct {
 type htmlKRow struct {
 	K      string
 	Values []string
+}
+
+// htmlSimRow is one similarity diagnostic of SPEC §4.7 in one direction.
+type htmlSimRow struct {
+	Direction, What        string
+	Mean, Median, Min, Max string
 }
 
 type htmlWorstRow struct {
@@ -284,6 +292,13 @@ func detail(rank int, r *results.ExtractorResult, primary string) (htmlDetail, e
 		}
 		d.AtK = append(d.AtK, row)
 	}
+	for i, s := range dirs {
+		rows, err := similarityRows(d.Directions[i], s, r.Name)
+		if err != nil {
+			return d, err
+		}
+		d.Similarity = append(d.Similarity, rows...)
+	}
 	if method, ok := r.CompressionMetadata["method"].(string); ok && method != "" && method != "none" {
 		applied, _ := r.CompressionMetadata["applied"].(bool)
 		d.Compression = fmt.Sprintf("%s, applied=%t", method, applied)
@@ -308,6 +323,36 @@ func detail(rank int, r *results.ExtractorResult, primary string) (htmlDetail, e
 		d.Worst = append(d.Worst, row)
 	}
 	return d, nil
+}
+
+// similarityRows are the §4.7 summaries of one direction (those with
+// values; evaluate-run has none).
+func similarityRows(dir string, s *results.ScoreResult, name string) ([]htmlSimRow, error) {
+	var rows []htmlSimRow
+	for _, x := range []struct {
+		what string
+		sum  metrics.Summary
+	}{
+		{"positive similarity", s.Diagnostics.PositiveSimilarity},
+		{"nearest negative", s.Diagnostics.NearestNegativeSimilarity},
+		{"retrieval margin", s.Diagnostics.RetrievalMargin},
+	} {
+		if x.sum.Mean == nil || x.sum.Median == nil || x.sum.Min == nil || x.sum.Max == nil {
+			continue
+		}
+		row := htmlSimRow{Direction: dir, What: x.what}
+		for _, c := range []struct {
+			v   float64
+			dst *string
+		}{{*x.sum.Mean, &row.Mean}, {*x.sum.Median, &row.Median}, {*x.sum.Min, &row.Min}, {*x.sum.Max, &row.Max}} {
+			var err error
+			if *c.dst, err = fixed4(c.v, name, x.what); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // worstKeys are the worst-queries columns: the primary metric, mrr, map,

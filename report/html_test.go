@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
@@ -19,6 +20,8 @@ import (
 func comparedBenchmark() *results.Benchmark {
 	b := testBenchmark()
 	b.Metadata.RetrievalConfig.PrimaryMetric = "ndcg@1"
+	b.ExtractorResults[0].Forward.Diagnostics.RetrievalMargin = metrics.Summarise([]float64{-0.25, 0.5, 0.125})
+	b.ExtractorResults[0].Forward.Diagnostics.PositiveSimilarity = metrics.Summarise([]float64{0.75, 1})
 	es := 1.25
 	b.Comparison = &results.Comparison{
 		Settings: results.ComparisonSettings{Metrics: []string{"ndcg@1"}, Family: "all", Test: "randomization",
@@ -98,6 +101,8 @@ func TestHTMLContent(t *testing.T) {
 		`Forward: mrr <strong>0.7500</strong>, map <strong>0.6250</strong>; reverse: mrr <strong>1.0000</strong>, map <strong>1.0000</strong>.`,
 		`<li>Warning: Query &#34;q1&#34; has no negative candidates.</li>`,
 		`@media print`,
+		`<tr><td>forward</td><td>positive similarity</td><td class="num">0.8750</td><td class="num">0.8750</td><td class="num">0.7500</td><td class="num">1.0000</td></tr>`,
+		`<tr><td>forward</td><td>retrieval margin</td><td class="num">0.1250</td><td class="num">0.1250</td><td class="num">-0.2500</td><td class="num">0.5000</td></tr>`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("page lacks %s", want)
