@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"html"
 	"html/template"
 	"regexp"
 	"slices"
@@ -182,7 +183,7 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg)})
+		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg, f.Title)})
 	}
 	for i, r := range ranked {
 		d, err := detail(i+1, r, v.Primary)
@@ -385,9 +386,12 @@ func worstKeys(keys []string, primary string, ks []string) []string {
 var svgProlog = regexp.MustCompile(`<\?xml[^>]*\?>\s*|<!--[^>]*-->\s*|\s+xmlns(:xlink)?="[^"]*"`)
 
 // inlineSVG prepares a figure rendered by package plots, whose text
-// content gonum escapes, for inclusion in the page as markup.
-func inlineSVG(svg []byte) template.HTML {
-	return template.HTML(svgProlog.ReplaceAll(svg, nil)) // #nosec: generated markup, texts escaped by vgsvg
+// content gonum escapes, for inclusion in the page as markup, labelled for
+// screen readers with its (escaped) title.
+func inlineSVG(svg []byte, title string) template.HTML {
+	out := svgProlog.ReplaceAll(svg, nil)
+	out = bytes.Replace(out, []byte("<svg "), []byte(`<svg role="img" aria-label="`+html.EscapeString(title)+`" `), 1)
+	return template.HTML(out) // generated markup, texts escaped by vgsvg
 }
 
 // addComparison adds the SPEC §13 values exactly as the Markdown report
