@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vertebrae-eval/vertebrae/comparison"
+	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
@@ -86,6 +87,28 @@ func (c *compareFlags) options(cmd *cobra.Command, cfg retrieval.Config) (compar
 		return o, usagef("%v", err)
 	}
 	return o, nil
+}
+
+// checkBaseline refuses, before any work, a --baseline that names none of
+// the results a run will produce (unless a name depends on a fitted
+// dimension, which only the run knows; comparison.Compute checks it then).
+func checkBaseline(baseline string, names []string, variants []compress.Config) error {
+	if baseline == "" {
+		return nil
+	}
+	var all []string
+	for _, n := range names {
+		for _, c := range variants {
+			if c.PreserveVariance != nil && c.IsEnabled() {
+				return nil
+			}
+			all = append(all, compress.VariantName(n, c, 0))
+		}
+	}
+	if !slices.Contains(all, baseline) {
+		return usagef("--baseline %s is not a result of this run (results: %s)", msgfmt.Quote(baseline), strings.Join(all, ", "))
+	}
+	return nil
 }
 
 // embeddingPair is one --pair NAME=QUERIES,GALLERY.

@@ -224,6 +224,7 @@ func TestCompareUsageErrors(t *testing.T) {
 		{f.pairArgs([]string{"sharp"}), "at least two pairs"},
 		{f.pairArgs([]string{"sharp", "blurry"}, "--baseline", "nope"), "--baseline"},
 		{f.runArgs("sharp", "--compare-metrics", "ndcg@7"), "--compare-metrics"},
+		{f.runArgs("sharp", "--compress", "prefix:2", "--baseline", "sharp[prefix_3]"), "is not a result of this run (results: sharp, sharp[prefix_truncate_2])"},
 	} {
 		code, _, stderr := run(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.frag) {
@@ -281,5 +282,18 @@ func TestComparePairIDColumns(t *testing.T) {
 	code, _, stderr := run(t, append(args, "--pair", "b="+qb+","+gb)...)
 	if code != 1 || !strings.Contains(stderr, "qb.parquet") || !strings.Contains(stderr, "differ from those of the first pair") {
 		t.Errorf("reordered IDs: exit %d: %s", code, stderr)
+	}
+}
+
+// compare of one run report reproduces the comparison the run wrote: the
+// per_query values read back are the values the run compared.
+func TestCompareReproducesRunComparison(t *testing.T) {
+	f := newCmpFixture(t)
+	p := filepath.Join(f.dir, "v.json")
+	mustRun(t, f.runArgs("sharp", "--compress", "prefix:2", "--compress", "quantize:int8", "--compare-metrics", "map", "--json", p)...)
+	data := mustRead(t, p)
+	again := mustRun(t, "retrieval", "compare", p, "--bootstrap", "400", "--permutations", "500", "--compare-metrics", "map", "--json", "-", "--quiet")
+	if comparisonOf(t, again) != comparisonOf(t, data) {
+		t.Fatal("compare of the run's report gives another comparison than the run")
 	}
 }

@@ -278,6 +278,13 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	if err != nil {
 		return err
 	}
+	names := []string{fl.name}
+	for _, p := range extra {
+		names = append(names, p.name)
+	}
+	if err := checkBaseline(cmpOpts.Baseline, names, variants); err != nil {
+		return err
+	}
 	budget, err := encode.BudgetFor(memCfg)
 	if err != nil {
 		return err
