@@ -28,7 +28,7 @@ func metricsAtK(rs *resultSet) (*Figure, error) {
 		Title: "Metrics at k",
 		Caption: "Mean recall@k, hit_rate@k, ndcg@k and precision@k over the queries (forward direction) " +
 			"against the cut-off k on a log scale; one line per result.",
-		w: vg.Inch*7.5 + legendW, h: vg.Inch * 5.6,
+		w: vg.Inch*7.5 + legendW, h: max(vg.Inch*5.6, legendHeight(len(rs.results))),
 	}
 	fig.draw = func(dc draw.Canvas) error {
 		plots := make([][]*plot.Plot, 2)

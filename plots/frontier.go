@@ -50,7 +50,7 @@ func compressionFrontier(rs *resultSet) (*Figure, error) {
 		Caption: "Primary score against the resident bytes of the gallery embeddings (log scale). " +
 			"Squares: uncompressed results; triangles: compression variants; a grey line joins the variants of one extractor. " +
 			"Uncompressed sparse galleries have no byte count in the report and are left out.",
-		w: vg.Inch*6.5 + legendW, h: vg.Inch * 4.2,
+		w: vg.Inch*6.5 + legendW, h: max(vg.Inch*4.2, legendHeight(len(rs.results)+2)),
 	}
 	fig.draw = func(dc draw.Canvas) error {
 		p := newPlot()

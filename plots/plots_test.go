@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -370,5 +372,32 @@ func TestNiceTicks(t *testing.T) {
 	}
 	if got := (niceTicks{}).Ticks(2, 2); len(got) != 1 {
 		t.Errorf("degenerate range: %v", got)
+	}
+}
+
+// With many results the figures grow so every legend entry fits.
+func TestManyResultsLegend(t *testing.T) {
+	b := fakeBenchmark(t)
+	for i := range 25 {
+		b.ExtractorResults = append(b.ExtractorResults, fakeResult(fmt.Sprintf("extra-%02d", i), 0.5+float64(i)/100, "none", 8, 0))
+	}
+	b.Comparison = nil
+	if err := b.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+	figs, err := Figures(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range figs {
+		if f.Name == "metrics_at_k" || f.Name == "compression_frontier" {
+			// The legend's entries at 10 pt with 4 pt padding need at least this.
+			if need := vg.Points(float64(len(b.ExtractorResults)) * 14); f.h < need {
+				t.Errorf("%s: height %v for %d legend entries", f.Name, f.h, len(b.ExtractorResults))
+			}
+		}
+		if _, err := f.SVG(); err != nil {
+			t.Errorf("%s: %v", f.Name, err)
+		}
 	}
 }

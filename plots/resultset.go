@@ -75,3 +75,10 @@ func legendWidth(entries []series) vg.Length {
 	}
 	return w + p.Legend.ThumbnailWidth + vg.Points(24)
 }
+
+// legendHeight bounds the height of a legend of n entries (10 pt text,
+// 4 pt apart) plus the strip's top offset, so figures with many results
+// grow instead of clipping their legend.
+func legendHeight(n int) vg.Length {
+	return vg.Length(n)*vg.Points(10*1.25+4) + vg.Points(40)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"html"
 	"html/template"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
@@ -95,6 +97,7 @@ type htmlDetail struct {
 	OverallRev  []keyValue // the same, reverse
 	Families    []string   // column heads of the k grid
 	AtK         []htmlKRow // one row per cut-off
+	Similarity  []htmlSimRow
 	Compression string
 	Warnings    []string
 	WorstKeys   []string
@@ -106,6 +109,12 @@ type htmlDetail struct {
 type htmlKRow struct {
 	K      string
 	Values []string
+}
+
+// htmlSimRow is one similarity diagnostic of SPEC §4.7 in one direction.
+type htmlSimRow struct {
+	Direction, What        string
+	Mean, Median, Min, Max string
 }
 
 type htmlWorstRow struct {
@@ -173,7 +182,7 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg)})
+		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg, f.Title)})
 	}
 	for i, r := range ranked {
 		d, err := detail(i+1, r, v.Primary)
@@ -272,6 +281,13 @@ func detail(rank int, r *results.ExtractorResult, primary string) (htmlDetail, e
 		}
 		d.AtK = append(d.AtK, row)
 	}
+	for i, s := range dirs {
+		rows, err := similarityRows(d.Directions[i], s, r.Name)
+		if err != nil {
+			return d, err
+		}
+		d.Similarity = append(d.Similarity, rows...)
+	}
 	if method, ok := r.CompressionMetadata["method"].(string); ok && method != "" && method != "none" {
 		applied, _ := r.CompressionMetadata["applied"].(bool)
 		d.Compression = fmt.Sprintf("%s, applied=%t", method, applied)
@@ -296,6 +312,36 @@ func detail(rank int, r *results.ExtractorResult, primary string) (htmlDetail, e
 		d.Worst = append(d.Worst, row)
 	}
 	return d, nil
+}
+
+// similarityRows are the §4.7 summaries of one direction (those with
+// values; evaluate-run has none).
+func similarityRows(dir string, s *results.ScoreResult, name string) ([]htmlSimRow, error) {
+	var rows []htmlSimRow
+	for _, x := range []struct {
+		what string
+		sum  metrics.Summary
+	}{
+		{"positive similarity", s.Diagnostics.PositiveSimilarity},
+		{"nearest negative", s.Diagnostics.NearestNegativeSimilarity},
+		{"retrieval margin", s.Diagnostics.RetrievalMargin},
+	} {
+		if x.sum.Mean == nil || x.sum.Median == nil || x.sum.Min == nil || x.sum.Max == nil {
+			continue
+		}
+		row := htmlSimRow{Direction: dir, What: x.what}
+		for _, c := range []struct {
+			v   float64
+			dst *string
+		}{{*x.sum.Mean, &row.Mean}, {*x.sum.Median, &row.Median}, {*x.sum.Min, &row.Min}, {*x.sum.Max, &row.Max}} {
+			var err error
+			if *c.dst, err = fixed4(c.v, name, x.what); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 // worstKeys are the worst-queries columns: the primary metric, mrr, map,
@@ -328,13 +374,16 @@ func worstKeys(keys []string, primary string, ks []string) []string {
 var svgProlog = regexp.MustCompile(`<\?xml[^>]*\?>\s*|<!--[^>]*-->\s*|\s+xmlns(:xlink)?="[^"]*"`)
 
 // inlineSVG prepares a figure rendered by package plots, whose text
-// content gonum escapes, for inclusion in the page as markup.
-func inlineSVG(svg []byte) template.HTML {
-	return template.HTML(svgProlog.ReplaceAll(svg, nil)) // #nosec: generated markup, texts escaped by vgsvg
+// content gonum escapes, for inclusion in the page as markup, labelled for
+// screen readers with its (escaped) title.
+func inlineSVG(svg []byte, title string) template.HTML {
+	out := svgProlog.ReplaceAll(svg, nil)
+	out = bytes.Replace(out, []byte("<svg "), []byte(`<svg role="img" aria-label="`+html.EscapeString(title)+`" `), 1)
+	return template.HTML(out) // generated markup, texts escaped by vgsvg
 }
 
 // addComparison adds the SPEC §13 values exactly as the Markdown report
-// shows them: key letters, the interval of the primary metric (forward)
+// (comparison_md.go) shows them, with the same legend sentence: key letters, the interval of the primary metric (forward)
 // and superscripts naming by key the results each one beats, then every
 // pair of every compared metric and direction.
 func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.ExtractorResult) error {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"html/template"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
@@ -18,6 +20,8 @@ import (
 func comparedBenchmark() *results.Benchmark {
 	b := testBenchmark()
 	b.Metadata.RetrievalConfig.PrimaryMetric = "ndcg@1"
+	b.ExtractorResults[0].Forward.Diagnostics.RetrievalMargin = metrics.Summarise([]float64{-0.25, 0.5, 0.125})
+	b.ExtractorResults[0].Forward.Diagnostics.PositiveSimilarity = metrics.Summarise([]float64{0.75, 1})
 	es := 1.25
 	b.Comparison = &results.Comparison{
 		Settings: results.ComparisonSettings{Metrics: []string{"ndcg@1"}, Family: "all", Test: "randomization",
@@ -85,7 +89,6 @@ func TestHTMLContent(t *testing.T) {
 		// Key a beats key c: superscript "c" on its primary metric, with its interval.
 		`<tr><td>a</td><td class="num">1</td><td class="name"><span class="swatch" style="background:#d55e00"></span>plain[pca_2]</td><td class="num">1.0000</td><td class="num">1.0000<sup>c</sup></td><td class="num">[1.0000, 1.0000]</td>`,
 		`<tr><td>b</td><td class="num">2</td><td class="name"><span class="swatch" style="background:#0072b2"></span>plain</td><td class="num">0.7500</td><td class="num">0.5000</td><td class="num">[0.0000, 1.0000]</td>`,
-		`Superscripts: the keys of the results whose forward ndcg@1 this result is significantly better than (paired sign-flip randomization test, Holm-adjusted p &lt; 0.05 over every pair of compared results). 95 % CI: BCa bootstrap interval of the mean, 10000 resamples, seed 7.`,
 		`<h2 id="comparison">Comparison</h2>`,
 		`<h3>ndcg@1 (forward, n = 2)</h3>`,
 		`<th class="num">randomization p</th><th class="num">Holm p</th>`,
@@ -98,10 +101,26 @@ func TestHTMLContent(t *testing.T) {
 		`Forward: mrr <strong>0.7500</strong>, map <strong>0.6250</strong>; reverse: mrr <strong>1.0000</strong>, map <strong>1.0000</strong>.`,
 		`<li>Warning: Query &#34;q1&#34; has no negative candidates.</li>`,
 		`@media print`,
+		`<tr><td>forward</td><td>positive similarity</td><td class="num">0.8750</td><td class="num">0.8750</td><td class="num">0.7500</td><td class="num">1.0000</td></tr>`,
+		`<tr><td>forward</td><td>retrieval margin</td><td class="num">0.1250</td><td class="num">0.1250</td><td class="num">-0.2500</td><td class="num">0.5000</td></tr>`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	// The legend under the ranking is the Markdown report's sentence.
+	md, err := Markdown(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legend string
+	for _, line := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(line, "Superscripts:") {
+			legend = line
+		}
+	}
+	if legend == "" || !strings.Contains(s, "<p class=\"note\">"+template.HTMLEscapeString(legend)+"</p>") {
+		t.Errorf("page lacks the Markdown legend %q", legend)
 	}
 	figs, err := plots.Figures(b)
 	if err != nil {

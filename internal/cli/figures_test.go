@@ -280,3 +280,44 @@ func TestRunAndCompareFigures(t *testing.T) {
 		}
 	}
 }
+
+// --html and --plots are allowed next to --spec and write the run file's
+// report (three results: an extractor and two compression variants).
+func TestRunFileFigures(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "qrels.tsv", "query-id\tcorpus-id\tscore\n0\t0\t1\n1\t1\t1\n2\t2\t1\n")
+	writeFile(t, dir, "q_ids.txt", "0\n1\n2\n")
+	writeFile(t, dir, "g_ids.txt", "0\n1\n2\n3\n")
+	writeNPY(t, dir, "q.npy", [][]float64{{1, 0.2, 0, 0}, {0.1, 1, 0, 0}, {0.5, 0.4, 1, 0}})
+	writeNPY(t, dir, "g.npy", [][]float64{{1, 0.1, 0, 0}, {0, 1, 0.2, 0.1}, {0.3, 0, 1, 0}, {1, 1, 1, 1}})
+	spec := `version: 1
+dataset:
+  id: tiny
+  revision: "1"
+  queries: {modality: embeddings, ids: q_ids.txt}
+  gallery: {modality: embeddings, ids: g_ids.txt}
+  qrels: {path: qrels.tsv}
+retrieval: {similarity: cosine, ks: [1, 2], primary_metric: ndcg@2}
+compression:
+  - {method: none}
+  - {method: prefix_truncate, n_components: 2}
+  - {method: quantize, precision: int8}
+extractors:
+  - {name: tables, type: precomputed, queries: q.npy, gallery: g.npy}
+`
+	specPath := writeFile(t, dir, "run.yaml", spec)
+	htmlPath, plotDir := filepath.Join(dir, "out", "r.html"), filepath.Join(dir, "out", "plots")
+	code, _, stderr := run(t, "retrieval", "run", "--spec", specPath, "--quiet", "--html", htmlPath, "--plots", plotDir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := []string{"comparison.svg", "compression_frontier.svg", "margins.svg", "metrics_at_k.svg", "per_query_ndcg@2.svg"}
+	if got := plotNames(t, plotDir); !slices.Equal(got, want) {
+		t.Errorf("figures %v, want %v", got, want)
+	}
+	page := []byte(mustRead(t, htmlPath))
+	checkSelfContained(t, page)
+	if !bytes.Contains(page, []byte("tables[quantize_int8]")) {
+		t.Error("page lacks the quantized variant")
+	}
+}

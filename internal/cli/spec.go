@@ -28,7 +28,8 @@ import (
 
 // specOverrides are the flags allowed next to --spec (SPEC §6.3).
 var specOverrides = map[string]bool{"spec": true, "json": true, "markdown": true, "csv": true, "run": true,
-	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true, "onnxruntime-lib": true}
+	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true, "onnxruntime-lib": true,
+	"html": true, "plots": true, "plot-format": true}
 
 // runSpec evaluates a declarative run file (SPEC §6.5).
 func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
@@ -39,7 +40,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 		}
 	})
 	if len(bad) > 0 {
-		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --threads, --onnxruntime-lib and --quiet are allowed; got %s", strings.Join(bad, ", "))
+		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --html, --plots, --plot-format, --threads, --onnxruntime-lib and --quiet are allowed; got %s", strings.Join(bad, ", "))
 	}
 	spec, err := runspec.Load(fl.spec)
 	if err != nil {
