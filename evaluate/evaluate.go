@@ -214,7 +214,12 @@ func scoreVariant(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Conf
 	t1 := time.Now()
 	fwdProblem := rank.Problem{
 		Queries: comp.Query, Gallery: comp.Gallery, QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(),
-		Relevance: ds.RawRelevance(), Exclusions: ds.RawExclusions(),
+		Exclusions: ds.RawExclusions(),
+	}
+	if c := ds.Classes(); c != nil {
+		fwdProblem.Classes = c // label-derived relevance stays implicit (SPEC §2.7)
+	} else {
+		fwdProblem.Relevance = ds.RawRelevance()
 	}
 	fwd, err := Direction(ctx, fwdProblem, cfg, opt.Threads, opt.RunDepth)
 	if err != nil {
@@ -251,10 +256,16 @@ func scoreVariant(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Conf
 // transposed and exclusions are swapped.
 func Reverse(p rank.Problem) rank.Problem {
 	ng := p.Gallery.Rows()
-	rel := make([][]retrieval.Positive, ng)
-	for q, ps := range p.Relevance { // ascending q keeps each list sorted
-		for _, x := range ps {
-			rel[x.Index] = append(rel[x.Index], retrieval.Positive{Index: q, Grade: x.Grade})
+	var rel [][]retrieval.Positive
+	var classes *retrieval.Classes
+	if p.Classes != nil {
+		classes = p.Classes.Reverse()
+	} else {
+		rel = make([][]retrieval.Positive, ng)
+		for q, ps := range p.Relevance { // ascending q keeps each list sorted
+			for _, x := range ps {
+				rel[x.Index] = append(rel[x.Index], retrieval.Positive{Index: q, Grade: x.Grade})
+			}
 		}
 	}
 	var ex [][]int
@@ -268,7 +279,7 @@ func Reverse(p rank.Problem) rank.Problem {
 	}
 	return rank.Problem{
 		Queries: p.Gallery, Gallery: p.Queries, QueryIDs: p.GalleryIDs, GalleryIDs: p.QueryIDs,
-		Relevance: rel, Exclusions: ex,
+		Relevance: rel, Exclusions: ex, Classes: classes,
 	}
 }
 
@@ -292,18 +303,21 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		Threads: threads, MaxPairwise: cfg.MaxPairwiseComparisons,
 		TopN: max(runDepth, 0), FullRanking: runDepth == 0,
 	}
-	qr, err := rank.Score(ctx, p, opts)
-	if err != nil {
-		return nil, err
-	}
-	nq := len(qr)
+	nq := p.Queries.Rows()
 	rows := make([]results.QueryRow, nq)
 	var posScores, nearest, margins []float64
 	var warnings []string
-	for q, r := range qr {
-		grades := make([]float64, len(r.Positives))
-		for i, x := range r.Positives {
-			grades[i] = x.Grade
+	var top [][]rank.Candidate
+	if runDepth >= 0 {
+		top = make([][]rank.Candidate, nq)
+	}
+	var grades []float64
+	// Each query's result is folded in as soon as it is final, so only the
+	// pooled positive scores (SPEC §4.7) outlive it.
+	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
+		grades = grades[:0]
+		for _, x := range r.Positives {
+			grades = append(grades, x.Grade)
 		}
 		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: metrics.Query(r.Ranks, grades, cfg.Ks, gain)}
 		posScores = append(posScores, r.Scores...)
@@ -313,6 +327,13 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		} else {
 			warnings = append(warnings, fmt.Sprintf("Query %s has no negative candidates.", msgfmt.Quote(p.QueryIDs[q])))
 		}
+		if top != nil {
+			top[q] = r.Top
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	perQuery := make([]metrics.Values, nq)
 	for i, r := range rows {
@@ -330,7 +351,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	res := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
 		Diagnostics: results.Diagnostics{
-			PositiveSimilarity:        metrics.Summarise(posScores),
+			PositiveSimilarity:        metrics.SummariseInPlace(posScores),
 			NearestNegativeSimilarity: metrics.Summarise(nearest),
 			RetrievalMargin:           metrics.Summarise(margins),
 			EligibleQueries:           nq,
@@ -352,9 +373,9 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	if runDepth >= 0 {
 		run := &results.Run{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Float32: prec == rank.Float32,
 			Candidates: make([][]results.RankedCandidate, nq)}
-		for q, r := range qr {
-			cs := make([]results.RankedCandidate, len(r.Top))
-			for i, c := range r.Top {
+		for q, rt := range top {
+			cs := make([]results.RankedCandidate, len(rt))
+			for i, c := range rt {
 				cs[i] = results.RankedCandidate{Index: c.Index, Score: c.Score}
 			}
 			run.Candidates[q] = cs

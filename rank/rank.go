@@ -69,6 +69,10 @@ type Problem struct {
 	Relevance [][]retrieval.Positive
 	// Exclusions has one (possibly empty) ascending list per query, or is nil.
 	Exclusions [][]int
+	// Classes, when set instead of Relevance, is label-derived relevance
+	// held implicitly (SPEC §2.7): every result is as if Relevance held
+	// the pairs Classes.Materialise() lists, without materialising them.
+	Classes *retrieval.Classes
 }
 
 // Options are the protocol and performance settings of one scoring run.
@@ -104,35 +108,77 @@ type QueryResult struct {
 // Score runs exact retrieval after checking the preconditions of SPEC §4.9 in
 // order. Results are bit-identical for every block size and thread count.
 func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
-	if err := check(p, o); err != nil {
+	var out []QueryResult
+	err := ScoreEach(ctx, p, o, func(_ int, r QueryResult) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// ScoreEach is Score handing each query's result to fn, in query order, as
+// soon as it is final; nothing of a query is retained after its call, so a
+// caller that keeps only what it needs (metrics, pooled scores) holds less
+// than Score's full result list.
+func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r QueryResult) error) error {
+	if err := check(p, o); err != nil {
+		return err
+	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
-	eligible := make([][]retrieval.Positive, nq)
+	var eligible [][]retrieval.Positive
 	var missing []string
-	for q := range eligible {
-		var ex []int
-		if p.Exclusions != nil {
-			ex = p.Exclusions[q]
+	if p.Classes != nil {
+		for q := range nq {
+			var ex []int
+			if p.Exclusions != nil {
+				ex = p.Exclusions[q]
+			}
+			if p.Classes.EligibleCount(q, ex) == 0 {
+				missing = append(missing, p.QueryIDs[q])
+			}
 		}
-		eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
-		if len(eligible[q]) == 0 {
-			missing = append(missing, p.QueryIDs[q])
+	} else {
+		eligible = make([][]retrieval.Positive, nq)
+		for q := range eligible {
+			var ex []int
+			if p.Exclusions != nil {
+				ex = p.Exclusions[q]
+			}
+			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+			if len(eligible[q]) == 0 {
+				missing = append(missing, p.QueryIDs[q])
+			}
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &Error{Msg: retrieval.MissingPositivesMessage(missing)}
+		return &Error{Msg: retrieval.MissingPositivesMessage(missing)}
 	}
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
-		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
+		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
 	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if p.Classes != nil && (qs.csr != nil || gs.csr != nil || forceMaterialisedClasses) {
+		// Sparse endpoints keep the explicit path (documented fallback):
+		// the pairs are materialised here, after every check.
+		p.Relevance, p.Classes = p.Classes.Materialise(), nil
+		eligible = make([][]retrieval.Positive, nq)
+		for q := range eligible {
+			var ex []int
+			if p.Exclusions != nil {
+				ex = p.Exclusions[q]
+			}
+			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+		}
 	}
 	threads := o.Threads
 	if threads <= 0 {
@@ -151,14 +197,20 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 			s.q32 = qs.block32(0, nq, make([]float32, nq*s.d), tmp)
 		}
 	}
+	s.emit = fn
+	if p.Classes != nil {
+		return s.scoreClasses(ctx)
+	}
 	if err := s.preparePositives(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.run(ctx); err != nil {
-		return nil, err
-	}
-	return s.out, nil
+	return s.run(ctx)
 }
+
+// forceMaterialisedClasses is a test hook: it sends Classes problems through
+// the explicit-pairs path, the reference the implicit path is checked
+// against.
+var forceMaterialisedClasses = false
 
 func check(p Problem, o Options) error {
 	for _, e := range []struct {
@@ -176,7 +228,14 @@ func check(p Problem, o Options) error {
 		return errorf("Query and gallery embedding dimensions must match; got %d and %d", p.Queries.Cols(), p.Gallery.Cols())
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
-	if len(p.Relevance) != nq {
+	if c := p.Classes; c != nil {
+		if p.Relevance != nil || len(c.Query) != nq {
+			return errorf("Relevance must contain one entry for each query; got %d entries for %d queries", len(c.Query), nq)
+		}
+		if len(c.Gallery) != ng {
+			return errorf("Relevance contains an invalid positive gallery index or grade: %d gallery classes for %d gallery rows", len(c.Gallery), ng)
+		}
+	} else if len(p.Relevance) != nq {
 		return errorf("Relevance must contain one entry for each query; got %d entries for %d queries", len(p.Relevance), nq)
 	}
 	if len(p.QueryIDs) != nq || len(p.GalleryIDs) != ng {
@@ -225,6 +284,8 @@ type scorer struct {
 	qs       []queryInfo
 	nBeaten  int // total length of the flattened per-positive counters
 	out      []QueryResult
+	cls      *classState // implicit label relevance (classes.go)
+	emit     func(q int, r QueryResult) error
 }
 
 // queryInfo is what every worker reads about a query: its eligible
@@ -539,8 +600,7 @@ func (s *scorer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.merge(parts)
-	return nil
+	return s.merge(parts)
 }
 
 // denseBlock scores gallery rows [g0, g1) against every query with the
@@ -560,6 +620,12 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 		}
 		q1 := min(q0+qb, s.nq)
 		qn := q1 - q0
+		if s.cls != nil && !s.o.FullRanking && s.o.TopN == 0 && !s.tileHasNegative(q0, q1, g0, g1) {
+			if err := s.skippedTileExclusions(q0, q1, g0, g1, w); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.o.Precision == Float64 {
 			qs := s.q64
 			if qs == nil {
@@ -574,7 +640,14 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				kernel.Dot64(qs, qn, g64, gn, s.d, out)
 			}
 			for i := 0; i < qn; i++ {
-				if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+				row := out[i*gn : (i+1)*gn]
+				var err error
+				if s.cls != nil {
+					err = consumeClasses(s, w.part, q0+i, g0, row)
+				} else {
+					err = consume(s, w.part, q0+i, g0, row)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -592,7 +665,14 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				kernel.Dot32(qs, qn, g32, gn, s.d, out)
 			}
 			for i := 0; i < qn; i++ {
-				if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+				row := out[i*gn : (i+1)*gn]
+				var err error
+				if s.cls != nil {
+					err = consumeClasses(s, w.part, q0+i, g0, row)
+				} else {
+					err = consume(s, w.part, q0+i, g0, row)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -603,6 +683,9 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 
 func (s *scorer) newPartial() *partial {
 	p := &partial{beaten: make([]int, s.nBeaten), best: make([]float64, s.nq), hasBest: make([]bool, s.nq)}
+	if s.cls != nil {
+		p.beaten = nil // shared counters in classState
+	}
 	if s.o.FullRanking {
 		p.all = make([][]Candidate, s.nq)
 	} else if s.o.TopN > 0 {
@@ -836,19 +919,26 @@ func b2i(b bool) int {
 	return 0
 }
 
-// merge combines the workers' partial results into the per-query results.
-func (s *scorer) merge(parts []*partial) {
-	for q := range s.out {
-		qi := &s.qs[q]
-		r := &s.out[q]
-		r.Positives, r.Scores = qi.pos, qi.scores
-		r.Ranks = make([]int, len(qi.pos))
-		count := 0
-		for k, slot := range qi.order {
-			for _, p := range parts {
-				count += p.beaten[qi.off+k]
+// merge combines the workers' partial results into the per-query results
+// and hands them out in query order.
+func (s *scorer) merge(parts []*partial) error {
+	for q := range s.nq {
+		var res QueryResult
+		r := &res
+		if s.cls != nil {
+			res = s.classResult(q)
+		} else {
+			qi := &s.qs[q]
+			r.Positives, r.Scores = qi.pos, qi.scores
+			r.Ranks = make([]int, len(qi.pos))
+			count := 0
+			for k, slot := range qi.order {
+				for _, p := range parts {
+					count += p.beaten[qi.off+k]
+				}
+				r.Ranks[slot] = 1 + count
 			}
-			r.Ranks[slot] = 1 + count
+			s.qs[q] = queryInfo{}
 		}
 		for _, p := range parts {
 			if p.hasBest[q] && (!r.HasNegative || p.best[q] > r.NearestNegative) {
@@ -871,8 +961,15 @@ func (s *scorer) merge(parts []*partial) {
 			}
 			sortCandidates(all)
 			r.Top = all[:min(len(all), s.o.TopN)]
+			for _, p := range parts {
+				p.top[q].c = nil
+			}
+		}
+		if err := s.emit(q, res); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func sortCandidates(c []Candidate) {

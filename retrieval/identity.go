@@ -135,7 +135,10 @@ func stringsAny(s []string) []any {
 }
 
 // relevanceTriples lists stored positives as [qi, gi, grade], sorted.
-func (d *Dataset) relevanceTriples() []any {
+func (d *Dataset) relevanceTriples() any {
+	if d.labels != nil {
+		return d.labels.labelTriples()
+	}
 	var out []any
 	for q, ps := range d.positives {
 		for _, p := range ps {
@@ -254,8 +257,8 @@ type Summary struct {
 // Summary returns the dataset summary.
 func (d *Dataset) Summary() Summary {
 	pairs := 0
-	for q := range d.positives {
-		pairs += len(EligiblePositives(d.positives[q], d.exclusions[q]))
+	for q := range d.queryIDs {
+		pairs += d.eligibleCount(q)
 	}
 	ident := map[string]any{"schema_version": 2, "mode": d.identity.mode, "key": d.identityKey}
 	switch d.identity.mode {

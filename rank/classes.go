@@ -1,0 +1,371 @@
+package rank
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync/atomic"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// Label-derived relevance held implicitly (SPEC §2.7): a query's positives
+// are the gallery rows of its class, minus its exclusions. Counting works
+// without any per-pair relevance list:
+//
+//  1. The positives' scores are computed class by class, as dense blocks of
+//     the class's queries against its gallery members (the same kernels, so
+//     the same bits, SPEC §4.2).
+//  2. Each query's eligible positives are sorted once into rank order
+//     (score descending, lower index first): the positives preceding a
+//     positive are exactly those before it in that order, so positives
+//     never need to be counted against each other (O(P log P)).
+//  3. The gallery pass counts only negatives: a negative that precedes the
+//     last positive is placed by binary search over the sorted thresholds.
+//     Tiles in which every pair is a positive or excluded have no negative
+//     and are not scored at all (one class: the pass vanishes).
+//
+// rank(p) = 1 + (positives before p in rank order) + (negatives preceding p),
+// which is SPEC §4.3 term by term. Per-pair state is one score and one
+// order slot per eligible positive plus a shared counter.
+type classState struct {
+	c *retrieval.Classes
+	// Per query: scores of every member of its class (member order; an
+	// excluded member's slot is unused) and the eligible member positions
+	// in rank order.
+	scores [][]float64
+	order  [][]int32
+	// beaten[q][r]: negatives that precede the positive in rank slot r but
+	// not the one in slot r−1; shared by all workers (atomic adds).
+	beaten [][]int32
+	// excluded[q][m] marks excluded member positions (nil: none).
+	excluded [][]bool
+	// singleClass per query block start / gallery block start, for tile
+	// skipping: the class shared by every row of the block, or −1.
+}
+
+// scoreClasses is Score for a Problem with Classes, dense endpoints.
+func (s *scorer) scoreClasses(ctx context.Context) error {
+	c := s.p.Classes
+	st := &classState{c: c, scores: make([][]float64, s.nq), order: make([][]int32, s.nq),
+		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq)}
+	s.cls = st
+	s.out = make([]QueryResult, s.nq)
+	for q := range s.nq {
+		m := c.Members(int(c.Query[q]))
+		st.scores[q] = make([]float64, len(m))
+		if s.p.Exclusions != nil {
+			for _, g := range s.p.Exclusions[q] {
+				if c.Gallery[g] == c.Query[q] {
+					if st.excluded[q] == nil {
+						st.excluded[q] = make([]bool, len(m))
+					}
+					i, _ := slices.BinarySearch(m, int32(g))
+					st.excluded[q][i] = true
+				}
+			}
+		}
+	}
+	if err := s.classPositives(ctx); err != nil {
+		return err
+	}
+	// Rank order of every query's eligible positives.
+	if err := s.parallel(ctx, (s.nq+63)/64, func(task int, _ *workspace) error {
+		for q := task * 64; q < min(task*64+64, s.nq); q++ {
+			sc, ex := st.scores[q], st.excluded[q]
+			m := c.Members(int(c.Query[q]))
+			ord := make([]int32, 0, len(sc))
+			for i := range sc {
+				if ex == nil || !ex[i] {
+					ord = append(ord, int32(i))
+				}
+			}
+			slices.SortFunc(ord, func(a, b int32) int {
+				if sa, sb := sc[a], sc[b]; sa != sb {
+					if sa > sb {
+						return -1
+					}
+					return 1
+				}
+				return cmp.Compare(m[a], m[b])
+			})
+			st.order[q] = ord
+			st.beaten[q] = make([]int32, len(ord)+1)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.run(ctx)
+}
+
+// classPositives scores every (query, member of its class) pair. The
+// reported failure is that of the classic path: the non-finite positive
+// with the lowest gallery index, then the lowest query index.
+func (s *scorer) classPositives(ctx context.Context) error {
+	c, st := s.p.Classes, s.cls
+	byClass := make([][]int32, c.NumClasses())
+	for q, k := range c.Query {
+		byClass[k] = append(byClass[k], int32(q))
+	}
+	const gBlock, qBlock = 512, 256
+	type task struct{ k, m0 int }
+	var tasks []task
+	for k, qs := range byClass {
+		if len(qs) == 0 {
+			continue
+		}
+		for m0 := 0; m0 < len(c.Members(k)); m0 += gBlock {
+			tasks = append(tasks, task{k, m0})
+		}
+	}
+	type bad struct{ g, q int }
+	worst := make([]bad, len(tasks))
+	d := s.d
+	err := s.parallel(ctx, len(tasks), func(i int, w *workspace) error {
+		t := tasks[i]
+		worst[i] = bad{-1, -1}
+		members := c.Members(t.k)[t.m0:min(t.m0+gBlock, len(c.Members(t.k)))]
+		qs := byClass[t.k]
+		gn := len(members)
+		f64 := s.o.Precision == Float64
+		if f64 {
+			w.g64 = growTo(w.g64, gn*d)
+			w.q64 = growTo(w.q64, min(qBlock, len(qs))*d)
+			w.s64 = growTo(w.s64, min(qBlock, len(qs))*gn)
+			for j, g := range members {
+				copy(w.g64[j*d:(j+1)*d], s.g.block64(int(g), int(g)+1, w.g64[j*d:(j+1)*d]))
+			}
+		} else {
+			w.tmp = growTo(w.tmp, d)
+			w.g32 = growTo(w.g32, gn*d)
+			w.q32 = growTo(w.q32, min(qBlock, len(qs))*d)
+			w.s32 = growTo(w.s32, min(qBlock, len(qs))*gn)
+			for j, g := range members {
+				copy(w.g32[j*d:(j+1)*d], s.g.block32(int(g), int(g)+1, w.g32[j*d:(j+1)*d], w.tmp))
+			}
+		}
+		for q0 := 0; q0 < len(qs); q0 += qBlock {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			part := qs[q0:min(q0+qBlock, len(qs))]
+			qn := len(part)
+			for a, q := range part {
+				if f64 {
+					s.queryRow64(int(q), w.q64[a*d:(a+1)*d])
+				} else {
+					s.queryRow32(int(q), w.q32[a*d:(a+1)*d], w.tmp)
+				}
+			}
+			switch {
+			case f64 && s.o.Similarity == SquaredL2:
+				kernel.SqDist64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+			case f64:
+				kernel.Dot64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+			case s.o.Similarity == SquaredL2:
+				kernel.SqDist32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+			default:
+				kernel.Dot32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+			}
+			for a, q := range part {
+				sc := st.scores[q][t.m0 : t.m0+gn]
+				for j := range sc {
+					var v float64
+					if f64 {
+						v = w.s64[a*gn+j]
+					} else {
+						v = float64(w.s32[a*gn+j])
+					}
+					if s.o.Similarity == SquaredL2 {
+						v = -v
+					}
+					v += 0 // −0 → +0 (SPEC §1.3)
+					if v-v != 0 {
+						if b := worst[i]; b.g < 0 || int(members[j]) < b.g || (int(members[j]) == b.g && int(q) < b.q) {
+							worst[i] = bad{int(members[j]), int(q)}
+						}
+					}
+					sc[j] = v
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	first := bad{-1, -1}
+	for _, b := range worst {
+		if b.g >= 0 && (first.g < 0 || b.g < first.g || (b.g == first.g && b.q < first.q)) {
+			first = b
+		}
+	}
+	if first.g >= 0 {
+		return s.checkFinite(nanScore, first.q, first.g)
+	}
+	return nil
+}
+
+var nanScore = func() float64 { var z float64; return z / z }()
+
+// tileHasNegative reports whether some pair of the tile (queries [q0, q1),
+// gallery rows [g0, g1)) is a negative: otherwise the pass need not score it
+// (unless candidates are kept for the run export).
+func (s *scorer) tileHasNegative(q0, q1, g0, g1 int) bool {
+	c := s.p.Classes
+	k := c.Query[q0]
+	for _, x := range c.Query[q0:q1] {
+		if x != k {
+			return true
+		}
+	}
+	for _, x := range c.Gallery[g0:g1] {
+		if x != k {
+			return true
+		}
+	}
+	return false
+}
+
+// skippedTileExclusions checks the finiteness of the excluded pairs of a tile
+// that is not scored: the classic pass scores excluded pairs too and fails
+// on a non-finite one, so the implicit path must fail identically.
+func (s *scorer) skippedTileExclusions(q0, q1, g0, g1 int, w *workspace) error {
+	if s.p.Exclusions == nil {
+		return nil
+	}
+	d := s.d
+	for q := q0; q < q1; q++ {
+		ex := s.p.Exclusions[q]
+		for i, _ := slices.BinarySearch(ex, g0); i < len(ex) && ex[i] < g1; i++ {
+			g := ex[i]
+			var v float64
+			if s.o.Precision == Float64 {
+				w.q64 = growTo(w.q64, 2*d)
+				a, b := w.q64[:d], w.q64[d:2*d]
+				s.queryRow64(q, a)
+				copy(b, s.g.block64(g, g+1, b))
+				if s.o.Similarity == SquaredL2 {
+					v = -kernel.SqDistRow64(a, b)
+				} else {
+					v = kernel.DotRow64(a, b)
+				}
+			} else {
+				w.q32 = growTo(w.q32, 2*d)
+				w.tmp = growTo(w.tmp, d)
+				a, b := w.q32[:d], w.q32[d:2*d]
+				s.queryRow32(q, a, w.tmp)
+				copy(b, s.g.block32(g, g+1, b, w.tmp))
+				if s.o.Similarity == SquaredL2 {
+					v = -float64(kernel.SqDistRow32(a, b))
+				} else {
+					v = float64(kernel.DotRow32(a, b))
+				}
+			}
+			if err := s.checkFinite(v, q, g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// consumeClasses folds one query's row of block scores into the partial
+// result under implicit relevance: negatives are counted against the
+// sorted positives, positives only feed the kept candidates.
+func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
+	st, c := s.cls, s.p.Classes
+	k := c.Query[q]
+	members := c.Members(int(k))
+	sc, ord, beaten := st.scores[q], st.order[q], st.beaten[q]
+	last := len(ord) - 1
+	lastScore, lastIndex := sc[ord[last]], int(members[ord[last]])
+	neg := s.o.Similarity == SquaredL2
+	keep := part.all != nil || part.top != nil
+	var excl []int
+	if s.p.Exclusions != nil {
+		excl = s.p.Exclusions[q]
+	}
+	exPtr, _ := slices.BinarySearch(excl, g0)
+	best, hasBest := part.best[q], part.hasBest[q]
+	gal := c.Gallery[g0 : g0+len(row)]
+	for j, x := range row {
+		v := float64(x)
+		if neg {
+			v = -v
+		}
+		g := g0 + j
+		if exPtr < len(excl) && excl[exPtr] == g {
+			exPtr++
+			if v-v != 0 {
+				return s.checkFinite(v, q, g)
+			}
+			continue // excluded: never counts
+		}
+		if gal[j] == k { // an eligible positive: already placed by the sort
+			if keep {
+				keepCandidate(part, q, v, g)
+			}
+			continue
+		}
+		if v-v != 0 {
+			return s.checkFinite(v, q, g)
+		}
+		if !hasBest || v > best {
+			best, hasBest = v+0, true
+		}
+		if v > lastScore || (v == lastScore && g < lastIndex) {
+			lo, hi := 0, last
+			for lo < hi {
+				mid := int(uint(lo+hi) >> 1)
+				if precedes(v, g, sc[ord[mid]], int(members[ord[mid]])) {
+					hi = mid
+				} else {
+					lo = mid + 1
+				}
+			}
+			atomic.AddInt32(&beaten[lo], 1)
+		}
+		if keep {
+			keepCandidate(part, q, v, g)
+		}
+	}
+	part.best[q], part.hasBest[q] = best, hasBest
+	return nil
+}
+
+func keepCandidate(part *partial, q int, v float64, g int) {
+	c := Candidate{Index: g, Score: v + 0} // +0 turns −0 into +0
+	if part.all != nil {
+		part.all[q] = append(part.all[q], c)
+	} else {
+		part.top[q].offer(c)
+	}
+}
+
+// classResult assembles query q's result; it releases the per-query state.
+func (s *scorer) classResult(q int) QueryResult {
+	st, c := s.cls, s.p.Classes
+	members := c.Members(int(c.Query[q]))
+	sc, ord, beaten, ex := st.scores[q], st.order[q], st.beaten[q], st.excluded[q]
+	rankOf := make([]int, len(sc))
+	count := 0
+	for r, m := range ord {
+		count += int(beaten[r])
+		rankOf[m] = 1 + r + count
+	}
+	n := len(ord)
+	res := QueryResult{Positives: make([]retrieval.Positive, 0, n), Ranks: make([]int, 0, n), Scores: make([]float64, 0, n)}
+	for m, g := range members {
+		if ex != nil && ex[m] {
+			continue
+		}
+		res.Positives = append(res.Positives, retrieval.Positive{Index: int(g), Grade: 1})
+		res.Ranks = append(res.Ranks, rankOf[m])
+		res.Scores = append(res.Scores, sc[m])
+	}
+	st.scores[q], st.order[q], st.beaten[q], st.excluded[q] = nil, nil, nil, nil
+	return res
+}
