@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
@@ -303,30 +304,38 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		Threads: threads, MaxPairwise: cfg.MaxPairwiseComparisons,
 		TopN: max(runDepth, 0), FullRanking: runDepth == 0,
 	}
-	nq := p.Queries.Rows()
+	nq := 0
+	if p.Queries != nil { // otherwise the scorer's checks fail
+		nq = p.Queries.Rows()
+	}
 	rows := make([]results.QueryRow, nq)
-	var posScores, nearest, margins []float64
-	var warnings []string
 	var top [][]rank.Candidate
 	if runDepth >= 0 {
 		top = make([][]rank.Candidate, nq)
 	}
-	var grades []float64
-	// Each query's result is folded in as soon as it is final, so only the
-	// pooled positive scores (SPEC §4.7) outlive it.
+	// Each query's result is folded in as soon as it is final (the scorer
+	// calls back from several workers), so only the pooled positive scores
+	// (SPEC §4.7) outlive it; they land at fixed offsets, in query order.
+	var once sync.Once
+	var offsets []int
+	var posScores []float64
+	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
 	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
-		grades = grades[:0]
-		for _, x := range r.Positives {
-			grades = append(grades, x.Grade)
+		once.Do(func() { // the problem has passed the scorer's checks
+			counts := p.EligibleCounts()
+			offsets = make([]int, nq+1)
+			for i, c := range counts {
+				offsets[i+1] = offsets[i] + c
+			}
+			posScores = make([]float64, offsets[nq])
+		})
+		grades := make([]float64, len(r.Positives))
+		for i, x := range r.Positives {
+			grades[i] = x.Grade
 		}
 		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: metrics.Query(r.Ranks, grades, cfg.Ks, gain)}
-		posScores = append(posScores, r.Scores...)
-		if r.HasNegative {
-			nearest = append(nearest, r.NearestNegative)
-			margins = append(margins, slices.Max(r.Scores)-r.NearestNegative)
-		} else {
-			warnings = append(warnings, fmt.Sprintf("Query %s has no negative candidates.", msgfmt.Quote(p.QueryIDs[q])))
-		}
+		copy(posScores[offsets[q]:offsets[q+1]], r.Scores)
+		nn[q], hasNeg[q], maxPos[q] = r.NearestNegative, r.HasNegative, slices.Max(r.Scores)
 		if top != nil {
 			top[q] = r.Top
 		}
@@ -334,6 +343,16 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	})
 	if err != nil {
 		return nil, err
+	}
+	var nearest, margins []float64
+	var warnings []string
+	for q := range nq {
+		if hasNeg[q] {
+			nearest = append(nearest, nn[q])
+			margins = append(margins, maxPos[q]-nn[q])
+		} else {
+			warnings = append(warnings, fmt.Sprintf("Query %s has no negative candidates.", msgfmt.Quote(p.QueryIDs[q])))
+		}
 	}
 	perQuery := make([]metrics.Values, nq)
 	for i, r := range rows {

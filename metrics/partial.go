@@ -111,8 +111,7 @@ func uniformGrades(grades, missing []float64) bool {
 // permutation: a plain sort of the ranks gives the same sums in the same
 // order, bit for bit.
 func computeUniform(out Values, ranks []int, grade float64, p int, ks []int, gain Gain) Values {
-	sorted := slices.Clone(ranks)
-	slices.Sort(sorted)
+	sorted := sortRanks(ranks)
 	out.Vals[0] = 1 / float64(sorted[0])
 	var ap float64
 	for i, r := range sorted {
@@ -141,4 +140,35 @@ func computeUniform(out Values, ranks []int, grade float64, p int, ks []int, gai
 		v[0], v[1], v[2], v[3] = float64(found)/float64(k), float64(found)/float64(p), hit, ndcg
 	}
 	return out
+}
+
+// sortRanks returns ranks in ascending order. Ranks are ≥ 1; when they are
+// dense (the largest is at most a few times their count, as when thousands
+// of positives rank at the top) a counting sort replaces the comparison
+// sort.
+func sortRanks(ranks []int) []int {
+	hi := 0
+	for _, r := range ranks {
+		if r < 1 {
+			hi = -1
+			break
+		}
+		hi = max(hi, r)
+	}
+	if hi < 0 || hi > 8*len(ranks) {
+		s := slices.Clone(ranks)
+		slices.Sort(s)
+		return s
+	}
+	count := make([]int32, hi+1)
+	for _, r := range ranks {
+		count[r]++
+	}
+	s := make([]int, 0, len(ranks))
+	for r, c := range count {
+		for ; c > 0; c-- {
+			s = append(s, r)
+		}
+	}
+	return s
 }

@@ -164,6 +164,9 @@ func TestUniformGradesFastPath(t *testing.T) {
 		ranks := r.Perm(3 * n)[:n]
 		for i := range ranks {
 			ranks[i]++
+			if trial%3 == 2 {
+				ranks[i] *= 100 // sparse ranks: comparison sort
+			}
 		}
 		grade := []float64{1, 2, 1e-300, 1e308, 0.5}[trial%5]
 		grades := make([]float64, n)

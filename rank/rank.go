@@ -109,8 +109,11 @@ type QueryResult struct {
 // order. Results are bit-identical for every block size and thread count.
 func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 	var out []QueryResult
-	err := ScoreEach(ctx, p, o, func(_ int, r QueryResult) error {
-		out = append(out, r)
+	if p.Queries != nil {
+		out = make([]QueryResult, p.Queries.Rows())
+	}
+	err := ScoreEach(ctx, p, o, func(q int, r QueryResult) error {
+		out[q] = r
 		return nil
 	})
 	if err != nil {
@@ -119,10 +122,12 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 	return out, nil
 }
 
-// ScoreEach is Score handing each query's result to fn, in query order, as
-// soon as it is final; nothing of a query is retained after its call, so a
-// caller that keeps only what it needs (metrics, pooled scores) holds less
-// than Score's full result list.
+// ScoreEach is Score handing each query's result to fn as soon as it is
+// final; nothing of a query is retained after its call, so a caller that
+// keeps only what it needs (metrics, pooled scores) holds less than Score's
+// full result list. fn is called exactly once per query, from several
+// goroutines at once and in no particular order: it must be safe for
+// concurrent use (writing to per-query slots is).
 func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r QueryResult) error) error {
 	if err := check(p, o); err != nil {
 		return err
@@ -600,7 +605,7 @@ func (s *scorer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.merge(parts)
+	return s.merge(ctx, parts)
 }
 
 // denseBlock scores gallery rows [g0, g1) against every query with the
@@ -921,55 +926,63 @@ func b2i(b bool) int {
 
 // merge combines the workers' partial results into the per-query results
 // and hands them out in query order.
-func (s *scorer) merge(parts []*partial) error {
-	for q := range s.nq {
-		var res QueryResult
-		r := &res
-		if s.cls != nil {
-			res = s.classResult(q)
-		} else {
-			qi := &s.qs[q]
-			r.Positives, r.Scores = qi.pos, qi.scores
-			r.Ranks = make([]int, len(qi.pos))
-			count := 0
-			for k, slot := range qi.order {
-				for _, p := range parts {
-					count += p.beaten[qi.off+k]
-				}
-				r.Ranks[slot] = 1 + count
-			}
-			s.qs[q] = queryInfo{}
-		}
-		for _, p := range parts {
-			if p.hasBest[q] && (!r.HasNegative || p.best[q] > r.NearestNegative) {
-				r.NearestNegative, r.HasNegative = p.best[q], true
+func (s *scorer) merge(ctx context.Context, parts []*partial) error {
+	const chunk = 16
+	return s.parallel(ctx, (s.nq+chunk-1)/chunk, func(task int, _ *workspace) error {
+		for q := task * chunk; q < min(task*chunk+chunk, s.nq); q++ {
+			if err := s.mergeQuery(q, parts); err != nil {
+				return err
 			}
 		}
-		switch {
-		case s.o.FullRanking:
-			var all []Candidate
+		return nil
+	})
+}
+
+// mergeQuery assembles query q's result from the partials and hands it out.
+func (s *scorer) mergeQuery(q int, parts []*partial) error {
+	var res QueryResult
+	r := &res
+	if s.cls != nil {
+		res = s.classResult(q)
+	} else {
+		qi := &s.qs[q]
+		r.Positives, r.Scores = qi.pos, qi.scores
+		r.Ranks = make([]int, len(qi.pos))
+		count := 0
+		for k, slot := range qi.order {
 			for _, p := range parts {
-				all = append(all, p.all[q]...)
-				p.all[q] = nil
+				count += p.beaten[qi.off+k]
 			}
-			sortCandidates(all)
-			r.Top = all
-		case s.o.TopN > 0:
-			var all []Candidate
-			for _, p := range parts {
-				all = append(all, p.top[q].c...)
-			}
-			sortCandidates(all)
-			r.Top = all[:min(len(all), s.o.TopN)]
-			for _, p := range parts {
-				p.top[q].c = nil
-			}
+			r.Ranks[slot] = 1 + count
 		}
-		if err := s.emit(q, res); err != nil {
-			return err
+		s.qs[q] = queryInfo{}
+	}
+	for _, p := range parts {
+		if p.hasBest[q] && (!r.HasNegative || p.best[q] > r.NearestNegative) {
+			r.NearestNegative, r.HasNegative = p.best[q], true
 		}
 	}
-	return nil
+	switch {
+	case s.o.FullRanking:
+		var all []Candidate
+		for _, p := range parts {
+			all = append(all, p.all[q]...)
+			p.all[q] = nil
+		}
+		sortCandidates(all)
+		r.Top = all
+	case s.o.TopN > 0:
+		var all []Candidate
+		for _, p := range parts {
+			all = append(all, p.top[q].c...)
+		}
+		sortCandidates(all)
+		r.Top = all[:min(len(all), s.o.TopN)]
+		for _, p := range parts {
+			p.top[q].c = nil
+		}
+	}
+	return s.emit(q, res)
 }
 
 func sortCandidates(c []Candidate) {

@@ -119,22 +119,41 @@ func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
 // generated while it is hashed (the same text as the []any of the explicit
 // forms, SPEC §10.3).
 func (c *Classes) labelTriples() canonjson.Array {
+	// One element per query: its triples are one comma-separated run, and
+	// every class's member text ("g,1]") is formatted once.
+	text := make([][]byte, len(c.members))
+	offs := make([][]int32, len(c.members))
 	n := 0
 	for _, k := range c.Query {
-		n += len(c.members[k])
+		n += min(len(c.members[k]), 1)
 	}
-	q, k := 0, 0
 	var buf []byte
+	q := 0
 	return canonjson.Array{N: n, Elem: func(_ int, w canonjson.Writer) error {
-		for k >= len(c.members[c.Query[q]]) {
-			q, k = q+1, 0
+		for len(c.members[c.Query[q]]) == 0 {
+			q++
 		}
-		buf = append(buf[:0], '[')
-		buf = strconv.AppendInt(buf, int64(q), 10)
-		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, int64(c.members[c.Query[q]][k]), 10)
-		buf = append(buf, ",1]"...)
-		k++
+		k := c.Query[q]
+		if text[k] == nil {
+			offs[k] = make([]int32, 0, len(c.members[k])+1)
+			for _, g := range c.members[k] {
+				offs[k] = append(offs[k], int32(len(text[k])))
+				text[k] = strconv.AppendInt(text[k], int64(g), 10)
+				text[k] = append(text[k], ",1]"...)
+			}
+			offs[k] = append(offs[k], int32(len(text[k])))
+		}
+		prefix := strconv.AppendInt([]byte("["), int64(q), 10)
+		prefix = append(prefix, ',')
+		buf = buf[:0]
+		for i := range c.members[k] {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, prefix...)
+			buf = append(buf, text[k][offs[k][i]:offs[k][i+1]]...)
+		}
+		q++
 		_, err := w.Write(buf)
 		return err
 	}}
