@@ -115,10 +115,19 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			return nil, err
 		}
 	}
-	fp, err := ds.ProtocolFingerprint(cfg)
-	if err != nil {
-		return nil, err
+	// The protocol fingerprint hashes every relevance pair (millions under
+	// label-derived relevance): it is computed while the backbones run and
+	// its error, if any, still takes precedence.
+	type fpResult struct {
+		fp  string
+		err error
 	}
+	fpc := make(chan fpResult, 1)
+	go func() {
+		fp, err := ds.ProtocolFingerprint(cfg)
+		fpc <- fpResult{fp, err}
+	}()
+	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
 		DatasetSummary: ds.Summary(),
 		Metadata: results.Metadata{
@@ -126,7 +135,6 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			CompressionConfigs:  compressionConfigs,
 			EmbeddingConfig:     embeddingConfig(opt.EmbeddingConfig),
 			MemoryConfig:        memoryConfig(opt.MemoryConfig),
-			ProtocolFingerprint: fp,
 			VertebraeVersion:    version.Version,
 		},
 	}
@@ -138,10 +146,18 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			}
 		}
 		if err != nil {
+			if _, ferr := fpWait(); ferr != nil {
+				return nil, ferr
+			}
 			return nil, err
 		}
 		bench.ExtractorResults = append(bench.ExtractorResults, rs...)
 	}
+	fp, err := fpWait()
+	if err != nil {
+		return nil, err
+	}
+	bench.Metadata.ProtocolFingerprint = fp
 	if err := bench.Finalize(); err != nil {
 		return nil, err
 	}

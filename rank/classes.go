@@ -384,22 +384,23 @@ func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
 	}
 	n := len(r.keys)
 	r.keys2, r.pos2 = growTo(r.keys2, n), growTo(r.pos2, n)
-	var count [256]int
-	for shift := uint(0); shift < 64; shift += 8 {
-		count = [256]int{}
+	const bits = 11
+	var count [1 << bits]int32
+	for shift := uint(0); shift < 64; shift += bits {
+		count = [1 << bits]int32{}
 		for _, k := range r.keys {
-			count[byte(k>>shift)]++
+			count[(k>>shift)&(1<<bits-1)]++
 		}
-		if count[byte(r.keys[0]>>shift)] == n {
+		if int(count[(r.keys[0]>>shift)&(1<<bits-1)]) == n {
 			continue // every key has this digit: the pass changes nothing
 		}
-		sum := 0
+		sum := int32(0)
 		for i, c := range count {
 			count[i] = sum
 			sum += c
 		}
 		for i, k := range r.keys {
-			d := byte(k >> shift)
+			d := (k >> shift) & (1<<bits - 1)
 			r.keys2[count[d]], r.pos2[count[d]] = k, r.pos[i]
 			count[d]++
 		}
