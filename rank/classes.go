@@ -33,9 +33,13 @@ type classState struct {
 	c *retrieval.Classes
 	// Per query: scores of every member of its class (member order; an
 	// excluded member's slot is unused) and the eligible member positions
-	// in rank order.
-	scores [][]float64
-	order  [][]int32
+	// in rank order, with their scores and gallery indices laid out in
+	// that order for the counting search.
+	scores   [][]float64
+	order    [][]int32
+	ordScore [][]float64
+	ordIndex [][]int32
+	buckets  []*slotBuckets
 	// beaten[q][r]: negatives that precede the positive in rank slot r but
 	// not the one in slot r−1; shared by all workers (atomic adds).
 	beaten [][]int32
@@ -49,6 +53,7 @@ type classState struct {
 func (s *scorer) scoreClasses(ctx context.Context) error {
 	c := s.p.Classes
 	st := &classState{c: c, scores: make([][]float64, s.nq), order: make([][]int32, s.nq),
+		ordScore: make([][]float64, s.nq), ordIndex: make([][]int32, s.nq), buckets: make([]*slotBuckets, s.nq),
 		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq)}
 	s.cls = st
 	s.out = make([]QueryResult, s.nq)
@@ -74,8 +79,17 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	if err := s.parallel(ctx, (s.nq+63)/64, func(task int, w *workspace) error {
 		var rs radixSorter
 		for q := task * 64; q < min(task*64+64, s.nq); q++ {
-			st.order[q] = rs.rankOrder(st.scores[q], st.excluded[q])
-			st.beaten[q] = make([]int32, len(st.order[q])+1)
+			ord := rs.rankOrder(st.scores[q], st.excluded[q])
+			m := c.Members(int(c.Query[q]))
+			os, oi := make([]float64, len(ord)), make([]int32, len(ord))
+			for r, i := range ord {
+				os[r], oi[r] = st.scores[q][i], m[i]
+			}
+			st.order[q], st.ordScore[q], st.ordIndex[q] = ord, os, oi
+			if len(os) >= 32 {
+				st.buckets[q] = newSlotBuckets(os)
+			}
+			st.beaten[q] = make([]int32, len(ord)+1)
 		}
 		return nil
 	}); err != nil {
@@ -262,10 +276,9 @@ func (s *scorer) skippedTileExclusions(q0, q1, g0, g1 int, w *workspace) error {
 func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
 	st, c := s.cls, s.p.Classes
 	k := c.Query[q]
-	members := c.Members(int(k))
-	sc, ord, beaten := st.scores[q], st.order[q], st.beaten[q]
-	last := len(ord) - 1
-	lastScore, lastIndex := sc[ord[last]], int(members[ord[last]])
+	os, oi, beaten := st.ordScore[q], st.ordIndex[q], st.beaten[q]
+	last := len(os) - 1
+	lastScore, lastIndex := os[last], int(oi[last])
 	neg := s.o.Similarity == SquaredL2
 	keep := part.all != nil || part.top != nil
 	var excl []int
@@ -301,15 +314,7 @@ func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, ro
 			best, hasBest = v+0, true
 		}
 		if v > lastScore || (v == lastScore && g < lastIndex) {
-			lo, hi := 0, last
-			for lo < hi {
-				mid := int(uint(lo+hi) >> 1)
-				if precedes(v, g, sc[ord[mid]], int(members[ord[mid]])) {
-					hi = mid
-				} else {
-					lo = mid + 1
-				}
-			}
+			lo := firstPreceded(os, oi, st.buckets[q], v, g)
 			atomic.AddInt32(&beaten[lo], 1)
 		}
 		if keep {
@@ -351,6 +356,7 @@ func (s *scorer) classResult(q int) QueryResult {
 		res.Scores = append(res.Scores, sc[m])
 	}
 	st.scores[q], st.order[q], st.beaten[q], st.excluded[q] = nil, nil, nil, nil
+	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
 	return res
 }
 
@@ -426,4 +432,82 @@ func (p Problem) EligibleCounts() []int {
 		}
 	}
 	return out
+}
+
+// slotBuckets narrows the counting search: the rank-ordered positive scores
+// (descending) are cut into equal-width buckets of score, and a negative is
+// compared only with the thresholds in its own bucket. bucket() is a
+// monotone non-decreasing function of the score (subtraction, positive
+// scaling and truncation all preserve order), so a threshold in a lower
+// bucket is strictly below the negative (it precedes that positive) and one
+// in a higher bucket strictly above (it does not): only equal buckets need
+// the exact comparison with the tie rule.
+type slotBuckets struct {
+	lo, scale float64
+	first     []int32 // first[k]: first rank slot whose bucket is ≤ k (len(desc) when none)
+}
+
+func newSlotBuckets(desc []float64) *slotBuckets {
+	nb := min(4096, len(desc))
+	lo, hi := desc[len(desc)-1], desc[0]
+	b := &slotBuckets{lo: lo, first: make([]int32, nb)}
+	if hi > lo && !math.IsInf(hi-lo, 0) {
+		b.scale = float64(nb) / (hi - lo)
+	}
+	// Slots descend in score, so their buckets do not increase.
+	r := len(desc)
+	for k := 0; k < nb; k++ {
+		for r > 0 && b.bucket(desc[r-1]) <= k {
+			r--
+		}
+		b.first[k] = int32(r)
+	}
+	return b
+}
+
+func (b *slotBuckets) bucket(v float64) int {
+	nb := len(b.first)
+	x := (v - b.lo) * b.scale
+	switch {
+	case !(x >= 0): // below every threshold (or a zero range)
+		return 0
+	case x >= float64(nb-1):
+		return nb - 1
+	}
+	return int(x)
+}
+
+// window returns the slot range [lo, lo+n) that holds the first slot a
+// candidate of score v precedes: slots before lo have higher buckets (it
+// precedes none of them), slots from first[k−1] on have lower buckets (it
+// precedes all of them).
+func (b *slotBuckets) window(v float64) (lo, n int) {
+	k := b.bucket(v)
+	lo = int(b.first[k])
+	hi := math.MaxInt32 // no lower bucket: the caller caps at the last slot
+	if k > 0 {
+		hi = int(b.first[k-1])
+	}
+	return lo, hi - lo + 1
+}
+
+// firstPreceded is the first rank slot (scores os descending, gallery
+// indices oi) that candidate (v, g) precedes, given that it precedes the
+// last one: a branch-free lower bound inside the bucket window.
+func firstPreceded(os []float64, oi []int32, b *slotBuckets, v float64, g int) int {
+	last := len(os) - 1
+	lo, n := 0, last+1
+	if b != nil {
+		lo, n = b.window(v)
+		n = min(n, last+1-lo)
+	}
+	for n > 1 {
+		half := n >> 1
+		mid := lo + half
+		if !(v > os[mid-1] || (v == os[mid-1] && g < int(oi[mid-1]))) {
+			lo = mid
+		}
+		n -= half
+	}
+	return lo
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,6 +171,65 @@ func TestClassesErrorsMatchMaterialised(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "non-finite") && !strings.Contains(err.Error(), "eligible positive") {
 			t.Fatalf("%s: unexpected error %v", tc.name, err)
+		}
+	}
+}
+
+// The bucketed search finds the same slot as a linear scan of the tie rule,
+// for thresholds with many exact ties, spread and clustered values, and
+// candidates below, inside, between and above the thresholds.
+func TestFirstPrecededEqualsLinearScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 400 {
+		n := 1 + r.IntN(300)
+		type th struct {
+			s float64
+			g int32
+		}
+		ths := make([]th, n)
+		for i := range ths {
+			switch trial % 3 {
+			case 0:
+				ths[i].s = float64(r.IntN(7)) // ties
+			case 1:
+				ths[i].s = r.NormFloat64()
+			default:
+				ths[i].s = 0.5 + 1e-12*float64(r.IntN(50)) // clustered
+			}
+			ths[i].g = int32(r.IntN(1000))
+		}
+		slices.SortFunc(ths, func(a, b th) int {
+			if a.s != b.s {
+				if a.s > b.s {
+					return -1
+				}
+				return 1
+			}
+			return int(a.g - b.g)
+		})
+		os, oi := make([]float64, n), make([]int32, n)
+		for i, x := range ths {
+			os[i], oi[i] = x.s, x.g
+		}
+		var b *slotBuckets
+		if n >= 2 {
+			b = newSlotBuckets(os)
+		}
+		for range 200 {
+			v := os[r.IntN(n)] + []float64{0, 1e-13, -1e-13, 0.3, -0.3, 100}[r.IntN(6)]
+			g := r.IntN(1000)
+			if !precedes(v, g, os[n-1], int(oi[n-1])) {
+				continue
+			}
+			want := 0
+			for want < n && !precedes(v, g, os[want], int(oi[want])) {
+				want++
+			}
+			for _, bb := range []*slotBuckets{nil, b} {
+				if got := firstPreceded(os, oi, bb, v, g); got != want {
+					t.Fatalf("trial %d: candidate (%v, %d): slot %d, want %d (buckets %v)", trial, v, g, got, want, bb != nil)
+				}
+			}
 		}
 	}
 }
