@@ -131,11 +131,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	bench := &results.Benchmark{
 		DatasetSummary: ds.Summary(),
 		Metadata: results.Metadata{
-			RetrievalConfig:     cfg,
-			CompressionConfigs:  compressionConfigs,
-			EmbeddingConfig:     embeddingConfig(opt.EmbeddingConfig),
-			MemoryConfig:        memoryConfig(opt.MemoryConfig),
-			VertebraeVersion:    version.Version,
+			RetrievalConfig:    cfg,
+			CompressionConfigs: compressionConfigs,
+			EmbeddingConfig:    embeddingConfig(opt.EmbeddingConfig),
+			MemoryConfig:       memoryConfig(opt.MemoryConfig),
+			VertebraeVersion:   version.Version,
 		},
 	}
 	for _, b := range backbones {
