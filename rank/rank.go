@@ -129,7 +129,11 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 // goroutines at once and in no particular order: it must be safe for
 // concurrent use (writing to per-query slots is).
 func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r QueryResult) error) error {
-	if err := check(p, o); err != nil {
+	threads := o.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if err := check(p, o, threads); err != nil {
 		return err
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
@@ -164,11 +168,11 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision)
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads)
 	if err != nil {
 		return err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision)
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads)
 	if err != nil {
 		return err
 	}
@@ -184,10 +188,6 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 			}
 			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
 		}
-	}
-	threads := o.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
 	}
 	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
 	s.sparse = qs.csr != nil && gs.csr != nil
@@ -217,7 +217,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 // against.
 var forceMaterialisedClasses = false
 
-func check(p Problem, o Options) error {
+func check(p Problem, o Options, threads int) error {
 	for _, e := range []struct {
 		name string
 		m    matrix.Matrix
@@ -225,7 +225,7 @@ func check(p Problem, o Options) error {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 			return errorf("%s embeddings must be a 2D array with at least one row", e.name)
 		}
-		if r, c, bad := matrix.FirstNonFinite(e.m); bad {
+		if r, c, bad := firstNonFinite(e.m, threads); bad {
 			return errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
 		}
 	}
