@@ -233,3 +233,36 @@ func TestFirstPrecededEqualsLinearScan(t *testing.T) {
 		}
 	}
 }
+
+// Scoring reports its progress: done never decreases and ends at exactly
+// n_q · n_g pairs, once, for dense, sparse and class problems, including
+// class problems whose tiles are all skipped.
+func TestProgressReportsEveryPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	dense := randomProblem(r, 13, 70, 4, false)
+	cls := classProblem(r, 20, 50, 3, 1, true, true, false)
+	sq, _ := randomSparseRows(r, 13, 30, 4)
+	sg, _ := randomSparseRows(r, 70, 30, 4)
+	sparse := dense
+	sparse.Queries, sparse.Gallery = sq, sg
+	for name, p := range map[string]Problem{"dense": dense, "classes": cls, "sparse": sparse} {
+		var calls []int64
+		var total int64
+		ctx := WithProgress(context.Background(), func(done, tot int64) {
+			calls = append(calls, done)
+			total = tot
+		})
+		if _, err := Score(ctx, p, Options{Similarity: Dot, QueryBatch: 4, GalleryBatch: 16, Threads: 2}); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(p.Queries.Rows() * p.Gallery.Rows())
+		if total != want || len(calls) == 0 || calls[len(calls)-1] != want {
+			t.Fatalf("%s: reports %v of %d, want the last at %d", name, calls, total, want)
+		}
+		for i := 1; i < len(calls); i++ {
+			if calls[i] <= calls[i-1] {
+				t.Fatalf("%s: progress went from %d to %d", name, calls[i-1], calls[i])
+			}
+		}
+	}
+}

@@ -203,6 +203,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 		}
 	}
 	s.emit = fn
+	s.meter = newMeter(ctx, int64(nq)*int64(ng))
 	if p.Classes != nil {
 		return s.scoreClasses(ctx)
 	}
@@ -290,6 +291,7 @@ type scorer struct {
 	nBeaten  int // total length of the flattened per-positive counters
 	out      []QueryResult
 	cls      *classState // implicit label relevance (classes.go)
+	meter    *meter      // progress of the gallery pass (nil: nobody listens)
 	emit     func(q int, r QueryResult) error
 }
 
@@ -629,6 +631,7 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 			if err := s.skippedTileExclusions(q0, q1, g0, g1, w); err != nil {
 				return err
 			}
+			s.meter.add(int64(qn) * int64(gn))
 			continue
 		}
 		if s.o.Precision == Float64 {
@@ -682,6 +685,7 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				}
 			}
 		}
+		s.meter.add(int64(qn) * int64(gn))
 	}
 	return nil
 }

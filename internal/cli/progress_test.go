@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -25,5 +26,31 @@ func TestProgress(t *testing.T) {
 	out := buf.String()
 	if !strings.Contains(out, "\rq [############------------]  50% 20/40 20 rows/s ETA 1s") || strings.HasSuffix(out, "\n") {
 		t.Errorf("bar mode: %q", out)
+	}
+}
+
+// Scoring progress: pairs with rate and ETA on a terminal, a fresh clock for
+// every pass, and nothing at all when stderr is not a terminal.
+func TestScoringProgress(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := &progress{w: &buf, terminal: true, start: map[string]time.Time{}, now: func() time.Time { return clock }}
+	p.scoring(1000, 4000)
+	clock = clock.Add(time.Second)
+	p.scoring(2000, 4000)
+	if out := buf.String(); !strings.Contains(out, "\rscoring [############------------]  50% 2000/4000 2000 pairs/s ETA 1s") {
+		t.Errorf("bar: %q", out)
+	}
+	clock = clock.Add(time.Second)
+	p.scoring(4000, 4000)
+	if !strings.HasSuffix(buf.String(), "\n") {
+		t.Errorf("the finished bar ends its line: %q", buf.String())
+	}
+	if _, ok := p.start["scoring"]; ok {
+		t.Error("a finished pass keeps its start time")
+	}
+	ctx := context.Background()
+	if withScoring(ctx, &buf) != ctx {
+		t.Error("scoring progress installed for a writer that is not a terminal")
 	}
 }
