@@ -3,6 +3,7 @@ package rank
 import (
 	"context"
 	"math"
+	"time"
 	"slices"
 	"sync/atomic"
 
@@ -72,6 +73,7 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 			}
 		}
 	}
+	t1 := time.Now()
 	if err := s.classPositives(ctx); err != nil {
 		return err
 	}
@@ -95,6 +97,7 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
 }
 

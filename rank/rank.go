@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/kernel"
@@ -87,6 +88,22 @@ type Options struct {
 	// FullRanking keeps all of them (memory O(n_q · n_g): export only).
 	TopN        int
 	FullRanking bool
+	// Exhaustive turns screened scoring off (as VERTEBRAE_SCREEN=off does):
+	// every pair is scored by the exact rule. Results are identical.
+	Exhaustive bool
+	// Stats, when set, receives the phase timings and screening counts of
+	// the run (for `vertebrae bench`).
+	Stats *Stats
+}
+
+// Stats describes one scoring run.
+type Stats struct {
+	Prepare   time.Duration // checks, conversion, norms (SPEC §4.1, §4.9)
+	Positives time.Duration // exact scores of the positives and their rank order
+	Pass      time.Duration // the gallery pass: kernels, screening, verification, counting
+	Merge     time.Duration // merging partials into per-query results (and the caller's fold)
+	Screened  bool          // the float32 screen was used
+	Screen    ScreenStats
 }
 
 // Candidate is a ranked gallery row.
@@ -129,6 +146,7 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 // goroutines at once and in no particular order: it must be safe for
 // concurrent use (writing to per-query slots is).
 func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r QueryResult) error) error {
+	t0 := time.Now()
 	threads := o.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -204,12 +222,20 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	}
 	s.emit = fn
 	s.meter = newMeter(ctx, int64(nq)*int64(ng))
+	s.stats = o.Stats
+	if s.stats == nil {
+		s.stats = &Stats{}
+	}
+	s.stats.Prepare = time.Since(t0)
 	if p.Classes != nil {
 		return s.scoreClasses(ctx)
 	}
+	t1 := time.Now()
 	if err := s.preparePositives(ctx); err != nil {
 		return err
 	}
+	s.screen = s.newScreen()
+	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
 }
 
@@ -292,6 +318,8 @@ type scorer struct {
 	out      []QueryResult
 	cls      *classState // implicit label relevance (classes.go)
 	meter    *meter      // progress of the gallery pass (nil: nobody listens)
+	screen   *screenState
+	stats    *Stats
 	emit     func(q int, r QueryResult) error
 }
 
@@ -600,6 +628,12 @@ func (s *scorer) run(ctx context.Context) error {
 	if s.sparse {
 		task = s.sparseBlock
 	}
+	if s.screen != nil {
+		task = func(ctx context.Context, w *workspace, g0, g1, qb int) error {
+			return s.screenedBlock(w, g0, g1, qb, ctx.Err)
+		}
+	}
+	t0 := time.Now()
 	err := s.parallelWith(ctx, nBlocks, newWS, func(b int, w *workspace) error {
 		g0 := b * gb
 		return task(ctx, w, g0, min(g0+gb, s.ng), qb)
@@ -607,7 +641,15 @@ func (s *scorer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.merge(ctx, parts)
+	t1 := time.Now()
+	s.stats.Pass = t1.Sub(t0)
+	if st := s.screen; st != nil {
+		s.stats.Screened = true
+		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
+	}
+	err = s.merge(ctx, parts)
+	s.stats.Merge = time.Since(t1)
+	return err
 }
 
 // denseBlock scores gallery rows [g0, g1) against every query with the

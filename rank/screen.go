@@ -1,0 +1,280 @@
+package rank
+
+import (
+	"math"
+	"os"
+	"sort"
+	"sync/atomic"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
+)
+
+// Screened exact scoring (SPEC §4.2 "Screened evaluation"; the bound and
+// its proof are in screen.md next to this file). Under the float64
+// protocol with dot or cosine, every pair is first scored cheaply in
+// float32 (c); a comparison is decided from c only where the proven bound
+// |c − s| ≤ e makes it certain, and every undecided pair gets its exact
+// score s by the one formula (kernel.DotRow64, bit-identical to the block
+// kernels). Every reported number is therefore that of exhaustive exact
+// evaluation; only the amount of float64 work changes.
+//
+// Not screened (exact path as before): squared_l2 (its bound is relative to
+// ‖q‖² + ‖g‖², useless for near neighbours), the float32 protocol, sparse
+// endpoints, label classes (their own pass), run exports (TopN or
+// FullRanking need exact scores for every kept candidate), and widths of
+// 2²² or more.
+
+// screenBoundScale multiplies every bound; tests shrink it to show that the
+// bit-identity tests catch an unsafe bound.
+var screenBoundScale = 1.0
+
+// ScreenDisabledByEnv reports whether VERTEBRAE_SCREEN=off asks for the
+// exhaustive exact path.
+func ScreenDisabledByEnv() bool { return os.Getenv("VERTEBRAE_SCREEN") == "off" }
+
+const (
+	u32 = 0x1p-24 // float32 unit roundoff
+	u64 = 0x1p-53 // float64 unit roundoff
+)
+
+func gamma(n int, u float64) float64 { return float64(n) * u / (1 - float64(n)*u) }
+
+// screenState is what screening needs beyond the exact path.
+type screenState struct {
+	q32     []float32 // float32 rounding of the float64 working query values
+	rq      []float64 // per query: an upper bound of the working row's 2-norm
+	k, sd   float64   // K(d) and 2⁻¹⁴⁸·√d of the bound
+	tau     float64   // (4d+16)·2⁻¹⁴⁹
+	pairs   atomic.Int64
+	exact   atomic.Int64 // undecided pairs scored exactly
+	blocks  atomic.Int64 // gallery blocks rescored exactly (values beyond float32)
+	skipped atomic.Int64
+}
+
+// newScreen prepares screening, or returns nil when it does not apply.
+func (s *scorer) newScreen() *screenState {
+	o := s.o
+	if o.Exhaustive || ScreenDisabledByEnv() || o.Precision != Float64 || o.Similarity == SquaredL2 || s.sparse ||
+		s.p.Classes != nil || o.TopN > 0 || o.FullRanking || s.q64 == nil || s.d >= 1<<22 {
+		return nil
+	}
+	d := s.d
+	st := &screenState{q32: make([]float32, len(s.q64)), rq: make([]float64, s.nq)}
+	st.k = gamma(d, u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
+	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
+	st.tau = float64(4*d+16) * 0x1p-149
+	for i, v := range s.q64 {
+		st.q32[i] = float32(v)
+	}
+	for q := range s.nq {
+		st.rq[q] = normBound(s.q64[q*d : (q+1)*d])
+	}
+	return st
+}
+
+// normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2):
+// the FMA chain of y² has relative error ≤ γ_d(u) plus underflow, so
+// ‖y‖² ≤ acc·(1 + γ_{2d+2}(u)) + 2⁻¹⁰⁰⁰; the final sqrt, sum and product
+// round at most four times, which the factor 1 + 2⁻⁵⁰ covers.
+func normBound(y []float64) float64 {
+	var acc float64
+	for _, v := range y {
+		acc = math.FMA(v, v, acc)
+	}
+	return math.Sqrt(acc*(1+gamma(2*len(y)+2, u64))+0x1p-1000) * (1 + 0x1p-50)
+}
+
+// bound is e' ≥ |c − s| for every pair of query q and a gallery block whose
+// row bounds are at most rg, rounded outward (screen.md §3).
+func (st *screenState) bound(rq, rg float64) float64 {
+	e := st.k*rq*rg + st.sd*(rq+rg) + st.tau
+	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * screenBoundScale
+}
+
+func down(x float64) float64 { return math.Nextafter(x, math.Inf(-1)) }
+func up(x float64) float64   { return math.Nextafter(x, math.Inf(1)) }
+
+// ScreenStats is what screening did in one run.
+type ScreenStats struct {
+	Pairs      int64 // pairs screened in float32
+	Exact      int64 // undecided pairs scored exactly in float64
+	ExactTiles int64 // gallery blocks rescored exactly (values beyond float32)
+}
+
+// screenedBlock is denseBlock for screened float64 scoring.
+func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {
+	st := s.screen
+	d, gn := s.d, g1-g0
+	g64 := s.g.block64(g0, g1, w.g64)
+	w.g32 = growTo(w.g32, gn*d)
+	g32 := w.g32[:gn*d]
+	fits := true
+	for i, v := range g64 {
+		g32[i] = float32(v)
+		if math.IsInf(float64(g32[i]), 0) {
+			fits = false
+		}
+	}
+	if !fits { // values beyond float32: this block is scored exactly
+		st.blocks.Add(1)
+		return s.exactBlock64(w, g0, g1, qb, g64, checkCtx)
+	}
+	rg := 0.0
+	for j := range gn {
+		rg = max(rg, normBound(g64[j*d:(j+1)*d]))
+	}
+	w.s32 = growTo(w.s32, qb*gn)
+	for q0 := 0; q0 < s.nq; q0 += qb {
+		if err := checkCtx(); err != nil {
+			return err
+		}
+		q1 := min(q0+qb, s.nq)
+		qn := q1 - q0
+		out := w.s32[:qn*gn]
+		kernel.Dot32(st.q32[q0*d:q1*d], qn, g32, gn, d, out)
+		for i := range qn {
+			q := q0 + i
+			if err := s.screenedRow(w, q, g0, out[i*gn:(i+1)*gn], g64, st.bound(st.rq[q], rg)); err != nil {
+				return err
+			}
+		}
+		st.pairs.Add(int64(qn * gn))
+		s.meter.add(int64(qn) * int64(gn))
+	}
+	return nil
+}
+
+// exactBlock64 is the exhaustive float64 path for one gallery block.
+func (s *scorer) exactBlock64(w *workspace, g0, g1, qb int, g64 []float64, checkCtx func() error) error {
+	gn := g1 - g0
+	w.s64 = growTo(w.s64, qb*gn)
+	for q0 := 0; q0 < s.nq; q0 += qb {
+		if err := checkCtx(); err != nil {
+			return err
+		}
+		q1 := min(q0+qb, s.nq)
+		qn := q1 - q0
+		out := w.s64[:qn*gn]
+		kernel.Dot64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
+		for i := range qn {
+			if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+				return err
+			}
+		}
+		s.meter.add(int64(qn) * int64(gn))
+	}
+	return nil
+}
+
+// screenedRow folds one query's cheap scores over gallery rows g0… into its
+// partial result with the decision rules of screen.md §4; e is the padded
+// bound of every pair of the row.
+func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float64, e float64) error {
+	st, qi, part, d := s.screen, &s.qs[q], w.part, s.d
+	for _, x := range row {
+		if x-x != 0 { // an overflowing cheap score: this row is scored exactly
+			w.s64 = growTo(w.s64, len(row))
+			exact := w.s64[:len(row)]
+			kernel.Dot64(s.q64[q*d:(q+1)*d], 1, g64, len(row), d, exact)
+			st.exact.Add(int64(len(row)))
+			return consume(s, part, q, g0, exact)
+		}
+	}
+	qrow := s.q64[q*d : (q+1)*d]
+	exactAt := func(j int) float64 {
+		st.exact.Add(1)
+		return kernel.DotRow64(qrow, g64[j*d:(j+1)*d]) + 0 // −0 → +0
+	}
+	last := len(qi.ordScore) - 1
+	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
+	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+	skipBelow := down(lastScore - e) // c < skipBelow ⇒ s < lastScore: precedes no positive
+	exPtr := sort.SearchInts(qi.excl, g0)
+	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	maxC := math.Inf(-1)
+	negatives := false
+	for j, x := range row {
+		g := g0 + j
+		if exPtr < len(qi.excl) && qi.excl[exPtr] == g {
+			exPtr++ // excluded: never counts; its exact score is finite (|s| ≤ |c| + e)
+			if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
+				posPtr++
+			}
+			continue
+		}
+		if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
+			// A positive's exact score is known: it counts like any candidate.
+			v := qi.scores[posPtr]
+			posPtr++
+			if precedes(v, g, lastScore, lastIndex) {
+				beaten[rankSlot(qi, v, g)]++
+			}
+			continue
+		}
+		c := float64(x)
+		negatives = true
+		maxC = max(maxC, c)
+		if c < skipBelow {
+			continue
+		}
+		// The first positive the candidate certainly precedes is the first
+		// slot r with s_r < c − e; it is the exact slot when the positive
+		// before it lies above c + e (screen.md §4).
+		lo, hi := down(c-e), up(c+e)
+		r := sort.Search(last+1, func(k int) bool { return qi.ordScore[k] < lo })
+		if r == last+1 && qi.ordScore[last] > hi {
+			continue // below every positive
+		}
+		if r <= last && (r == 0 || qi.ordScore[r-1] > hi) {
+			beaten[r]++
+			continue
+		}
+		v := exactAt(j)
+		if precedes(v, g, lastScore, lastIndex) {
+			beaten[rankSlot(qi, v, g)]++
+		}
+	}
+	if !negatives {
+		return nil
+	}
+	// Nearest negative: its cheap score is at least maxC − 2e, so the exact
+	// maximum is among the negatives above that threshold.
+	thr := down(maxC - 2*e)
+	exPtr = sort.SearchInts(qi.excl, g0)
+	posPtr = sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	best, hasBest := part.best[q], part.hasBest[q]
+	for j, x := range row {
+		g := g0 + j
+		isEx := exPtr < len(qi.excl) && qi.excl[exPtr] == g
+		if isEx {
+			exPtr++
+		}
+		if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
+			posPtr++
+			continue
+		}
+		if isEx || float64(x) < thr {
+			continue
+		}
+		if v := exactAt(j); !hasBest || v > best {
+			best, hasBest = v, true
+		}
+	}
+	part.best[q], part.hasBest[q] = best, hasBest
+	return nil
+}
+
+// rankSlot is the first rank slot of query qi's positives that (v, g)
+// precedes (it precedes the last one).
+func rankSlot(qi *queryInfo, v float64, g int) int {
+	lo, hi := 0, len(qi.ordScore)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if precedes(v, g, qi.ordScore[mid], qi.ordIndex[mid]) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
