@@ -3,9 +3,9 @@ package rank
 import (
 	"context"
 	"math"
-	"time"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/retrieval"

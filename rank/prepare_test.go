@@ -42,7 +42,11 @@ func TestParallelPreparationReportsFirstProblem(t *testing.T) {
 		prec Precision
 		want string
 	}{
-		{"non-finite", func(v []float64) { v[(2*4096+7)*d+1] = math.NaN(); v[(4096+3)*d+2] = math.Inf(1); v[(4096+3)*d+1] = math.NaN() },
+		{"non-finite", func(v []float64) {
+			v[(2*4096+7)*d+1] = math.NaN()
+			v[(4096+3)*d+2] = math.Inf(1)
+			v[(4096+3)*d+1] = math.NaN()
+		},
 			Dot, Float64, "row 4099, column 1"},
 		{"float32 overflow", func(v []float64) { v[(3*4096+1)*d] = 1e300; v[(1024+9)*d+2] = -1e300 },
 			Dot, Float32, "row 1033 (ID \"1033\"), column 2"},
