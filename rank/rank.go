@@ -102,8 +102,13 @@ type Stats struct {
 	Positives time.Duration // exact scores of the positives and their rank order
 	Pass      time.Duration // the gallery pass: kernels, screening, verification, counting
 	Merge     time.Duration // merging partials into per-query results (and the caller's fold)
-	Screened  bool          // the float32 screen was used
-	Screen    ScreenStats
+	// Worker time inside the pass, summed over workers (dense endpoints):
+	// the block kernels (the float32 screen when screened) and the folding
+	// of score rows into counts, which includes the exact verification of
+	// undecided pairs.
+	Kernel, Fold time.Duration
+	Screened     bool // the float32 screen was used
+	Screen       ScreenStats
 }
 
 // Candidate is a ranked gallery row.
@@ -513,6 +518,10 @@ type workspace struct {
 	index         *postings // sparse–sparse: the gallery block inverted
 	tmp           []float64 // one row
 	part          *partial
+	above, below  []float64 // screening thresholds of one query row
+	near          []int32   // screening: nearest-negative candidates of one row
+	hits          []int32   // screening: candidates of a run that may precede a positive
+	kernel, fold  time.Duration
 }
 
 // partial is one worker's view of every query over the gallery blocks it
@@ -597,6 +606,7 @@ func (s *scorer) run(ctx context.Context) error {
 	nBlocks := (s.ng + gb - 1) / gb
 	var mu sync.Mutex
 	var parts []*partial
+	var wss []*workspace
 	newWS := func() *workspace {
 		w := &workspace{tmp: make([]float64, s.d), part: s.newPartial()}
 		switch {
@@ -621,6 +631,7 @@ func (s *scorer) run(ctx context.Context) error {
 		}
 		mu.Lock()
 		parts = append(parts, w.part)
+		wss = append(wss, w)
 		mu.Unlock()
 		return w
 	}
@@ -643,6 +654,10 @@ func (s *scorer) run(ctx context.Context) error {
 	}
 	t1 := time.Now()
 	s.stats.Pass = t1.Sub(t0)
+	for _, w := range wss {
+		s.stats.Kernel += w.kernel
+		s.stats.Fold += w.fold
+	}
 	if st := s.screen; st != nil {
 		s.stats.Screened = true
 		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
@@ -684,11 +699,14 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				qs = qs[q0*s.d : q1*s.d]
 			}
 			out := w.s64[:qn*gn]
+			t0 := time.Now()
 			if s.o.Similarity == SquaredL2 {
 				kernel.SqDist64(qs, qn, g64, gn, s.d, out)
 			} else {
 				kernel.Dot64(qs, qn, g64, gn, s.d, out)
 			}
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
 			for i := 0; i < qn; i++ {
 				row := out[i*gn : (i+1)*gn]
 				var err error
@@ -701,6 +719,7 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 					return err
 				}
 			}
+			w.fold += time.Since(t1)
 		} else {
 			qs := s.q32
 			if qs == nil {
@@ -709,11 +728,14 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				qs = qs[q0*s.d : q1*s.d]
 			}
 			out := w.s32[:qn*gn]
+			t0 := time.Now()
 			if s.o.Similarity == SquaredL2 {
 				kernel.SqDist32(qs, qn, g32, gn, s.d, out)
 			} else {
 				kernel.Dot32(qs, qn, g32, gn, s.d, out)
 			}
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
 			for i := 0; i < qn; i++ {
 				row := out[i*gn : (i+1)*gn]
 				var err error
@@ -726,6 +748,7 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 					return err
 				}
 			}
+			w.fold += time.Since(t1)
 		}
 		s.meter.add(int64(qn) * int64(gn))
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 )
@@ -131,13 +132,17 @@ func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() err
 		q1 := min(q0+qb, s.nq)
 		qn := q1 - q0
 		out := w.s32[:qn*gn]
+		t0 := time.Now()
 		kernel.Dot32(st.q32[q0*d:q1*d], qn, g32, gn, d, out)
+		t1 := time.Now()
+		w.kernel += t1.Sub(t0)
 		for i := range qn {
 			q := q0 + i
 			if err := s.screenedRow(w, q, g0, out[i*gn:(i+1)*gn], g64, st.bound(st.rq[q], rg)); err != nil {
 				return err
 			}
 		}
+		w.fold += time.Since(t1)
 		st.pairs.Add(int64(qn * gn))
 		s.meter.add(int64(qn) * int64(gn))
 	}
@@ -155,12 +160,16 @@ func (s *scorer) exactBlock64(w *workspace, g0, g1, qb int, g64 []float64, check
 		q1 := min(q0+qb, s.nq)
 		qn := q1 - q0
 		out := w.s64[:qn*gn]
+		t0 := time.Now()
 		kernel.Dot64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
+		t1 := time.Now()
+		w.kernel += t1.Sub(t0)
 		for i := range qn {
 			if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
 				return err
 			}
 		}
+		w.fold += time.Since(t1)
 		s.meter.add(int64(qn) * int64(gn))
 	}
 	return nil
@@ -188,75 +197,102 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 	last := len(qi.ordScore) - 1
 	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
 	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
-	skipBelow := down(lastScore - e) // c < skipBelow ⇒ s < lastScore: precedes no positive
+	// Per positive r (rank order): c > above[r] ⇒ s > s_r (the candidate
+	// precedes it); c < below[r] ⇒ s < s_r (it does not). Both are rounded
+	// outward, so each implication holds for the real numbers (screen.md §4).
+	w.above, w.below = growTo(w.above, last+1), growTo(w.below, last+1)
+	above, below := w.above, w.below
+	for r, sr := range qi.ordScore {
+		above[r], below[r] = up(sr+e), down(sr-e)
+	}
+	skipBelow := below[last] // precedes no positive
 	exPtr := sort.SearchInts(qi.excl, g0)
 	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	maxC := math.Inf(-1)
-	negatives := false
-	for j, x := range row {
-		g := g0 + j
-		if exPtr < len(qi.excl) && qi.excl[exPtr] == g {
-			exPtr++ // excluded: never counts; its exact score is finite (|s| ≤ |c| + e)
+	maxC, thr := math.Inf(-1), math.Inf(-1)
+	near := w.near[:0] // negatives that may be the nearest one
+	w.hits = growTo(w.hits, len(row)+1)
+	for j := 0; j < len(row); {
+		// The run of ordinary negatives ends at the next special entry.
+		end := len(row)
+		if exPtr < len(qi.excl) {
+			end = min(end, qi.excl[exPtr]-g0)
+		}
+		if posPtr < len(qi.pos) {
+			end = min(end, qi.pos[posPtr].Index-g0)
+		}
+		if j < end {
+			seg := row[j:end]
+			runMax, hits := screenRun(seg, skipBelow, w.hits)
+			if float64(runMax) >= thr {
+				// Nearest negative: the exact maximiser's cheap score is at
+				// least (max c) − 2e; the running max only grows, so stale
+				// entries are dropped at the end.
+				if m := float64(runMax); m > maxC {
+					maxC, thr = m, down(m-2*e)
+				}
+				for k, x := range seg {
+					if float64(x) >= thr {
+						near = append(near, int32(j+k))
+					}
+				}
+			}
+			for _, k := range hits {
+				c := float64(seg[k])
+				// The first positive the candidate certainly precedes; it
+				// is the exact slot when the candidate certainly does not
+				// precede the one before it.
+				r := 0
+				for n := last + 1; n > 0; {
+					half := n >> 1
+					if !(c > above[r+half]) {
+						r += half + 1
+						n -= half + 1
+					} else {
+						n = half
+					}
+				}
+				if r <= last && (r == 0 || c < below[r-1]) {
+					beaten[r]++
+					continue
+				}
+				jj := j + int(k)
+				v := exactAt(jj)
+				if g := g0 + jj; precedes(v, g, lastScore, lastIndex) {
+					beaten[rankSlot(qi, v, g)]++
+				}
+			}
+		}
+		if end == len(row) {
+			break
+		}
+		g := g0 + end
+		switch {
+		case exPtr < len(qi.excl) && qi.excl[exPtr] == g:
+			// Excluded: never counts; its exact score is finite (|s| ≤ |c| + e).
+			exPtr++
 			if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
 				posPtr++
 			}
-			continue
-		}
-		if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
+		default:
 			// A positive's exact score is known: it counts like any candidate.
 			v := qi.scores[posPtr]
 			posPtr++
 			if precedes(v, g, lastScore, lastIndex) {
 				beaten[rankSlot(qi, v, g)]++
 			}
-			continue
 		}
-		c := float64(x)
-		negatives = true
-		maxC = max(maxC, c)
-		if c < skipBelow {
-			continue
-		}
-		// The first positive the candidate certainly precedes is the first
-		// slot r with s_r < c − e; it is the exact slot when the positive
-		// before it lies above c + e (screen.md §4).
-		lo, hi := down(c-e), up(c+e)
-		r := sort.Search(last+1, func(k int) bool { return qi.ordScore[k] < lo })
-		if r == last+1 && qi.ordScore[last] > hi {
-			continue // below every positive
-		}
-		if r <= last && (r == 0 || qi.ordScore[r-1] > hi) {
-			beaten[r]++
-			continue
-		}
-		v := exactAt(j)
-		if precedes(v, g, lastScore, lastIndex) {
-			beaten[rankSlot(qi, v, g)]++
-		}
+		j = end + 1
 	}
-	if !negatives {
+	w.near = near
+	if len(near) == 0 {
 		return nil
 	}
-	// Nearest negative: its cheap score is at least maxC − 2e, so the exact
-	// maximum is among the negatives above that threshold.
-	thr := down(maxC - 2*e)
-	exPtr = sort.SearchInts(qi.excl, g0)
-	posPtr = sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
 	best, hasBest := part.best[q], part.hasBest[q]
-	for j, x := range row {
-		g := g0 + j
-		isEx := exPtr < len(qi.excl) && qi.excl[exPtr] == g
-		if isEx {
-			exPtr++
-		}
-		if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
-			posPtr++
+	for _, j := range near {
+		if float64(row[j]) < thr {
 			continue
 		}
-		if isEx || float64(x) < thr {
-			continue
-		}
-		if v := exactAt(j); !hasBest || v > best {
+		if v := exactAt(int(j)); !hasBest || v > best {
 			best, hasBest = v, true
 		}
 	}
@@ -277,4 +313,28 @@ func rankSlot(qi *queryInfo, v float64, g int) int {
 		}
 	}
 	return lo
+}
+
+// screenRun scans a run of ordinary negatives: it returns their largest
+// cheap score and the offsets of those at or above skipBelow (the only ones
+// that may precede a positive), written without branches into hits (which
+// has room for len(seg)+1 entries).
+func screenRun(seg []float32, skipBelow float64, hits []int32) (float32, []int32) {
+	n := 0
+	m0, m1 := float32(math.Inf(-1)), float32(math.Inf(-1))
+	k := 0
+	for ; k+2 <= len(seg); k += 2 {
+		a, b := seg[k], seg[k+1]
+		m0, m1 = max(m0, a), max(m1, b)
+		hits[n] = int32(k)
+		n += b2i(float64(a) >= skipBelow)
+		hits[n] = int32(k + 1)
+		n += b2i(float64(b) >= skipBelow)
+	}
+	for ; k < len(seg); k++ {
+		m0 = max(m0, seg[k])
+		hits[n] = int32(k)
+		n += b2i(float64(seg[k]) >= skipBelow)
+	}
+	return max(m0, m1), hits[:n]
 }
