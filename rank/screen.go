@@ -222,7 +222,8 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 		}
 		if j < end {
 			seg := row[j:end]
-			runMax, hits := screenRun(seg, skipBelow, w.hits)
+			runMax, first, hits := screenRun(seg, skipBelow, above[0], w.hits)
+			beaten[0] += first
 			if float64(runMax) >= thr {
 				// Nearest negative: the exact maximiser's cheap score is at
 				// least (max c) − 2e; the running max only grows, so stale
@@ -316,25 +317,29 @@ func rankSlot(qi *queryInfo, v float64, g int) int {
 }
 
 // screenRun scans a run of ordinary negatives: it returns their largest
-// cheap score and the offsets of those at or above skipBelow (the only ones
-// that may precede a positive), written without branches into hits (which
-// has room for len(seg)+1 entries).
-func screenRun(seg []float32, skipBelow float64, hits []int32) (float32, []int32) {
-	n := 0
+// cheap score, how many certainly precede the first positive (c > top), and
+// the offsets of those in [skipBelow, top] (the only others that may
+// precede a positive), written without branches into hits (which has room
+// for len(seg)+1 entries).
+func screenRun(seg []float32, skipBelow, top float64, hits []int32) (float32, int, []int32) {
+	n, first := 0, 0
 	m0, m1 := float32(math.Inf(-1)), float32(math.Inf(-1))
 	k := 0
 	for ; k+2 <= len(seg); k += 2 {
-		a, b := seg[k], seg[k+1]
-		m0, m1 = max(m0, a), max(m1, b)
+		a, b := float64(seg[k]), float64(seg[k+1])
+		m0, m1 = max(m0, seg[k]), max(m1, seg[k+1])
+		first += b2i(a > top) + b2i(b > top)
 		hits[n] = int32(k)
-		n += b2i(float64(a) >= skipBelow)
+		n += b2i(a >= skipBelow && a <= top)
 		hits[n] = int32(k + 1)
-		n += b2i(float64(b) >= skipBelow)
+		n += b2i(b >= skipBelow && b <= top)
 	}
 	for ; k < len(seg); k++ {
+		a := float64(seg[k])
 		m0 = max(m0, seg[k])
+		first += b2i(a > top)
 		hits[n] = int32(k)
-		n += b2i(float64(seg[k]) >= skipBelow)
+		n += b2i(a >= skipBelow && a <= top)
 	}
-	return max(m0, m1), hits[:n]
+	return max(m0, m1), first, hits[:n]
 }
