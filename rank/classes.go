@@ -33,14 +33,15 @@ import (
 type classState struct {
 	c *retrieval.Classes
 	// Per query: scores of every member of its class (member order; an
-	// excluded member's slot is unused) and the eligible member positions
-	// in rank order, with their scores and gallery indices laid out in
-	// that order for the counting search.
+	// excluded member's slot is unused; released once sorted) and the
+	// eligible positives' scores and gallery indices in rank order, laid
+	// out for the counting search.
 	scores   [][]float64
-	order    [][]int32
 	ordScore [][]float64
 	ordIndex [][]int32
 	buckets  []*slotBuckets
+	// memberPos[g] is gallery row g's position in its class's member list.
+	memberPos []int32
 	// beaten[q][r]: negatives that precede the positive in rank slot r but
 	// not the one in slot r−1; shared by all workers (atomic adds).
 	beaten [][]int32
@@ -53,11 +54,16 @@ type classState struct {
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
 func (s *scorer) scoreClasses(ctx context.Context) error {
 	c := s.p.Classes
-	st := &classState{c: c, scores: make([][]float64, s.nq), order: make([][]int32, s.nq),
+	st := &classState{c: c, scores: make([][]float64, s.nq), memberPos: make([]int32, s.ng),
 		ordScore: make([][]float64, s.nq), ordIndex: make([][]int32, s.nq), buckets: make([]*slotBuckets, s.nq),
 		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq)}
 	s.cls = st
 	s.out = make([]QueryResult, s.nq)
+	for k := range c.NumClasses() {
+		for m, g := range c.Members(k) {
+			st.memberPos[g] = int32(m)
+		}
+	}
 	for q := range s.nq {
 		m := c.Members(int(c.Query[q]))
 		st.scores[q] = make([]float64, len(m))
@@ -87,7 +93,9 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 			for r, i := range ord {
 				os[r], oi[r] = st.scores[q][i], m[i]
 			}
-			st.order[q], st.ordScore[q], st.ordIndex[q] = ord, os, oi
+			// Only the rank-ordered copies stay: member order is recovered
+			// from the gallery index (memberPos) when the result is built.
+			st.scores[q], st.ordScore[q], st.ordIndex[q] = nil, os, oi
 			if len(os) >= 32 {
 				st.buckets[q] = newSlotBuckets(os)
 			}
@@ -341,14 +349,16 @@ func keepCandidate(part *partial, q int, v float64, g int) {
 func (s *scorer) classResult(q int) QueryResult {
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
-	sc, ord, beaten, ex := st.scores[q], st.order[q], st.beaten[q], st.excluded[q]
-	rankOf := make([]int, len(sc))
+	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
+	rankOf := make([]int, len(members))
+	scoreOf := make([]float64, len(members))
 	count := 0
-	for r, m := range ord {
+	for r, g := range oi {
 		count += int(beaten[r])
-		rankOf[m] = 1 + r + count
+		m := st.memberPos[g]
+		rankOf[m], scoreOf[m] = 1+r+count, os[r]
 	}
-	n := len(ord)
+	n := len(oi)
 	res := QueryResult{Positives: make([]retrieval.Positive, 0, n), Ranks: make([]int, 0, n), Scores: make([]float64, 0, n)}
 	for m, g := range members {
 		if ex != nil && ex[m] {
@@ -356,9 +366,9 @@ func (s *scorer) classResult(q int) QueryResult {
 		}
 		res.Positives = append(res.Positives, retrieval.Positive{Index: int(g), Grade: 1})
 		res.Ranks = append(res.Ranks, rankOf[m])
-		res.Scores = append(res.Scores, sc[m])
+		res.Scores = append(res.Scores, scoreOf[m])
 	}
-	st.scores[q], st.order[q], st.beaten[q], st.excluded[q] = nil, nil, nil, nil
+	st.beaten[q], st.excluded[q] = nil, nil
 	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
 	return res
 }
@@ -416,7 +426,7 @@ func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
 		r.keys, r.keys2 = r.keys2, r.keys
 		r.pos, r.pos2 = r.pos2, r.pos
 	}
-	return append([]int32(nil), r.pos...)
+	return r.pos // scratch: valid until the next call
 }
 
 // EligibleCounts is the number of eligible positives of every query of a
