@@ -105,13 +105,26 @@ func (id Identity) resolve(d *Dataset) (string, error) {
 }
 
 func (d *Dataset) contentSnapshot() (map[string]any, error) {
+	// The two digests are independent: the gallery's is computed on another
+	// goroutine, and a leave-one-out dataset (one collection as both
+	// endpoints) hashes its rows once.
+	var gd map[string]any
+	var gerr error
+	done := make(chan struct{})
+	if sameEmbeddings(d.queries, d.gallery) {
+		close(done)
+	} else {
+		go func() { gd, gerr = endpointDigest(d.gallery); close(done) }()
+	}
 	qd, err := endpointDigest(d.queries)
+	<-done
 	if err != nil {
 		return nil, err
 	}
-	gd, err := endpointDigest(d.gallery)
-	if err != nil {
-		return nil, err
+	if sameEmbeddings(d.queries, d.gallery) {
+		gd = qd
+	} else if gerr != nil {
+		return nil, gerr
 	}
 	return map[string]any{
 		"query_ids":        stringsAny(d.queryIDs),
@@ -159,6 +172,25 @@ func (d *Dataset) exclusionPairs() []any {
 		}
 	}
 	return out
+}
+
+// sameEmbeddings reports whether both endpoints are the very same embedding
+// matrix.
+func sameEmbeddings(a, b Items) bool {
+	ea, ok1 := a.(EmbeddingItems)
+	eb, ok2 := b.(EmbeddingItems)
+	if !ok1 || !ok2 {
+		return false
+	}
+	switch m := ea.m.(type) { // pointer identity; other types are never shared
+	case *matrix.Dense:
+		n, ok := eb.m.(*matrix.Dense)
+		return ok && m == n
+	case *matrix.CSR:
+		n, ok := eb.m.(*matrix.CSR)
+		return ok && m == n
+	}
+	return false
 }
 
 // endpointDigest implements the endpoint digests of SPEC §2.9.
