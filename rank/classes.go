@@ -42,6 +42,7 @@ type classState struct {
 	buckets  []*slotBuckets
 	// memberPos[g] is gallery row g's position in its class's member list.
 	memberPos []int32
+	excl      [][]int // the problem's exclusions
 	// beaten[q][r]: negatives that precede the positive in rank slot r but
 	// not the one in slot r−1; shared by all workers (atomic adds).
 	beaten [][]int32
@@ -54,7 +55,7 @@ type classState struct {
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
 func (s *scorer) scoreClasses(ctx context.Context) error {
 	c := s.p.Classes
-	st := &classState{c: c, scores: make([][]float64, s.nq), memberPos: make([]int32, s.ng),
+	st := &classState{c: c, scores: make([][]float64, s.nq), memberPos: make([]int32, s.ng), excl: s.p.Exclusions,
 		ordScore: make([][]float64, s.nq), ordIndex: make([][]int32, s.nq), buckets: make([]*slotBuckets, s.nq),
 		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq)}
 	s.cls = st
@@ -87,8 +88,14 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	if err := s.parallel(ctx, (s.nq+63)/64, func(task int, w *workspace) error {
 		var rs radixSorter
 		for q := task * 64; q < min(task*64+64, s.nq); q++ {
-			ord := rs.rankOrder(st.scores[q], st.excluded[q])
 			m := c.Members(int(c.Query[q]))
+			if st.negatives(q, len(m)) == 0 {
+				// Nothing is counted against these positives: they are put
+				// in rank order when the result is built, and until then
+				// only their scores are held.
+				continue
+			}
+			ord := rs.rankOrder(st.scores[q], st.excluded[q])
 			os, oi := make([]float64, len(ord)), make([]int32, len(ord))
 			for r, i := range ord {
 				os[r], oi[r] = st.scores[q][i], m[i]
@@ -107,6 +114,20 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	}
 	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
+}
+
+// negatives is the number of query q's eligible negatives (nm = the size of
+// its class).
+func (st *classState) negatives(q, nm int) int {
+	n := len(st.c.Gallery) - nm
+	if st.excl != nil {
+		for _, g := range st.excl[q] {
+			if st.c.Gallery[g] != st.c.Query[q] {
+				n--
+			}
+		}
+	}
+	return n
 }
 
 // classPositives scores every (query, member of its class) pair. The
@@ -289,7 +310,10 @@ func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, ro
 	k := c.Query[q]
 	os, oi, beaten := st.ordScore[q], st.ordIndex[q], st.beaten[q]
 	last := len(os) - 1
-	lastScore, lastIndex := os[last], int(oi[last])
+	lastScore, lastIndex := math.Inf(1), -1 // a query without negatives counts nothing
+	if last >= 0 {
+		lastScore, lastIndex = os[last], int(oi[last])
+	}
 	neg := s.o.Similarity == SquaredL2
 	keep := part.all != nil || part.top != nil
 	var excl []int
@@ -350,6 +374,15 @@ func (s *scorer) classResult(q int) QueryResult {
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
 	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
+	if os == nil { // no negatives: the rank order of the positives is all there is
+		var rs radixSorter
+		ord := rs.rankOrder(st.scores[q], ex)
+		os, oi, beaten = make([]float64, len(ord)), make([]int32, len(ord)), make([]int32, len(ord)+1)
+		for r, i := range ord {
+			os[r], oi[r] = st.scores[q][i], members[i]
+		}
+		st.scores[q] = nil
+	}
 	rankOf := make([]int, len(members))
 	scoreOf := make([]float64, len(members))
 	count := 0
