@@ -28,8 +28,9 @@ import (
 //     and are not scored at all (one class: the pass vanishes).
 //
 // rank(p) = 1 + (positives before p in rank order) + (negatives preceding p),
-// which is SPEC §4.3 term by term. Per-pair state is one score and one
-// order slot per eligible positive plus a shared counter.
+// which is SPEC §4.3 term by term. Per-pair state is the rank-ordered score
+// and gallery index of each eligible positive plus a shared counter (16
+// bytes); a query without negatives holds only its positives' scores (8).
 type classState struct {
 	c *retrieval.Classes
 	// Per query: scores of every member of its class (member order; an
@@ -48,8 +49,6 @@ type classState struct {
 	beaten [][]int32
 	// excluded[q][m] marks excluded member positions (nil: none).
 	excluded [][]bool
-	// singleClass per query block start / gallery block start, for tile
-	// skipping: the class shared by every row of the block, or −1.
 }
 
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
