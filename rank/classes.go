@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,7 +86,8 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	}
 	// Rank order of every query's eligible positives.
 	if err := s.parallel(ctx, (s.nq+63)/64, func(task int, w *workspace) error {
-		var rs radixSorter
+		rs := sorterPool.Get().(*radixSorter)
+		defer sorterPool.Put(rs)
 		for q := task * 64; q < min(task*64+64, s.nq); q++ {
 			m := c.Members(int(c.Query[q]))
 			if st.negatives(q, len(m)) == 0 {
@@ -373,24 +375,28 @@ func (s *scorer) classResult(q int) QueryResult {
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
 	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
-	if os == nil { // no negatives: the rank order of the positives is all there is
-		var rs radixSorter
-		ord := rs.rankOrder(st.scores[q], ex)
-		os, oi, beaten = make([]float64, len(ord)), make([]int32, len(ord)), make([]int32, len(ord)+1)
-		for r, i := range ord {
-			os[r], oi[r] = st.scores[q][i], members[i]
-		}
-		st.scores[q] = nil
-	}
 	rankOf := make([]int, len(members))
-	scoreOf := make([]float64, len(members))
-	count := 0
-	for r, g := range oi {
-		count += int(beaten[r])
-		m := st.memberPos[g]
-		rankOf[m], scoreOf[m] = 1+r+count, os[r]
+	var n int
+	var sc []float64 // member order
+	if os == nil {
+		// No negatives: the rank order of the positives is all there is.
+		rs := sorterPool.Get().(*radixSorter)
+		ord := rs.rankOrder(st.scores[q], ex)
+		for r, i := range ord {
+			rankOf[i] = 1 + r
+		}
+		n, sc = len(ord), st.scores[q]
+		sorterPool.Put(rs)
+	} else {
+		sc = make([]float64, len(members))
+		count := 0
+		for r, g := range oi {
+			count += int(beaten[r])
+			m := st.memberPos[g]
+			rankOf[m], sc[m] = 1+r+count, os[r]
+		}
+		n = len(oi)
 	}
-	n := len(oi)
 	res := QueryResult{Positives: make([]retrieval.Positive, 0, n), Ranks: make([]int, 0, n), Scores: make([]float64, 0, n)}
 	for m, g := range members {
 		if ex != nil && ex[m] {
@@ -398,12 +404,14 @@ func (s *scorer) classResult(q int) QueryResult {
 		}
 		res.Positives = append(res.Positives, retrieval.Positive{Index: int(g), Grade: 1})
 		res.Ranks = append(res.Ranks, rankOf[m])
-		res.Scores = append(res.Scores, scoreOf[m])
+		res.Scores = append(res.Scores, sc[m])
 	}
-	st.beaten[q], st.excluded[q] = nil, nil
+	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
 	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
 	return res
 }
+
+var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}
 
 // radixSorter puts member positions into rank order: score descending, then
 // lower gallery index first. Member positions ascend with the gallery index,
