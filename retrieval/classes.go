@@ -1,7 +1,9 @@
 package retrieval
 
 import (
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 )
@@ -119,30 +121,32 @@ func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
 // generated while it is hashed (the same text as the []any of the explicit
 // forms, SPEC §10.3).
 func (c *Classes) labelTriples() canonjson.Array {
-	// One element per query: its triples are one comma-separated run, and
-	// every class's member text ("g,1]") is formatted once.
+	// One element per query with positives: its triples as one
+	// comma-separated run. Every class's member text ("g,1]") is formatted
+	// once, and batches of queries are formatted in parallel while the
+	// hash consumes them in order (the text is that of the explicit forms).
 	text := make([][]byte, len(c.members))
 	offs := make([][]int32, len(c.members))
-	n := 0
-	for _, k := range c.Query {
-		n += min(len(c.members[k]), 1)
-	}
-	var buf []byte
-	q := 0
-	return canonjson.Array{N: n, Elem: func(_ int, w canonjson.Writer) error {
-		for len(c.members[c.Query[q]]) == 0 {
-			q++
+	var qs []int32
+	for q, k := range c.Query {
+		if len(c.members[k]) == 0 {
+			continue
 		}
-		k := c.Query[q]
-		if text[k] == nil {
-			offs[k] = make([]int32, 0, len(c.members[k])+1)
-			for _, g := range c.members[k] {
-				offs[k] = append(offs[k], int32(len(text[k])))
-				text[k] = strconv.AppendInt(text[k], int64(g), 10)
-				text[k] = append(text[k], ",1]"...)
-			}
+		qs = append(qs, int32(q))
+		if text[k] != nil {
+			continue
+		}
+		offs[k] = make([]int32, 0, len(c.members[k])+1)
+		text[k] = []byte{}
+		for _, g := range c.members[k] {
 			offs[k] = append(offs[k], int32(len(text[k])))
+			text[k] = strconv.AppendInt(text[k], int64(g), 10)
+			text[k] = append(text[k], ",1]"...)
 		}
+		offs[k] = append(offs[k], int32(len(text[k])))
+	}
+	format := func(buf []byte, q int32) []byte {
+		k := c.Query[q]
 		prefix := strconv.AppendInt([]byte("["), int64(q), 10)
 		prefix = append(prefix, ',')
 		buf = buf[:0]
@@ -153,8 +157,27 @@ func (c *Classes) labelTriples() canonjson.Array {
 			buf = append(buf, prefix...)
 			buf = append(buf, text[k][offs[k][i]:offs[k][i+1]]...)
 		}
-		q++
-		_, err := w.Write(buf)
+		return buf
+	}
+	const batch = 64
+	workers := max(1, runtime.GOMAXPROCS(0))
+	bufs := make([][]byte, batch)
+	return canonjson.Array{N: len(qs), Elem: func(i int, w canonjson.Writer) error {
+		if i%batch == 0 {
+			part := qs[i:min(i+batch, len(qs))]
+			var wg sync.WaitGroup
+			for t := range min(workers, len(part)) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for b := t; b < len(part); b += workers {
+						bufs[b] = format(bufs[b], part[b])
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		_, err := w.Write(bufs[i%batch])
 		return err
 	}}
 }
