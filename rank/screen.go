@@ -208,7 +208,9 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 	skipBelow := below[last] // precedes no positive
 	exPtr := sort.SearchInts(qi.excl, g0)
 	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	maxC, thr := math.Inf(-1), math.Inf(-1)
+	// The run scan compares float32 values with float32 thresholds rounded
+	// outward, which only moves borderline values into the undecided band.
+	sc := screenCut{skip: down32(skipBelow), top: up32(above[0]), thr: float32(math.Inf(-1)), maxC: float32(math.Inf(-1)), e2: 2 * e}
 	near := w.near[:0] // negatives that may be the nearest one
 	w.hits = growTo(w.hits, len(row)+1)
 	for j := 0; j < len(row); {
@@ -222,21 +224,10 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 		}
 		if j < end {
 			seg := row[j:end]
-			runMax, first, hits := screenRun(seg, skipBelow, above[0], w.hits)
+			var first int
+			var hits []int32
+			first, hits, near = sc.run(seg, int32(j), w.hits, near)
 			beaten[0] += first
-			if float64(runMax) >= thr {
-				// Nearest negative: the exact maximiser's cheap score is at
-				// least (max c) − 2e; the running max only grows, so stale
-				// entries are dropped at the end.
-				if m := float64(runMax); m > maxC {
-					maxC, thr = m, down(m-2*e)
-				}
-				for k, x := range seg {
-					if float64(x) >= thr {
-						near = append(near, int32(j+k))
-					}
-				}
-			}
 			for _, k := range hits {
 				c := float64(seg[k])
 				// The first positive the candidate certainly precedes; it
@@ -255,6 +246,9 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 				if r <= last && (r == 0 || c < below[r-1]) {
 					beaten[r]++
 					continue
+				}
+				if r == last+1 && c < below[last] {
+					continue // below every positive (in the float32 rounding margin of skip)
 				}
 				jj := j + int(k)
 				v := exactAt(jj)
@@ -288,6 +282,9 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 	if len(near) == 0 {
 		return nil
 	}
+	// Nearest negative: the exact maximiser's cheap score is at least
+	// (max c) − 2e; the running max only grew, so stale entries drop here.
+	thr := down(float64(sc.maxC) - 2*e)
 	best, hasBest := part.best[q], part.hasBest[q]
 	for _, j := range near {
 		if float64(row[j]) < thr {
@@ -316,30 +313,52 @@ func rankSlot(qi *queryInfo, v float64, g int) int {
 	return lo
 }
 
-// screenRun scans a run of ordinary negatives: it returns their largest
-// cheap score, how many certainly precede the first positive (c > top), and
-// the offsets of those in [skipBelow, top] (the only others that may
-// precede a positive), written without branches into hits (which has room
-// for len(seg)+1 entries).
-func screenRun(seg []float32, skipBelow, top float64, hits []int32) (float32, int, []int32) {
+// screenCut holds one query row's float32 cut points: values below skip
+// precede no positive, values above top certainly precede the first one,
+// and values at or above thr may be the nearest negative (thr follows the
+// running maximum maxC down by 2e, rounded down).
+type screenCut struct {
+	skip, top, thr, maxC float32
+	e2                   float64
+}
+
+// run scans a run of ordinary negatives at row offset j0: it returns how
+// many certainly precede the first positive, the offsets of those in
+// [skip, top] (the only others that may precede a positive; written
+// without branches into hits, which has room for len(seg)+1 entries), and
+// near extended by the nearest-negative candidates.
+func (c *screenCut) run(seg []float32, j0 int32, hits, near []int32) (int, []int32, []int32) {
 	n, first := 0, 0
-	m0, m1 := float32(math.Inf(-1)), float32(math.Inf(-1))
-	k := 0
-	for ; k+2 <= len(seg); k += 2 {
-		a, b := float64(seg[k]), float64(seg[k+1])
-		m0, m1 = max(m0, seg[k]), max(m1, seg[k+1])
-		first += b2i(a > top) + b2i(b > top)
+	skip, top, thr := c.skip, c.top, c.thr
+	for k, x := range seg {
+		first += b2i(x > top)
 		hits[n] = int32(k)
-		n += b2i(a >= skipBelow && a <= top)
-		hits[n] = int32(k + 1)
-		n += b2i(b >= skipBelow && b <= top)
+		n += b2i(x >= skip && x <= top)
+		if x >= thr { // rare once the running maximum is known
+			if x > c.maxC {
+				c.maxC = x
+				thr = down32(down(float64(x) - c.e2))
+			}
+			near = append(near, j0+int32(k))
+		}
 	}
-	for ; k < len(seg); k++ {
-		a := float64(seg[k])
-		m0 = max(m0, seg[k])
-		first += b2i(a > top)
-		hits[n] = int32(k)
-		n += b2i(a >= skipBelow && a <= top)
+	c.thr = thr
+	return first, hits[:n], near
+}
+
+// down32 and up32 round a float64 to a float32 below / above it.
+func down32(x float64) float32 {
+	f := float32(x)
+	if float64(f) > x {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
 	}
-	return max(m0, m1), first, hits[:n]
+	return f
+}
+
+func up32(x float64) float32 {
+	f := float32(x)
+	if float64(f) < x {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
 }

@@ -247,3 +247,35 @@ func TestScreenEnvOff(t *testing.T) {
 		t.Fatal("VERTEBRAE_SCREEN=off still screened")
 	}
 }
+
+// Nearest negatives among rows whose exact scores differ by far less than
+// the float32 error: the exact maximum often has a lower cheap score than
+// another row, before or after it in the row order, so every candidate
+// within 2e of the cheap maximum must be verified.
+func TestScreenedNearestNegativeInTightClusters(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	for _, d := range []int{16, 96} {
+		anchor := gauss(r, d, 1)
+		var g [][]float64
+		for range 600 {
+			v := append([]float64(nil), anchor...)
+			s := math.Pow(10, -13+5*r.Float64())
+			for j := range v {
+				v[j] += s * r.NormFloat64()
+			}
+			g = append(g, v)
+		}
+		var q [][]float64
+		for range 40 {
+			q = append(q, gauss(r, d, 1))
+		}
+		p := denseProblem(t, screenCase{"tight", q, g}, r)
+		for _, sim := range []Similarity{Cosine, Dot} {
+			for _, gb := range []int{50, 600} {
+				if diff, _ := screenedVsExhaustive(t, p, Options{Similarity: sim, QueryBatch: 8, GalleryBatch: gb}); diff != "" {
+					t.Fatalf("d=%d sim %d gallery block %d: %s", d, sim, gb, diff)
+				}
+			}
+		}
+	}
+}
