@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/comparison"
@@ -119,19 +120,27 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			return nil, err
 		}
 	}
-	fp, err := ds.ProtocolFingerprint(cfg)
-	if err != nil {
-		return nil, err
+	// The protocol fingerprint hashes every relevance pair (millions under
+	// label-derived relevance): it is computed while the backbones run and
+	// its error, if any, still takes precedence.
+	type fpResult struct {
+		fp  string
+		err error
 	}
+	fpc := make(chan fpResult, 1)
+	go func() {
+		fp, err := ds.ProtocolFingerprint(cfg)
+		fpc <- fpResult{fp, err}
+	}()
+	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
 		DatasetSummary: ds.Summary(),
 		Metadata: results.Metadata{
-			RetrievalConfig:     cfg,
-			CompressionConfigs:  compressionConfigs,
-			EmbeddingConfig:     embeddingConfig(opt.EmbeddingConfig),
-			MemoryConfig:        memoryConfig(opt.MemoryConfig),
-			ProtocolFingerprint: fp,
-			VertebraeVersion:    version.Version,
+			RetrievalConfig:    cfg,
+			CompressionConfigs: compressionConfigs,
+			EmbeddingConfig:    embeddingConfig(opt.EmbeddingConfig),
+			MemoryConfig:       memoryConfig(opt.MemoryConfig),
+			VertebraeVersion:   version.Version,
 		},
 	}
 	for _, b := range backbones {
@@ -142,10 +151,18 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			}
 		}
 		if err != nil {
+			if _, ferr := fpWait(); ferr != nil {
+				return nil, ferr
+			}
 			return nil, err
 		}
 		bench.ExtractorResults = append(bench.ExtractorResults, rs...)
 	}
+	fp, err := fpWait()
+	if err != nil {
+		return nil, err
+	}
+	bench.Metadata.ProtocolFingerprint = fp
 	if err := bench.Finalize(); err != nil {
 		return nil, err
 	}
@@ -228,7 +245,12 @@ func scoreVariant(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Conf
 	t1 := time.Now()
 	fwdProblem := rank.Problem{
 		Queries: comp.Query, Gallery: comp.Gallery, QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(),
-		Relevance: ds.RawRelevance(), Exclusions: ds.RawExclusions(),
+		Exclusions: ds.RawExclusions(),
+	}
+	if c := ds.Classes(); c != nil {
+		fwdProblem.Classes = c // label-derived relevance stays implicit (SPEC §2.7)
+	} else {
+		fwdProblem.Relevance = ds.RawRelevance()
 	}
 	res, err := Pair(ctx, fwdProblem, cfg, comp.Warnings, opt.Threads, opt.RunDepth)
 	if err != nil {
@@ -277,10 +299,16 @@ func Pair(ctx context.Context, p rank.Problem, cfg retrieval.Config, compression
 // transposed and exclusions are swapped.
 func Reverse(p rank.Problem) rank.Problem {
 	ng := p.Gallery.Rows()
-	rel := make([][]retrieval.Positive, ng)
-	for q, ps := range p.Relevance { // ascending q keeps each list sorted
-		for _, x := range ps {
-			rel[x.Index] = append(rel[x.Index], retrieval.Positive{Index: q, Grade: x.Grade})
+	var rel [][]retrieval.Positive
+	var classes *retrieval.Classes
+	if p.Classes != nil {
+		classes = p.Classes.Reverse()
+	} else {
+		rel = make([][]retrieval.Positive, ng)
+		for q, ps := range p.Relevance { // ascending q keeps each list sorted
+			for _, x := range ps {
+				rel[x.Index] = append(rel[x.Index], retrieval.Positive{Index: q, Grade: x.Grade})
+			}
 		}
 	}
 	var ex [][]int
@@ -294,7 +322,7 @@ func Reverse(p rank.Problem) rank.Problem {
 	}
 	return rank.Problem{
 		Queries: p.Gallery, Gallery: p.Queries, QueryIDs: p.GalleryIDs, GalleryIDs: p.QueryIDs,
-		Relevance: rel, Exclusions: ex,
+		Relevance: rel, Exclusions: ex, Classes: classes,
 	}
 }
 
@@ -318,24 +346,52 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		Threads: threads, MaxPairwise: cfg.MaxPairwiseComparisons,
 		TopN: max(runDepth, 0), FullRanking: runDepth == 0,
 	}
-	qr, err := rank.Score(ctx, p, opts)
-	if err != nil {
-		return nil, err
+	nq := 0
+	if p.Queries != nil { // otherwise the scorer's checks fail
+		nq = p.Queries.Rows()
 	}
-	nq := len(qr)
 	rows := make([]results.QueryRow, nq)
-	var posScores, nearest, margins []float64
-	var warnings []string
-	for q, r := range qr {
+	var top [][]rank.Candidate
+	if runDepth >= 0 {
+		top = make([][]rank.Candidate, nq)
+	}
+	// Each query's result is folded in as soon as it is final (the scorer
+	// calls back from several workers), so only the pooled positive scores
+	// (SPEC §4.7) outlive it; they land at fixed offsets, in query order.
+	var once sync.Once
+	var offsets []int
+	var posScores []float64
+	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
+	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
+		once.Do(func() { // the problem has passed the scorer's checks
+			counts := p.EligibleCounts()
+			offsets = make([]int, nq+1)
+			for i, c := range counts {
+				offsets[i+1] = offsets[i] + c
+			}
+			posScores = make([]float64, offsets[nq])
+		})
 		grades := make([]float64, len(r.Positives))
 		for i, x := range r.Positives {
 			grades[i] = x.Grade
 		}
 		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: metrics.Query(r.Ranks, grades, cfg.Ks, gain)}
-		posScores = append(posScores, r.Scores...)
-		if r.HasNegative {
-			nearest = append(nearest, r.NearestNegative)
-			margins = append(margins, slices.Max(r.Scores)-r.NearestNegative)
+		copy(posScores[offsets[q]:offsets[q+1]], r.Scores)
+		nn[q], hasNeg[q], maxPos[q] = r.NearestNegative, r.HasNegative, slices.Max(r.Scores)
+		if top != nil {
+			top[q] = r.Top
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var nearest, margins []float64
+	var warnings []string
+	for q := range nq {
+		if hasNeg[q] {
+			nearest = append(nearest, nn[q])
+			margins = append(margins, maxPos[q]-nn[q])
 		} else {
 			warnings = append(warnings, fmt.Sprintf("Query %s has no negative candidates.", msgfmt.Quote(p.QueryIDs[q])))
 		}
@@ -356,7 +412,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	res := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
 		Diagnostics: results.Diagnostics{
-			PositiveSimilarity:        metrics.Summarise(posScores),
+			PositiveSimilarity:        metrics.SummariseInPlace(posScores),
 			NearestNegativeSimilarity: metrics.Summarise(nearest),
 			RetrievalMargin:           metrics.Summarise(margins),
 			EligibleQueries:           nq,
@@ -379,9 +435,9 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	if runDepth >= 0 {
 		run := &results.Run{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Float32: prec == rank.Float32,
 			Candidates: make([][]results.RankedCandidate, nq)}
-		for q, r := range qr {
-			cs := make([]results.RankedCandidate, len(r.Top))
-			for i, c := range r.Top {
+		for q, rt := range top {
+			cs := make([]results.RankedCandidate, len(rt))
+			for i, c := range rt {
 				cs[i] = results.RankedCandidate{Index: c.Index, Score: c.Score}
 			}
 			run.Candidates[q] = cs

@@ -4,7 +4,6 @@ package metrics
 
 import (
 	"math"
-	"sort"
 	"strconv"
 )
 
@@ -114,21 +113,67 @@ type Summary struct {
 // Summarise computes a Summary (mean as ordered sum / count; median the
 // middle value or the mean of the two middle values).
 func Summarise(values []float64) Summary {
+	return SummariseInPlace(append([]float64(nil), values...))
+}
+
+// SummariseInPlace is Summarise reordering values instead of copying them
+// (millions of pooled positive scores under label-derived relevance). The
+// median comes from a selection, O(n) instead of a sort; it selects the
+// same order statistics, so the result is Summarise's bit for bit.
+func SummariseInPlace(values []float64) Summary {
 	if len(values) == 0 {
 		return Summary{}
 	}
 	var sum float64
+	lo, hi := values[0], values[0]
 	for _, v := range values {
 		sum += v
+		lo, hi = min(lo, v), max(hi, v)
 	}
-	s := append([]float64(nil), values...)
-	sort.Float64s(s)
-	n := len(s)
-	med := s[n/2]
+	n := len(values)
+	med := selectKth(values, n/2)
 	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
+		below := values[0]
+		for _, v := range values[:n/2] { // after selection: the n/2 smallest
+			below = max(below, v)
+		}
+		med = (below + med) / 2
 	}
 	mean := sum / float64(n)
-	lo, hi := s[0], s[n-1]
 	return Summary{Mean: &mean, Median: &med, Min: &lo, Max: &hi}
+}
+
+// selectKth reorders s so that s[k] is its k-th smallest value and
+// s[:k] ≤ s[k] ≤ s[k+1:] (Hoare quickselect, median-of-three pivots).
+// Values are finite.
+func selectKth(s []float64, k int) float64 {
+	lo, hi := 0, len(s)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		a, b, c := s[lo], s[mid], s[hi]
+		pivot := max(min(a, b), min(max(a, b), c))
+		i, j := lo, hi
+		for i <= j {
+			for s[i] < pivot {
+				i++
+			}
+			for s[j] > pivot {
+				j--
+			}
+			if i <= j {
+				s[i], s[j] = s[j], s[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return s[k]
+		}
+	}
+	return s[k]
 }

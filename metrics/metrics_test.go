@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"math"
+	"math/rand/v2"
+	"sort"
 	"testing"
 )
 
@@ -102,5 +104,39 @@ func TestMean(t *testing.T) {
 	rows := []Values{{Keys: []string{"a"}, Vals: []float64{1}}, {Keys: []string{"a"}, Vals: []float64{0}}, {Keys: []string{"a"}, Vals: []float64{0.5}}}
 	if m := Mean(rows); m.Vals[0] != 0.5 {
 		t.Errorf("mean %v", m.Vals)
+	}
+}
+
+// The selection-based median equals the sort-based definition (SPEC §4.7)
+// bit for bit, for odd and even counts, duplicates and sorted inputs.
+func TestSummariseMatchesSortedDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 300 {
+		n := 1 + r.IntN(200)
+		v := make([]float64, n)
+		for i := range v {
+			switch trial % 3 {
+			case 0:
+				v[i] = r.NormFloat64()
+			case 1:
+				v[i] = float64(r.IntN(4)) // many duplicates
+			default:
+				v[i] = float64(i) // already sorted
+			}
+		}
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		med := s[n/2]
+		if n%2 == 0 {
+			med = (s[n/2-1] + s[n/2]) / 2
+		}
+		var sum float64
+		for _, x := range v {
+			sum += x
+		}
+		got := Summarise(v)
+		if *got.Median != med || *got.Min != s[0] || *got.Max != s[n-1] || *got.Mean != sum/float64(n) {
+			t.Fatalf("trial %d: got %v %v %v %v, want median %v min %v max %v", trial, *got.Mean, *got.Median, *got.Min, *got.Max, med, s[0], s[n-1])
+		}
 	}
 }

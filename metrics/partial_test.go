@@ -155,3 +155,38 @@ func TestQueryWithMissingMatchesFarRanks(t *testing.T) {
 		}
 	}
 }
+
+// The uniform-grade fast path equals the general computation bit for bit.
+func TestUniformGradesFastPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for trial := range 200 {
+		n := 1 + r.IntN(50)
+		ranks := r.Perm(3 * n)[:n]
+		for i := range ranks {
+			ranks[i]++
+			if trial%3 == 2 {
+				ranks[i] *= 100 // sparse ranks: comparison sort
+			}
+		}
+		grade := []float64{1, 2, 1e-300, 1e308, 0.5}[trial%5]
+		grades := make([]float64, n)
+		for i := range grades {
+			grades[i] = grade
+		}
+		var missing []float64
+		if trial%2 == 1 {
+			missing = []float64{grade, grade}
+		}
+		ks := []int{1, 3, 10, 1000}
+		for _, gain := range []Gain{Exponential, Linear} {
+			p := n + len(missing)
+			fast := computeUniform(Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))}, ranks, grade, p, ks, gain)
+			slow := computeGeneral(Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))}, ranks, grades, missing, ks, gain)
+			for i := range fast.Vals {
+				if math.Float64bits(fast.Vals[i]) != math.Float64bits(slow.Vals[i]) {
+					t.Fatalf("trial %d gain %d %s: fast %v, general %v", trial, gain, fast.Keys[i], fast.Vals[i], slow.Vals[i])
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -28,11 +30,11 @@ type source struct {
 
 // newSource checks an endpoint (zero norms under cosine, float32 range) and
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
-func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision) (*source, error) {
+func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int) (*source, error) {
 	s := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
 	s.csr, _ = m.(*matrix.CSR)
 	if s.cosine {
-		return s, s.computeNorms(ids, endpoint)
+		return s, s.computeNorms(ids, endpoint, threads)
 	}
 	if dm, ok := m.(*matrix.Dense); ok {
 		switch {
@@ -47,19 +49,32 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 		}
 	}
 	if prec == Float32 {
-		var idx []int32
-		var vals []float64
-		for i := 0; i < s.rows; i++ {
-			idx, vals = s.storedRow(i, vals)
-			for k, v := range vals {
-				if math.IsInf(float64(float32(v)), 0) {
-					j := k
-					if idx != nil {
-						j = int(idx[k])
+		// The first value (row-major) whose float32 rounding overflows.
+		chunks := (s.rows + normChunk - 1) / normChunk
+		bad := make([]int, chunks)
+		cols := make([]int, chunks)
+		parallelChunks(s.rows, normChunk, threads, func(c, lo, hi int) {
+			bad[c] = -1
+			var idx []int32
+			var vals []float64
+			for i := lo; i < hi; i++ {
+				idx, vals = s.storedRow(i, vals)
+				for k, v := range vals {
+					if math.IsInf(float64(float32(v)), 0) {
+						j := k
+						if idx != nil {
+							j = int(idx[k])
+						}
+						bad[c], cols[c] = i, j
+						return
 					}
-					return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
-						endpoint, i, msgfmt.Quote(ids[i]), j)}
 				}
+			}
+		})
+		for c, i := range bad {
+			if i >= 0 {
+				return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
+					endpoint, i, msgfmt.Quote(ids[i]), cols[c])}
 			}
 		}
 	}
@@ -97,34 +112,88 @@ func (s *source) sparseRow(i int, vals []float64) ([]int32, []float64) {
 }
 
 // computeNorms implements the norm of SPEC §4.1 step 3 and the zero-norm
-// rule of step 4.
-func (s *source) computeNorms(ids []string, endpoint string) error {
+// rule of step 4. Rows are independent, so they are split over the
+// workers; zero-norm rows are reported in index order.
+func (s *source) computeNorms(ids []string, endpoint string, threads int) error {
 	s.norms = make([]float64, s.rows)
-	var row []float64
+	zeros := make([][]int, (s.rows+normChunk-1)/normChunk)
+	parallelChunks(s.rows, normChunk, threads, func(c, lo, hi int) {
+		var row []float64
+		for i := lo; i < hi; i++ {
+			// Zero entries change neither the maximum nor the sum (fma
+			// with a zero product), so a sparse row needs only its stored
+			// values. Values are finite (checked first), so a plain
+			// comparison is math.Max.
+			_, row = s.storedRow(i, row)
+			var mx float64
+			for _, v := range row {
+				if a := math.Abs(v); a > mx {
+					mx = a
+				}
+			}
+			if mx == 0 {
+				zeros[c] = append(zeros[c], i)
+				continue
+			}
+			var acc float64
+			for _, v := range row {
+				y := v / mx
+				acc = math.FMA(y, y, acc)
+			}
+			s.norms[i] = mx * math.Sqrt(acc)
+		}
+	})
 	var zero []int
-	for i := range s.norms {
-		// Zero entries change neither the maximum nor the sum (fma with a
-		// zero product), so a sparse row needs only its stored values.
-		_, row = s.storedRow(i, row)
-		var mx float64
-		for _, v := range row {
-			mx = math.Max(mx, math.Abs(v))
-		}
-		if mx == 0 {
-			zero = append(zero, i)
-			continue
-		}
-		var acc float64
-		for _, v := range row {
-			y := v / mx
-			acc = math.FMA(y, y, acc)
-		}
-		s.norms[i] = mx * math.Sqrt(acc)
+	for _, z := range zeros {
+		zero = append(zero, z...)
 	}
 	if len(zero) > 0 {
 		return &Error{Msg: ZeroNormMessage(endpoint, zero, ids)}
 	}
 	return nil
+}
+
+// normChunk rows form one task of the per-row preparation passes.
+const normChunk = 1024
+
+// parallelChunks runs fn over [0, n) in chunks of size rows on threads
+// goroutines; fn gets the chunk number and its row range.
+func parallelChunks(n, size, threads int, fn func(c, lo, hi int)) {
+	chunks := (n + size - 1) / size
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, min(threads, chunks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := int(next.Add(1) - 1); c < chunks; c = int(next.Add(1) - 1) {
+				fn(c, c*size, min(n, (c+1)*size))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// firstNonFinite is matrix.FirstNonFinite over row chunks in parallel: the
+// reported entry is the first in row-major order, as the serial scan finds.
+func firstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
+	d, ok := m.(*matrix.Dense)
+	if !ok || threads <= 1 {
+		return matrix.FirstNonFinite(m)
+	}
+	const chunk = 4096
+	chunks := (d.Rows() + chunk - 1) / chunk
+	rows, cols, hit := make([]int, chunks), make([]int, chunks), make([]bool, chunks)
+	parallelChunks(d.Rows(), chunk, threads, func(c, lo, hi int) {
+		r, cc, b := matrix.FirstNonFinite(d.RowSlice(lo, hi))
+		rows[c], cols[c], hit[c] = lo+r, cc, b
+	})
+	for c := range hit {
+		if hit[c] {
+			return rows[c], cols[c], true
+		}
+	}
+	return 0, 0, false
 }
 
 // block64 returns rows [lo, hi) in float64 working values, using buf when

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/kernel"
@@ -69,6 +70,10 @@ type Problem struct {
 	Relevance [][]retrieval.Positive
 	// Exclusions has one (possibly empty) ascending list per query, or is nil.
 	Exclusions [][]int
+	// Classes, when set instead of Relevance, is label-derived relevance
+	// held implicitly (SPEC §2.7): every result is as if Relevance held
+	// the pairs Classes.Materialise() lists, without materialising them.
+	Classes *retrieval.Classes
 }
 
 // Options are the protocol and performance settings of one scoring run.
@@ -83,6 +88,27 @@ type Options struct {
 	// FullRanking keeps all of them (memory O(n_q · n_g): export only).
 	TopN        int
 	FullRanking bool
+	// Exhaustive turns screened scoring off (as VERTEBRAE_SCREEN=off does):
+	// every pair is scored by the exact rule. Results are identical.
+	Exhaustive bool
+	// Stats, when set, receives the phase timings and screening counts of
+	// the run (for `vertebrae bench`).
+	Stats *Stats
+}
+
+// Stats describes one scoring run.
+type Stats struct {
+	Prepare   time.Duration // checks, conversion, norms (SPEC §4.1, §4.9)
+	Positives time.Duration // exact scores of the positives and their rank order
+	Pass      time.Duration // the gallery pass: kernels, screening, verification, counting
+	Merge     time.Duration // merging partials into per-query results (and the caller's fold)
+	// Worker time inside the pass, summed over workers (dense endpoints):
+	// the block kernels (the float32 screen when screened) and the folding
+	// of score rows into counts, which includes the exact verification of
+	// undecided pairs.
+	Kernel, Fold time.Duration
+	Screened     bool // the float32 screen was used
+	Screen       ScreenStats
 }
 
 // Candidate is a ranked gallery row.
@@ -104,42 +130,90 @@ type QueryResult struct {
 // Score runs exact retrieval after checking the preconditions of SPEC §4.9 in
 // order. Results are bit-identical for every block size and thread count.
 func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
-	if err := check(p, o); err != nil {
-		return nil, err
+	var out []QueryResult
+	if p.Queries != nil {
+		out = make([]QueryResult, p.Queries.Rows())
 	}
-	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
-	eligible := make([][]retrieval.Positive, nq)
-	var missing []string
-	for q := range eligible {
-		var ex []int
-		if p.Exclusions != nil {
-			ex = p.Exclusions[q]
-		}
-		eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
-		if len(eligible[q]) == 0 {
-			missing = append(missing, p.QueryIDs[q])
-		}
-	}
-	if len(missing) > 0 {
-		return nil, &Error{Msg: retrieval.MissingPositivesMessage(missing)}
-	}
-	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
-		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
-	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision)
+	err := ScoreEach(ctx, p, o, func(q int, r QueryResult) error {
+		out[q] = r
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision)
-	if err != nil {
-		return nil, err
-	}
+	return out, nil
+}
+
+// ScoreEach is Score handing each query's result to fn as soon as it is
+// final; nothing of a query is retained after its call, so a caller that
+// keeps only what it needs (metrics, pooled scores) holds less than Score's
+// full result list. fn is called exactly once per query, from several
+// goroutines at once and in no particular order: it must be safe for
+// concurrent use (writing to per-query slots is).
+func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r QueryResult) error) error {
+	t0 := time.Now()
 	threads := o.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	if err := check(p, o, threads); err != nil {
+		return err
+	}
+	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
+	var eligible [][]retrieval.Positive
+	var missing []string
+	if p.Classes != nil {
+		for q := range nq {
+			var ex []int
+			if p.Exclusions != nil {
+				ex = p.Exclusions[q]
+			}
+			if p.Classes.EligibleCount(q, ex) == 0 {
+				missing = append(missing, p.QueryIDs[q])
+			}
+		}
+	} else {
+		eligible = make([][]retrieval.Positive, nq)
+		for q := range eligible {
+			var ex []int
+			if p.Exclusions != nil {
+				ex = p.Exclusions[q]
+			}
+			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+			if len(eligible[q]) == 0 {
+				missing = append(missing, p.QueryIDs[q])
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return &Error{Msg: retrieval.MissingPositivesMessage(missing)}
+	}
+	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
+		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
+	}
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads)
+	if err != nil {
+		return err
+	}
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads)
+	if err != nil {
+		return err
+	}
 	if err := checkMemory(ctx, p, o, threads); err != nil { // before any input-sized scratch (SPEC §6.1)
-		return nil, err
+		return err
+	}
+	if p.Classes != nil && (qs.csr != nil || gs.csr != nil || forceMaterialisedClasses) {
+		// Sparse endpoints keep the explicit path (documented fallback):
+		// the pairs are materialised here, after every check.
+		p.Relevance, p.Classes = p.Classes.Materialise(), nil
+		eligible = make([][]retrieval.Positive, nq)
+		for q := range eligible {
+			var ex []int
+			if p.Exclusions != nil {
+				ex = p.Exclusions[q]
+			}
+			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+		}
 	}
 	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
 	s.sparse = qs.csr != nil && gs.csr != nil
@@ -154,16 +228,31 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 			s.q32 = qs.block32(0, nq, make([]float32, nq*s.d), tmp)
 		}
 	}
+	s.emit = fn
+	s.meter = newMeter(ctx, int64(nq)*int64(ng))
+	s.stats = o.Stats
+	if s.stats == nil {
+		s.stats = &Stats{}
+	}
+	s.stats.Prepare = time.Since(t0)
+	if p.Classes != nil {
+		return s.scoreClasses(ctx)
+	}
+	t1 := time.Now()
 	if err := s.preparePositives(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.run(ctx); err != nil {
-		return nil, err
-	}
-	return s.out, nil
+	s.screen = s.newScreen()
+	s.stats.Positives = time.Since(t1)
+	return s.run(ctx)
 }
 
-func check(p Problem, o Options) error {
+// forceMaterialisedClasses is a test hook: it sends Classes problems through
+// the explicit-pairs path, the reference the implicit path is checked
+// against.
+var forceMaterialisedClasses = false
+
+func check(p Problem, o Options, threads int) error {
 	for _, e := range []struct {
 		name string
 		m    matrix.Matrix
@@ -171,7 +260,7 @@ func check(p Problem, o Options) error {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 			return errorf("%s embeddings must be a 2D array with at least one row", e.name)
 		}
-		if r, c, bad := matrix.FirstNonFinite(e.m); bad {
+		if r, c, bad := firstNonFinite(e.m, threads); bad {
 			return errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
 		}
 	}
@@ -179,7 +268,14 @@ func check(p Problem, o Options) error {
 		return errorf("Query and gallery embedding dimensions must match; got %d and %d", p.Queries.Cols(), p.Gallery.Cols())
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
-	if len(p.Relevance) != nq {
+	if c := p.Classes; c != nil {
+		if p.Relevance != nil || len(c.Query) != nq {
+			return errorf("Relevance must contain one entry for each query; got %d entries for %d queries", len(c.Query), nq)
+		}
+		if len(c.Gallery) != ng {
+			return errorf("Relevance contains an invalid positive gallery index or grade: %d gallery classes for %d gallery rows", len(c.Gallery), ng)
+		}
+	} else if len(p.Relevance) != nq {
 		return errorf("Relevance must contain one entry for each query; got %d entries for %d queries", len(p.Relevance), nq)
 	}
 	if len(p.QueryIDs) != nq || len(p.GalleryIDs) != ng {
@@ -228,6 +324,11 @@ type scorer struct {
 	qs       []queryInfo
 	nBeaten  int // total length of the flattened per-positive counters
 	out      []QueryResult
+	cls      *classState // implicit label relevance (classes.go)
+	meter    *meter      // progress of the gallery pass (nil: nobody listens)
+	screen   *screenState
+	stats    *Stats
+	emit     func(q int, r QueryResult) error
 }
 
 // queryInfo is what every worker reads about a query: its eligible
@@ -420,6 +521,10 @@ type workspace struct {
 	index         *postings // sparse–sparse: the gallery block inverted
 	tmp           []float64 // one row
 	part          *partial
+	above, below  []float64 // screening thresholds of one query row
+	near          []int32   // screening: nearest-negative candidates of one row
+	hits          []int32   // screening: candidates of a run that may precede a positive
+	kernel, fold  time.Duration
 }
 
 // partial is one worker's view of every query over the gallery blocks it
@@ -504,6 +609,7 @@ func (s *scorer) run(ctx context.Context) error {
 	nBlocks := (s.ng + gb - 1) / gb
 	var mu sync.Mutex
 	var parts []*partial
+	var wss []*workspace
 	newWS := func() *workspace {
 		w := &workspace{tmp: make([]float64, s.d), part: s.newPartial()}
 		switch {
@@ -528,6 +634,7 @@ func (s *scorer) run(ctx context.Context) error {
 		}
 		mu.Lock()
 		parts = append(parts, w.part)
+		wss = append(wss, w)
 		mu.Unlock()
 		return w
 	}
@@ -535,6 +642,12 @@ func (s *scorer) run(ctx context.Context) error {
 	if s.sparse {
 		task = s.sparseBlock
 	}
+	if s.screen != nil {
+		task = func(ctx context.Context, w *workspace, g0, g1, qb int) error {
+			return s.screenedBlock(w, g0, g1, qb, ctx.Err)
+		}
+	}
+	t0 := time.Now()
 	err := s.parallelWith(ctx, nBlocks, newWS, func(b int, w *workspace) error {
 		g0 := b * gb
 		return task(ctx, w, g0, min(g0+gb, s.ng), qb)
@@ -542,8 +655,19 @@ func (s *scorer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.merge(parts)
-	return nil
+	t1 := time.Now()
+	s.stats.Pass = t1.Sub(t0)
+	for _, w := range wss {
+		s.stats.Kernel += w.kernel
+		s.stats.Fold += w.fold
+	}
+	if st := s.screen; st != nil {
+		s.stats.Screened = true
+		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
+	}
+	err = s.merge(ctx, parts)
+	s.stats.Merge = time.Since(t1)
+	return err
 }
 
 // denseBlock scores gallery rows [g0, g1) against every query with the
@@ -563,6 +687,13 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 		}
 		q1 := min(q0+qb, s.nq)
 		qn := q1 - q0
+		if s.cls != nil && !s.o.FullRanking && s.o.TopN == 0 && !s.tileHasNegative(q0, q1, g0, g1) {
+			if err := s.skippedTileExclusions(q0, q1, g0, g1, w); err != nil {
+				return err
+			}
+			s.meter.add(int64(qn) * int64(gn))
+			continue
+		}
 		if s.o.Precision == Float64 {
 			qs := s.q64
 			if qs == nil {
@@ -571,16 +702,27 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				qs = qs[q0*s.d : q1*s.d]
 			}
 			out := w.s64[:qn*gn]
+			t0 := time.Now()
 			if s.o.Similarity == SquaredL2 {
 				kernel.SqDist64(qs, qn, g64, gn, s.d, out)
 			} else {
 				kernel.Dot64(qs, qn, g64, gn, s.d, out)
 			}
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
 			for i := 0; i < qn; i++ {
-				if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+				row := out[i*gn : (i+1)*gn]
+				var err error
+				if s.cls != nil {
+					err = consumeClasses(s, w.part, q0+i, g0, row)
+				} else {
+					err = consume(s, w.part, q0+i, g0, row)
+				}
+				if err != nil {
 					return err
 				}
 			}
+			w.fold += time.Since(t1)
 		} else {
 			qs := s.q32
 			if qs == nil {
@@ -589,23 +731,38 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 				qs = qs[q0*s.d : q1*s.d]
 			}
 			out := w.s32[:qn*gn]
+			t0 := time.Now()
 			if s.o.Similarity == SquaredL2 {
 				kernel.SqDist32(qs, qn, g32, gn, s.d, out)
 			} else {
 				kernel.Dot32(qs, qn, g32, gn, s.d, out)
 			}
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
 			for i := 0; i < qn; i++ {
-				if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+				row := out[i*gn : (i+1)*gn]
+				var err error
+				if s.cls != nil {
+					err = consumeClasses(s, w.part, q0+i, g0, row)
+				} else {
+					err = consume(s, w.part, q0+i, g0, row)
+				}
+				if err != nil {
 					return err
 				}
 			}
+			w.fold += time.Since(t1)
 		}
+		s.meter.add(int64(qn) * int64(gn))
 	}
 	return nil
 }
 
 func (s *scorer) newPartial() *partial {
 	p := &partial{beaten: make([]int, s.nBeaten), best: make([]float64, s.nq), hasBest: make([]bool, s.nq)}
+	if s.cls != nil {
+		p.beaten = nil // shared counters in classState
+	}
 	if s.o.FullRanking {
 		p.all = make([][]Candidate, s.nq)
 	} else if s.o.TopN > 0 {
@@ -839,11 +996,28 @@ func b2i(b bool) int {
 	return 0
 }
 
-// merge combines the workers' partial results into the per-query results.
-func (s *scorer) merge(parts []*partial) {
-	for q := range s.out {
+// merge combines the workers' partial results into the per-query results
+// and hands them out in query order.
+func (s *scorer) merge(ctx context.Context, parts []*partial) error {
+	const chunk = 16
+	return s.parallel(ctx, (s.nq+chunk-1)/chunk, func(task int, _ *workspace) error {
+		for q := task * chunk; q < min(task*chunk+chunk, s.nq); q++ {
+			if err := s.mergeQuery(q, parts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// mergeQuery assembles query q's result from the partials and hands it out.
+func (s *scorer) mergeQuery(q int, parts []*partial) error {
+	var res QueryResult
+	r := &res
+	if s.cls != nil {
+		res = s.classResult(q)
+	} else {
 		qi := &s.qs[q]
-		r := &s.out[q]
 		r.Positives, r.Scores = qi.pos, qi.scores
 		r.Ranks = make([]int, len(qi.pos))
 		count := 0
@@ -853,29 +1027,34 @@ func (s *scorer) merge(parts []*partial) {
 			}
 			r.Ranks[slot] = 1 + count
 		}
-		for _, p := range parts {
-			if p.hasBest[q] && (!r.HasNegative || p.best[q] > r.NearestNegative) {
-				r.NearestNegative, r.HasNegative = p.best[q], true
-			}
-		}
-		switch {
-		case s.o.FullRanking:
-			var all []Candidate
-			for _, p := range parts {
-				all = append(all, p.all[q]...)
-				p.all[q] = nil
-			}
-			sortCandidates(all)
-			r.Top = all
-		case s.o.TopN > 0:
-			var all []Candidate
-			for _, p := range parts {
-				all = append(all, p.top[q].c...)
-			}
-			sortCandidates(all)
-			r.Top = all[:min(len(all), s.o.TopN)]
+		s.qs[q] = queryInfo{}
+	}
+	for _, p := range parts {
+		if p.hasBest[q] && (!r.HasNegative || p.best[q] > r.NearestNegative) {
+			r.NearestNegative, r.HasNegative = p.best[q], true
 		}
 	}
+	switch {
+	case s.o.FullRanking:
+		var all []Candidate
+		for _, p := range parts {
+			all = append(all, p.all[q]...)
+			p.all[q] = nil
+		}
+		sortCandidates(all)
+		r.Top = all
+	case s.o.TopN > 0:
+		var all []Candidate
+		for _, p := range parts {
+			all = append(all, p.top[q].c...)
+		}
+		sortCandidates(all)
+		r.Top = all[:min(len(all), s.o.TopN)]
+		for _, p := range parts {
+			p.top[q].c = nil
+		}
+	}
+	return s.emit(q, res)
 }
 
 func sortCandidates(c []Candidate) {

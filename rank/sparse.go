@@ -172,6 +172,7 @@ func (s *scorer) sparseBlock(ctx context.Context, w *workspace, g0, g1, qb int) 
 				return err
 			}
 		}
+		s.meter.add(int64(q1-q0) * int64(gn))
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ type DatasetInputs struct {
 	Exclusions []Pair
 	Metadata   map[string]any
 	Identity   Identity
+
+	materialiseLabels bool
 }
 
 // Option adjusts dataset construction.
@@ -50,6 +52,12 @@ func WithExclusions(p []Pair) Option {
 // WithMetadata sets the metadata object.
 func WithMetadata(m map[string]any) Option { return func(in *DatasetInputs) { in.Metadata = m } }
 
+// WithMaterialisedLabels stores label-derived relevance as explicit pairs,
+// Σ(class size)² of them, instead of class membership. Every result is the
+// same either way (SPEC §2.7); the option exists so tests can compare the
+// two representations.
+func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.materialiseLabels = true } }
+
 // WithIdentity sets the identity policy.
 func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
 
@@ -58,7 +66,8 @@ type Dataset struct {
 	queries, gallery Items
 	queryIDs         []string
 	galleryIDs       []string
-	positives        [][]Positive // per query, ascending gallery index, grade > 0 (before exclusions)
+	positives        [][]Positive // per query, ascending gallery index, grade > 0 (before exclusions); nil when labels is set
+	labels           *Classes     // label-derived relevance held implicitly (SPEC §2.7)
 	exclusions       [][]int      // per query, ascending unique gallery indices
 	nExclusions      int
 	metadata         map[string]any
@@ -133,7 +142,10 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 		d.positives, err = recordsToPositives(r.recs, qids, gids)
 	case labelRelevance:
 		labelForm = true
-		d.positives, err = labelsToPositives(r.query, r.gallery, nq, ng)
+		d.labels, err = classesFromLabels(r.query, r.gallery, nq, ng)
+		if err == nil && in.materialiseLabels {
+			d.positives, d.labels = d.labels.Materialise(), nil
+		}
 	default:
 		err = invalid("unsupported relevance form %T", rel)
 	}
@@ -417,32 +429,6 @@ func unknownIDs(n int, pairAt func(int) (origin, q, g string), qi, gi map[string
 	return invalid("%s", msg)
 }
 
-func labelsToPositives(ql, gl []string, nq, ng int) ([][]Positive, error) {
-	if len(ql) != nq || len(gl) != ng {
-		return nil, invalid("labels must align with their input collections; got %d query labels for %d rows and %d gallery labels for %d rows", len(ql), nq, len(gl), ng)
-	}
-	byLabel := map[string][]int{}
-	for j, l := range gl {
-		if l == "" {
-			return nil, invalid("gallery labels must be non-empty strings; index %d is empty", j)
-		}
-		byLabel[l] = append(byLabel[l], j)
-	}
-	out := make([][]Positive, nq)
-	for i, l := range ql {
-		if l == "" {
-			return nil, invalid("query labels must be non-empty strings; index %d is empty", i)
-		}
-		members := byLabel[l]
-		ps := make([]Positive, len(members))
-		for k, j := range members {
-			ps[k] = Positive{Index: j, Grade: 1}
-		}
-		out[i] = ps
-	}
-	return out, nil
-}
-
 func resolveExclusions(pairs []Pair, qids, gids []string) ([][]int, int, error) {
 	out := make([][]int, len(qids))
 	if len(pairs) == 0 {
@@ -494,7 +480,7 @@ func MissingPositivesMessage(ids []string) string {
 func (d *Dataset) checkEligiblePositives() error {
 	var missing []string
 	for q := range d.queryIDs {
-		if len(EligiblePositives(d.positives[q], d.exclusions[q])) == 0 {
+		if d.eligibleCount(q) == 0 {
 			missing = append(missing, d.queryIDs[q])
 		}
 	}
@@ -523,7 +509,24 @@ func (d *Dataset) Queries() Items { return d.queries }
 func (d *Dataset) Gallery() Items { return d.gallery }
 
 // Positives returns a copy of query q's stored positives (before exclusions).
-func (d *Dataset) Positives(q int) []Positive { return slices.Clone(d.positives[q]) }
+func (d *Dataset) Positives(q int) []Positive {
+	if d.labels != nil {
+		return d.labels.Positives(q)
+	}
+	return slices.Clone(d.positives[q])
+}
+
+// eligibleCount is the number of query q's eligible positives.
+func (d *Dataset) eligibleCount(q int) int {
+	if d.labels != nil {
+		return d.labels.EligibleCount(q, d.exclusions[q])
+	}
+	return len(EligiblePositives(d.positives[q], d.exclusions[q]))
+}
+
+// Classes is the implicit label-derived relevance, or nil when relevance is
+// held as explicit pairs (read-only).
+func (d *Dataset) Classes() *Classes { return d.labels }
 
 // Exclusions returns a copy of query q's excluded gallery indices.
 func (d *Dataset) Exclusions(q int) []int { return slices.Clone(d.exclusions[q]) }
@@ -540,16 +543,30 @@ func (d *Dataset) IdentityKey() string { return d.identityKey }
 // EligibleRelevance returns per query the eligible positives (read-only use:
 // the slices may be shared with the dataset; callers must not modify them).
 func (d *Dataset) EligibleRelevance() [][]Positive {
-	out := make([][]Positive, len(d.positives))
+	out := make([][]Positive, len(d.queryIDs))
 	for q := range out {
-		out[q] = EligiblePositives(d.positives[q], d.exclusions[q])
+		out[q] = EligiblePositives(d.rawPositives(q), d.exclusions[q])
 	}
 	return out
 }
 
 // RawRelevance and RawExclusions expose the internal per-query lists without
-// copying, for the scorer. Callers must not modify them.
-func (d *Dataset) RawRelevance() [][]Positive { return d.positives }
+// copying, for the scorer. Callers must not modify them. Label-derived
+// relevance is materialised by RawRelevance (Σ(class size)² pairs); the
+// scorer uses Classes instead.
+func (d *Dataset) RawRelevance() [][]Positive {
+	if d.labels != nil {
+		return d.labels.Materialise()
+	}
+	return d.positives
+}
+
+func (d *Dataset) rawPositives(q int) []Positive {
+	if d.labels != nil {
+		return d.labels.Positives(q)
+	}
+	return d.positives[q]
+}
 
 // RawExclusions: see RawRelevance.
 func (d *Dataset) RawExclusions() [][]int { return d.exclusions }
@@ -561,6 +578,25 @@ var ErrNoReverseRelation = errors.New("bidirectional retrieval requires every ga
 // reverse relation (SPEC §4.8); run it before any extractor.
 func (d *Dataset) CheckBidirectional() error {
 	has := make([]bool, len(d.galleryIDs))
+	if c := d.labels; c != nil {
+		// Gallery row g has an eligible reverse relation when some query of
+		// its class does not exclude it.
+		queries := make([]int, c.NumClasses())
+		for _, k := range c.Query {
+			queries[k]++
+		}
+		excluded := make([]int, len(d.galleryIDs))
+		for q, ex := range d.exclusions {
+			for _, g := range ex {
+				if c.Gallery[g] == c.Query[q] {
+					excluded[g]++
+				}
+			}
+		}
+		for g, k := range c.Gallery {
+			has[g] = queries[k]-excluded[g] > 0
+		}
+	}
 	for q := range d.positives {
 		for _, p := range EligiblePositives(d.positives[q], d.exclusions[q]) {
 			has[p.Index] = true

@@ -105,13 +105,26 @@ func (id Identity) resolve(d *Dataset) (string, error) {
 }
 
 func (d *Dataset) contentSnapshot() (map[string]any, error) {
+	// The two digests are independent: the gallery's is computed on another
+	// goroutine, and a leave-one-out dataset (one collection as both
+	// endpoints) hashes its rows once.
+	var gd map[string]any
+	var gerr error
+	done := make(chan struct{})
+	if sameEmbeddings(d.queries, d.gallery) {
+		close(done)
+	} else {
+		go func() { gd, gerr = endpointDigest(d.gallery); close(done) }()
+	}
 	qd, err := endpointDigest(d.queries)
+	<-done
 	if err != nil {
 		return nil, err
 	}
-	gd, err := endpointDigest(d.gallery)
-	if err != nil {
-		return nil, err
+	if sameEmbeddings(d.queries, d.gallery) {
+		gd = qd
+	} else if gerr != nil {
+		return nil, gerr
 	}
 	return map[string]any{
 		"query_ids":        stringsAny(d.queryIDs),
@@ -135,7 +148,10 @@ func stringsAny(s []string) []any {
 }
 
 // relevanceTriples lists stored positives as [qi, gi, grade], sorted.
-func (d *Dataset) relevanceTriples() []any {
+func (d *Dataset) relevanceTriples() any {
+	if d.labels != nil {
+		return d.labels.labelTriples()
+	}
 	var out []any
 	for q, ps := range d.positives {
 		for _, p := range ps {
@@ -156,6 +172,25 @@ func (d *Dataset) exclusionPairs() []any {
 		}
 	}
 	return out
+}
+
+// sameEmbeddings reports whether both endpoints are the very same embedding
+// matrix.
+func sameEmbeddings(a, b Items) bool {
+	ea, ok1 := a.(EmbeddingItems)
+	eb, ok2 := b.(EmbeddingItems)
+	if !ok1 || !ok2 {
+		return false
+	}
+	switch m := ea.m.(type) { // pointer identity; other types are never shared
+	case *matrix.Dense:
+		n, ok := eb.m.(*matrix.Dense)
+		return ok && m == n
+	case *matrix.CSR:
+		n, ok := eb.m.(*matrix.CSR)
+		return ok && m == n
+	}
+	return false
 }
 
 // endpointDigest implements the endpoint digests of SPEC §2.9.
@@ -254,8 +289,8 @@ type Summary struct {
 // Summary returns the dataset summary.
 func (d *Dataset) Summary() Summary {
 	pairs := 0
-	for q := range d.positives {
-		pairs += len(EligiblePositives(d.positives[q], d.exclusions[q]))
+	for q := range d.queryIDs {
+		pairs += d.eligibleCount(q)
 	}
 	ident := map[string]any{"schema_version": 2, "mode": d.identity.mode, "key": d.identityKey}
 	switch d.identity.mode {
@@ -287,9 +322,10 @@ func (d *Dataset) ProtocolFingerprint(cfg Config) (string, error) {
 
 // RelevanceFingerprintOf computes the relevance fingerprint of SPEC §10.3
 // from its parts; relevance lists [query index, gallery index, grade]
-// triples sorted by indices. Artifact readers recompute it with this same
+// triples sorted by indices (a []any, or a streamed canonjson array for
+// label-derived relevance). Artifact readers recompute it with this same
 // function, so a stored fingerprint verifies exactly when the local one would.
-func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, relevance []any) (string, error) {
+func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, relevance any) (string, error) {
 	return canonjson.Hash(map[string]any{
 		"identity_schema":      2,
 		"kind":                 "retrieval_relevance",
@@ -311,10 +347,6 @@ func ProtocolFingerprintOf(relevanceFingerprint string, exclusions []any, cfg Co
 		"retrieval_config":               cfg.ProtocolFields(),
 	})
 }
-
-// RelevanceTriples lists the stored positives (before exclusions) as
-// [query index, gallery index, grade], sorted by indices.
-func (d *Dataset) RelevanceTriples() []any { return d.relevanceTriples() }
 
 // ExclusionPairs lists the exclusions as sorted [query index, gallery index]
 // pairs.

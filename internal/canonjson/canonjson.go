@@ -4,6 +4,7 @@
 package canonjson
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -31,21 +32,49 @@ func Marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Hash returns the lowercase hex SHA-256 of Marshal(v).
+// Hash returns the lowercase hex SHA-256 of Marshal(v). The encoding is
+// streamed into the hash, so a large value (millions of relevance triples
+// written by an Array) is never held as text.
 func Hash(v any) (string, error) {
-	b, err := Marshal(v)
+	generic, err := toGeneric(v)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
+	h := sha256.New()
+	w := bufio.NewWriterSize(h, 64<<10)
+	if err := encode(w, generic); err != nil {
+		return "", err
+	}
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
+	sum := h.Sum(nil)
 	return hex.EncodeToString(sum[:]), nil
 }
 
 // toGeneric converts v to nil, bool, json.Number, string, []any or
 // map[string]any, rejecting non-finite floats (which encoding/json refuses).
+// Array is a JSON array of N elements generated on demand: Elem(i, w)
+// writes element i in canonical form; it is called once per element, in
+// increasing i. It lets a caller hash a list too large
+// to build as []any (SPEC §2.7: label-derived relevance is hashed as if
+// every pair were stored).
+type Array struct {
+	N    int
+	Elem func(i int, w Writer) error
+}
+
+// Writer is where canonical text goes.
+type Writer interface {
+	Write(p []byte) (int, error)
+	WriteByte(c byte) error
+	WriteString(s string) (int, error)
+	WriteRune(r rune) (int, error)
+}
+
 func toGeneric(v any) (any, error) {
 	switch t := v.(type) {
-	case nil, bool, string, json.Number:
+	case nil, bool, string, json.Number, Array:
 		return t, nil
 	case float64:
 		if math.IsNaN(t) || math.IsInf(t, 0) {
@@ -90,8 +119,19 @@ func toGeneric(v any) (any, error) {
 	return g, nil
 }
 
-func encode(buf *bytes.Buffer, v any) error {
+func encode(buf Writer, v any) error {
 	switch t := v.(type) {
+	case Array:
+		buf.WriteByte('[')
+		for i := 0; i < t.N; i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := t.Elem(i, buf); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
 	case nil:
 		buf.WriteString("null")
 	case bool:
@@ -159,7 +199,7 @@ func lessUTF16(a, b string) bool {
 	return len(ua) < len(ub)
 }
 
-func encodeString(buf *bytes.Buffer, s string) error {
+func encodeString(buf Writer, s string) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("canonjson: string is not valid UTF-8")
 	}

@@ -1,6 +1,7 @@
 package canonjson
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -71,5 +72,35 @@ func TestMarshalStruct(t *testing.T) {
 	got, err := Marshal(s{Z: 2})
 	if err != nil || string(got) != `{"a":null,"z":2}` {
 		t.Fatalf("got %s, %v", got, err)
+	}
+}
+
+// An Array hashes exactly like the []any it generates.
+func TestArrayHashesLikeSlice(t *testing.T) {
+	triples := [][3]int{{0, 3, 1}, {0, 12, 1}, {7, 100000, 1}}
+	var list []any
+	for _, tr := range triples {
+		list = append(list, []any{tr[0], tr[1], 1.0})
+	}
+	arr := Array{N: len(triples), Elem: func(i int, w Writer) error {
+		_, err := w.WriteString(fmt.Sprintf("[%d,%d,1]", triples[i][0], triples[i][1]))
+		return err
+	}}
+	for _, empty := range []bool{false, true} {
+		a, b := map[string]any{"k": list, "x": 2}, map[string]any{"k": arr, "x": 2}
+		if empty {
+			a["k"], b["k"] = []any{}, Array{}
+		}
+		ha, err := Hash(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, err := Hash(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ha != hb {
+			t.Fatalf("empty=%v: Array hash %s, slice hash %s", empty, hb, ha)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -33,6 +34,7 @@ type benchFlags struct {
 	calibrate                        time.Duration
 	write                            string
 	nnz                              int
+	exhaustive                       bool
 }
 
 func newBenchCmd(stdout io.Writer) *cobra.Command {
@@ -64,6 +66,7 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 	f.IntVar(&fl.galleryBatch, "gallery-batch-size", def.GalleryBatchSize, "gallery rows per score block")
 	f.Uint64Var(&fl.seed, "seed", 1, "seed of the synthetic data")
 	f.DurationVar(&fl.calibrate, "calibrate", time.Second, "duration of the FMA-ceiling calibration (0 skips it)")
+	f.BoolVar(&fl.exhaustive, "exhaustive", false, "score every pair exactly (no float32 screen; same results, as VERTEBRAE_SCREEN=off)")
 	f.IntVar(&fl.nnz, "nnz", 0, "make both endpoints sparse (CSR) with this many non-zeros per row (0 = dense)")
 	f.StringVar(&fl.write, "write", "", "write the synthetic problem to DIR (queries.npy, gallery.npy, qrels.tsv) instead of scoring it")
 	return cmd
@@ -101,6 +104,7 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 		return err
 	}
 	defer restore()
+	t0 := time.Now()
 	var p rank.Problem
 	if fl.nnz > 0 {
 		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, prec, fl.seed)
@@ -112,7 +116,8 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	if fl.write != "" {
 		return writeProblem(fl.write, p, stdout)
 	}
-	opts := rank.Options{Similarity: sim, Precision: prec, QueryBatch: fl.queryBatch, GalleryBatch: fl.galleryBatch, Threads: fl.threads}
+	load := time.Since(t0)
+	opts := rank.Options{Similarity: sim, Precision: prec, QueryBatch: fl.queryBatch, GalleryBatch: fl.galleryBatch, Threads: fl.threads, Exhaustive: fl.exhaustive}
 	threads := fl.threads
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -127,15 +132,27 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "kernel %s, %s %s, %s, Q=%d G=%d D=%d positives=%d threads=%d blocks %d×%d\n",
 		kernel.Name(), fl.precision, fl.similarity, kind, fl.queries, fl.gallery, fl.dim, fl.positives, threads, fl.queryBatch, fl.galleryBatch)
+	fmt.Fprintf(stdout, "load: %.3f s (synthetic data)\n", load.Seconds())
 	var secs []float64
 	for i := 0; i < fl.repeat; i++ {
 		start := time.Now()
-		if _, err := rank.Score(ctx, p, opts); err != nil {
+		var st rank.Stats
+		opts.Stats = &st
+		res, err := rank.Score(ctx, p, opts)
+		if err != nil {
 			return err
 		}
 		s := time.Since(start).Seconds()
 		secs = append(secs, s)
+		tm := time.Now()
+		benchMetrics(res)
+		met := time.Since(tm)
 		fmt.Fprintf(stdout, "run %d: %.3f s%s\n", i+1, s, rate(flops, s))
+		to := time.Now()
+		var ph strings.Builder
+		writePhases(&ph, st, met)
+		out := time.Since(to)
+		fmt.Fprintf(stdout, "%s output %.3f s\n", ph.String(), out.Seconds())
 	}
 	med := median(secs)
 	fmt.Fprintf(stdout, "median: %.3f s%s, peak RSS %s\n", med, rate(flops, med), peakRSS())
@@ -192,6 +209,43 @@ func synthProblem(nq, ng, d, positives int, prec rank.Precision, seed uint64) ra
 		p.GalleryIDs[i] = strconv.Itoa(i)
 	}
 	return p
+}
+
+// writePhases renders one run's phases (SPEC §5 bench output): wall times
+// of prepare, positives, the gallery pass and the merge; inside the pass the
+// worker time (summed over workers) of the kernels — the float32 screen
+// when screening — and of counting, which includes the exact verification
+// of undecided pairs; the undecided fraction; and the metrics time.
+func writePhases(w io.Writer, st rank.Stats, metricsTime time.Duration) {
+	screen, verify := "screen n/a (exhaustive)", ""
+	kernelName := "score"
+	if st.Screened {
+		kernelName = "screen"
+		frac := 0.0
+		if st.Screen.Pairs > 0 {
+			frac = float64(st.Screen.Exact) / float64(st.Screen.Pairs)
+		}
+		screen = fmt.Sprintf("undecided %d of %d pairs (%.3g)", st.Screen.Exact, st.Screen.Pairs, frac)
+		verify = fmt.Sprintf(", %d blocks exact", st.Screen.ExactTiles)
+	}
+	fmt.Fprintf(w, "phases: prepare %.3f s, positives %.3f s, pass %.3f s [%s %.3f s, count+verify %.3f s worker time], merge %.3f s, metrics %.3f s; %s%s;",
+		st.Prepare.Seconds(), st.Positives.Seconds(), st.Pass.Seconds(), kernelName, st.Kernel.Seconds(), st.Fold.Seconds(),
+		st.Merge.Seconds(), metricsTime.Seconds(), screen, verify)
+}
+
+// benchMetrics computes what a run computes after scoring: the per-query
+// metrics and the positive-similarity summary.
+func benchMetrics(res []rank.QueryResult) {
+	var pooled []float64
+	for _, r := range res {
+		grades := make([]float64, len(r.Positives))
+		for i, x := range r.Positives {
+			grades[i] = x.Grade
+		}
+		metrics.Query(r.Ranks, grades, []int{10}, metrics.Exponential)
+		pooled = append(pooled, r.Scores...)
+	}
+	metrics.SummariseInPlace(pooled)
 }
 
 func median(v []float64) float64 {

@@ -58,7 +58,11 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 				defer closeFn()
 				backbones = append(backbones, bb)
 			}
-			b, err := evaluate.Run(cmd.Context(), ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
+			ctx := cmd.Context()
+			if !out.quiet {
+				ctx = withScoring(ctx, stderr)
+			}
+			b, err := evaluate.Run(ctx, ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
 			if err != nil {
 				return err
 			}

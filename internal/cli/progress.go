@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/encode"
+	"github.com/vertebrae-eval/vertebrae/rank"
 )
 
 // progress reports endpoint encoding on stderr (SPEC §6.1): a redrawn bar
@@ -32,6 +34,25 @@ func newProgress(w io.Writer) *progress {
 
 // report implements encode.Progress.
 func (p *progress) report(owner string, done, total int) {
+	p.reportUnit(owner, "rows", int64(done), int64(total))
+}
+
+// scoring implements rank.Progress: pairs scored (SPEC §6.1). Each pass
+// (forward, reverse, every backbone) is timed from its first report.
+func (p *progress) scoring(done, total int64) { p.reportUnit("scoring", "pairs", done, total) }
+
+// withScoring returns ctx with scoring progress drawn on w when w is a
+// terminal; otherwise ctx is returned as it is, so logs and tests capturing
+// stderr see no scoring lines.
+func withScoring(ctx context.Context, w io.Writer) context.Context {
+	p := newProgress(w)
+	if !p.terminal {
+		return ctx
+	}
+	return rank.WithProgress(ctx, p.scoring)
+}
+
+func (p *progress) reportUnit(owner, unit string, done, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -48,23 +69,29 @@ func (p *progress) report(owner string, done, total int) {
 	if elapsed > 0 {
 		rate = float64(done) / elapsed
 	}
+	if done == total {
+		delete(p.start, owner) // a later pass of the same owner starts afresh
+	}
 	if !p.terminal {
 		if done == total {
-			fmt.Fprintf(p.w, "vertebrae: %s: %d rows in %.1fs (%.0f rows/s)\n", owner, total, elapsed, rate)
+			fmt.Fprintf(p.w, "vertebrae: %s: %d %s in %.1fs (%.0f %s/s)\n", owner, total, unit, elapsed, rate, unit)
 		}
 		return
 	}
 	const width = 24
-	filled := width * done / total
+	filled := int(width * done / total)
 	eta := "?"
 	if rate > 0 {
 		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
 	}
-	fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %d/%d %.0f rows/s ETA %s\x1b[K", owner,
-		strings.Repeat("#", filled), strings.Repeat("-", width-filled), 100*done/total, done, total, rate, eta)
+	fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %d/%d %.0f %s/s ETA %s\x1b[K", owner,
+		strings.Repeat("#", filled), strings.Repeat("-", width-filled), 100*done/total, done, total, rate, unit, eta)
 	if done == total {
 		fmt.Fprintln(p.w)
 	}
 }
 
-var _ encode.Progress = (*progress)(nil).report
+var (
+	_ encode.Progress = (*progress)(nil).report
+	_ rank.Progress   = (*progress)(nil).scoring
+)

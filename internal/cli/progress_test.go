@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +41,31 @@ func TestProgressClockStartsBeforeFirstBatch(t *testing.T) {
 	p.report("q", 30, 30)
 	if got := buf.String(); got != "vertebrae: q: 30 rows in 3.0s (10 rows/s)\n" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// Scoring progress: pairs with rate and ETA on a terminal, a fresh clock for
+// every pass, and nothing at all when stderr is not a terminal.
+func TestScoringProgress(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := &progress{w: &buf, terminal: true, start: map[string]time.Time{}, now: func() time.Time { return clock }}
+	p.scoring(1000, 4000)
+	clock = clock.Add(time.Second)
+	p.scoring(2000, 4000)
+	if out := buf.String(); !strings.Contains(out, "\rscoring [############------------]  50% 2000/4000 2000 pairs/s ETA 1s") {
+		t.Errorf("bar: %q", out)
+	}
+	clock = clock.Add(time.Second)
+	p.scoring(4000, 4000)
+	if !strings.HasSuffix(buf.String(), "\n") {
+		t.Errorf("the finished bar ends its line: %q", buf.String())
+	}
+	if _, ok := p.start["scoring"]; ok {
+		t.Error("a finished pass keeps its start time")
+	}
+	ctx := context.Background()
+	if withScoring(ctx, &buf) != ctx {
+		t.Error("scoring progress installed for a writer that is not a terminal")
 	}
 }

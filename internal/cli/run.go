@@ -313,6 +313,9 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	for _, p := range extra {
 		backbones = append(backbones, fl.pairBackbone(p, ds, budget, &closers))
 	}
+	if !fl.out.quiet {
+		ctx = withScoring(ctx, stderr)
+	}
 	bench, err := evaluate.Run(ctx, ds, cfg, backbones,
 		evaluate.Options{Threads: fl.threads, RunDepth: fl.out.runDepthOption(), MemoryConfig: memCfg.AsMap(), Compression: variants, Comparison: cmpOpts})
 	if err != nil {

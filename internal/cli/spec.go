@@ -103,6 +103,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	}
 	if !out.quiet {
 		ctx = encode.WithProgress(ctx, newProgress(stderr).report)
+		ctx = withScoring(ctx, stderr)
 	}
 	b, err := bench.Run(ctx)
 	if err != nil {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Peer comparison of issue #13, one command:  bash bench/run_peers.sh [REPEAT]
+#
+# Needs: Go, Debian python3-numpy python3-faiss (apt-get install -y
+# python3-numpy python3-faiss), GNU time. Everything runs side by side in
+# this one script, alternating, and medians are reported, so ratios stay
+# meaningful on a shared machine. Data goes to $BENCH_DIR (default
+# /tmp/vertebrae-bench); nothing is written into the repository.
+set -euo pipefail
+REPEAT=${1:-3}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR=${BENCH_DIR:-/tmp/vertebrae-bench}
+PY=/usr/bin/python3
+mkdir -p "$DIR"
+VB="$DIR/vertebrae"
+(cd "$ROOT" && go build -o "$VB" ./cmd/vertebrae)
+E2E="$DIR/e2e-1000x100000x384"
+[ -f "$E2E/qrels.tsv" ] || $PY "$ROOT/bench/gen_embeddings.py" "$E2E" 1000 100000 384
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+secs() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
+
+ours64=() ours32=() npy=() fai=() ours64off=()
+for i in $(seq "$REPEAT"); do
+	run=(retrieval run --queries "$E2E/queries.npy" --gallery "$E2E/gallery.npy" --qrels "$E2E/qrels.tsv" --similarity cosine --quiet --json /dev/null)
+	ours64+=("$(secs "$VB" "${run[@]}")")
+	ours64off+=("$(VERTEBRAE_SCREEN=off secs "$VB" "${run[@]}")")
+	ours32+=("$(secs "$VB" "${run[@]}" --precision float32)")
+	npy+=("$(secs $PY "$ROOT/bench/numpy_protocol.py" "$E2E")")
+	fai+=("$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -f %e $PY "$ROOT/bench/faiss_topk.py" "$E2E" 2>&1 >/dev/null | tail -1)")
+done
+m() { printf '%s\n' "$@" | median; }
+o64=$(m "${ours64[@]}"); o64off=$(m "${ours64off[@]}"); o32=$(m "${ours32[@]}"); n=$(m "${npy[@]}"); f=$(m "${fai[@]}")
+echo "Q=1000 G=100000 D=384 cosine, end to end, median of $REPEAT (wall s):"
+echo "  vertebrae float64 (screened)      $o64   [${ours64[*]}]"
+echo "  vertebrae float64 (SCREEN=off)    $o64off   [${ours64off[*]}]"
+echo "  numpy float64 protocol            $n   [${npy[*]}]"
+echo "  vertebrae --precision float32     $o32   [${ours32[*]}]"
+echo "  faiss IndexFlatIP top-100         $f   [${fai[*]}]"
+awk -v a="$n" -v b="$o64" -v c="$f" -v d="$o32" -v e="$o64off" 'BEGIN {
+	printf "  ratio numpy/ours float64: %.2fx (exhaustive: %.2fx)\n", a/b, a/e
+	printf "  ratio faiss/ours float32: %.2fx\n", c/d }'
+
+# End to end vs the pure scoring time of bench for the same shape.
+pure=$("$VB" bench --queries 1000 --gallery 100000 --dim 384 --similarity cosine --repeat "$REPEAT" --calibrate 0 | awk '/^median:/ {print $2}')
+awk -v a="$o64" -v b="$pure" 'BEGIN { printf "  end to end / bench pure scoring (float64 cosine): %s / %s = %.2fx\n", a, b, a/b }'
+
+# One thread, 2048 × 65536 × 768, dot: exact scoring vs OpenBLAS gemm alone.
+for prec in float64 float32; do
+	ours=$("$VB" bench --queries 2048 --gallery 65536 --dim 768 --similarity dot --precision $prec --threads 1 --repeat "$REPEAT" --calibrate 0 | awk '/^median:/ {print $2}')
+	blas=$(OPENBLAS_NUM_THREADS=1 $PY "$ROOT/bench/gemm.py" 2048 65536 768 $prec "$REPEAT" | awk '{print $3}')
+	awk -v a="$blas" -v b="$ours" -v p=$prec 'BEGIN { printf "one thread 2048x65536x768 dot %s: gemm %s s, vertebrae %s s, ratio gemm/ours %.2fx\n", p, a, b, a/b }'
+done

@@ -1,0 +1,566 @@
+package rank
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// Label-derived relevance held implicitly (SPEC §2.7): a query's positives
+// are the gallery rows of its class, minus its exclusions. Counting works
+// without any per-pair relevance list:
+//
+//  1. The positives' scores are computed class by class, as dense blocks of
+//     the class's queries against its gallery members (the same kernels, so
+//     the same bits, SPEC §4.2).
+//  2. Each query's eligible positives are sorted once into rank order
+//     (score descending, lower index first): the positives preceding a
+//     positive are exactly those before it in that order, so positives
+//     never need to be counted against each other (O(P log P)).
+//  3. The gallery pass counts only negatives: a negative that precedes the
+//     last positive is placed by binary search over the sorted thresholds.
+//     Tiles in which every pair is a positive or excluded have no negative
+//     and are not scored at all (one class: the pass vanishes).
+//
+// rank(p) = 1 + (positives before p in rank order) + (negatives preceding p),
+// which is SPEC §4.3 term by term. Per-pair state is the rank-ordered score
+// and gallery index of each eligible positive plus a shared counter (16
+// bytes); a query without negatives holds only its positives' scores (8).
+type classState struct {
+	c *retrieval.Classes
+	// Per query: scores of every member of its class (member order; an
+	// excluded member's slot is unused; released once sorted) and the
+	// eligible positives' scores and gallery indices in rank order, laid
+	// out for the counting search.
+	scores   [][]float64
+	ordScore [][]float64
+	ordIndex [][]int32
+	buckets  []*slotBuckets
+	// memberPos[g] is gallery row g's position in its class's member list.
+	memberPos []int32
+	excl      [][]int // the problem's exclusions
+	// beaten[q][r]: negatives that precede the positive in rank slot r but
+	// not the one in slot r−1; shared by all workers (atomic adds).
+	beaten [][]int32
+	// excluded[q][m] marks excluded member positions (nil: none).
+	excluded [][]bool
+}
+
+// scoreClasses is Score for a Problem with Classes, dense endpoints.
+func (s *scorer) scoreClasses(ctx context.Context) error {
+	c := s.p.Classes
+	st := &classState{c: c, scores: make([][]float64, s.nq), memberPos: make([]int32, s.ng), excl: s.p.Exclusions,
+		ordScore: make([][]float64, s.nq), ordIndex: make([][]int32, s.nq), buckets: make([]*slotBuckets, s.nq),
+		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq)}
+	s.cls = st
+	s.out = make([]QueryResult, s.nq)
+	for k := range c.NumClasses() {
+		for m, g := range c.Members(k) {
+			st.memberPos[g] = int32(m)
+		}
+	}
+	for q := range s.nq {
+		m := c.Members(int(c.Query[q]))
+		st.scores[q] = make([]float64, len(m))
+		if s.p.Exclusions != nil {
+			for _, g := range s.p.Exclusions[q] {
+				if c.Gallery[g] == c.Query[q] {
+					if st.excluded[q] == nil {
+						st.excluded[q] = make([]bool, len(m))
+					}
+					i, _ := slices.BinarySearch(m, int32(g))
+					st.excluded[q][i] = true
+				}
+			}
+		}
+	}
+	t1 := time.Now()
+	if err := s.classPositives(ctx); err != nil {
+		return err
+	}
+	// Rank order of every query's eligible positives.
+	if err := s.parallel(ctx, (s.nq+63)/64, func(task int, w *workspace) error {
+		rs := sorterPool.Get().(*radixSorter)
+		defer sorterPool.Put(rs)
+		for q := task * 64; q < min(task*64+64, s.nq); q++ {
+			m := c.Members(int(c.Query[q]))
+			if st.negatives(q, len(m)) == 0 {
+				// Nothing is counted against these positives: they are put
+				// in rank order when the result is built, and until then
+				// only their scores are held.
+				continue
+			}
+			ord := rs.rankOrder(st.scores[q], st.excluded[q])
+			os, oi := make([]float64, len(ord)), make([]int32, len(ord))
+			for r, i := range ord {
+				os[r], oi[r] = st.scores[q][i], m[i]
+			}
+			// Only the rank-ordered copies stay: member order is recovered
+			// from the gallery index (memberPos) when the result is built.
+			st.scores[q], st.ordScore[q], st.ordIndex[q] = nil, os, oi
+			if len(os) >= 32 {
+				st.buckets[q] = newSlotBuckets(os)
+			}
+			st.beaten[q] = make([]int32, len(ord)+1)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	s.stats.Positives = time.Since(t1)
+	return s.run(ctx)
+}
+
+// negatives is the number of query q's eligible negatives (nm = the size of
+// its class).
+func (st *classState) negatives(q, nm int) int {
+	n := len(st.c.Gallery) - nm
+	if st.excl != nil {
+		for _, g := range st.excl[q] {
+			if st.c.Gallery[g] != st.c.Query[q] {
+				n--
+			}
+		}
+	}
+	return n
+}
+
+// classPositives scores every (query, member of its class) pair. The
+// reported failure is that of the classic path: the non-finite positive
+// with the lowest gallery index, then the lowest query index.
+func (s *scorer) classPositives(ctx context.Context) error {
+	c, st := s.p.Classes, s.cls
+	byClass := make([][]int32, c.NumClasses())
+	for q, k := range c.Query {
+		byClass[k] = append(byClass[k], int32(q))
+	}
+	const gBlock, qBlock = 512, 256
+	type task struct{ k, m0 int }
+	var tasks []task
+	for k, qs := range byClass {
+		if len(qs) == 0 {
+			continue
+		}
+		for m0 := 0; m0 < len(c.Members(k)); m0 += gBlock {
+			tasks = append(tasks, task{k, m0})
+		}
+	}
+	type bad struct{ g, q int }
+	worst := make([]bad, len(tasks))
+	d := s.d
+	err := s.parallel(ctx, len(tasks), func(i int, w *workspace) error {
+		t := tasks[i]
+		worst[i] = bad{-1, -1}
+		members := c.Members(t.k)[t.m0:min(t.m0+gBlock, len(c.Members(t.k)))]
+		qs := byClass[t.k]
+		gn := len(members)
+		f64 := s.o.Precision == Float64
+		if f64 {
+			w.g64 = growTo(w.g64, gn*d)
+			w.q64 = growTo(w.q64, min(qBlock, len(qs))*d)
+			w.s64 = growTo(w.s64, min(qBlock, len(qs))*gn)
+			for j, g := range members {
+				copy(w.g64[j*d:(j+1)*d], s.g.block64(int(g), int(g)+1, w.g64[j*d:(j+1)*d]))
+			}
+		} else {
+			w.tmp = growTo(w.tmp, d)
+			w.g32 = growTo(w.g32, gn*d)
+			w.q32 = growTo(w.q32, min(qBlock, len(qs))*d)
+			w.s32 = growTo(w.s32, min(qBlock, len(qs))*gn)
+			for j, g := range members {
+				copy(w.g32[j*d:(j+1)*d], s.g.block32(int(g), int(g)+1, w.g32[j*d:(j+1)*d], w.tmp))
+			}
+		}
+		for q0 := 0; q0 < len(qs); q0 += qBlock {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			part := qs[q0:min(q0+qBlock, len(qs))]
+			qn := len(part)
+			for a, q := range part {
+				if f64 {
+					s.queryRow64(int(q), w.q64[a*d:(a+1)*d])
+				} else {
+					s.queryRow32(int(q), w.q32[a*d:(a+1)*d], w.tmp)
+				}
+			}
+			switch {
+			case f64 && s.o.Similarity == SquaredL2:
+				kernel.SqDist64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+			case f64:
+				kernel.Dot64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+			case s.o.Similarity == SquaredL2:
+				kernel.SqDist32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+			default:
+				kernel.Dot32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+			}
+			for a, q := range part {
+				sc := st.scores[q][t.m0 : t.m0+gn]
+				for j := range sc {
+					var v float64
+					if f64 {
+						v = w.s64[a*gn+j]
+					} else {
+						v = float64(w.s32[a*gn+j])
+					}
+					if s.o.Similarity == SquaredL2 {
+						v = -v
+					}
+					v += 0 // −0 → +0 (SPEC §1.3)
+					if v-v != 0 {
+						if b := worst[i]; b.g < 0 || int(members[j]) < b.g || (int(members[j]) == b.g && int(q) < b.q) {
+							worst[i] = bad{int(members[j]), int(q)}
+						}
+					}
+					sc[j] = v
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	first := bad{-1, -1}
+	for _, b := range worst {
+		if b.g >= 0 && (first.g < 0 || b.g < first.g || (b.g == first.g && b.q < first.q)) {
+			first = b
+		}
+	}
+	if first.g >= 0 {
+		return s.checkFinite(nanScore, first.q, first.g)
+	}
+	return nil
+}
+
+var nanScore = func() float64 { var z float64; return z / z }()
+
+// tileHasNegative reports whether some pair of the tile (queries [q0, q1),
+// gallery rows [g0, g1)) is a negative: otherwise the pass need not score it
+// (unless candidates are kept for the run export).
+func (s *scorer) tileHasNegative(q0, q1, g0, g1 int) bool {
+	c := s.p.Classes
+	k := c.Query[q0]
+	for _, x := range c.Query[q0:q1] {
+		if x != k {
+			return true
+		}
+	}
+	for _, x := range c.Gallery[g0:g1] {
+		if x != k {
+			return true
+		}
+	}
+	return false
+}
+
+// skippedTileExclusions checks the finiteness of the excluded pairs of a tile
+// that is not scored: the classic pass scores excluded pairs too and fails
+// on a non-finite one, so the implicit path must fail identically.
+func (s *scorer) skippedTileExclusions(q0, q1, g0, g1 int, w *workspace) error {
+	if s.p.Exclusions == nil {
+		return nil
+	}
+	d := s.d
+	for q := q0; q < q1; q++ {
+		ex := s.p.Exclusions[q]
+		for i, _ := slices.BinarySearch(ex, g0); i < len(ex) && ex[i] < g1; i++ {
+			g := ex[i]
+			var v float64
+			if s.o.Precision == Float64 {
+				w.q64 = growTo(w.q64, 2*d)
+				a, b := w.q64[:d], w.q64[d:2*d]
+				s.queryRow64(q, a)
+				copy(b, s.g.block64(g, g+1, b))
+				if s.o.Similarity == SquaredL2 {
+					v = -kernel.SqDistRow64(a, b)
+				} else {
+					v = kernel.DotRow64(a, b)
+				}
+			} else {
+				w.q32 = growTo(w.q32, 2*d)
+				w.tmp = growTo(w.tmp, d)
+				a, b := w.q32[:d], w.q32[d:2*d]
+				s.queryRow32(q, a, w.tmp)
+				copy(b, s.g.block32(g, g+1, b, w.tmp))
+				if s.o.Similarity == SquaredL2 {
+					v = -float64(kernel.SqDistRow32(a, b))
+				} else {
+					v = float64(kernel.DotRow32(a, b))
+				}
+			}
+			if err := s.checkFinite(v, q, g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// consumeClasses folds one query's row of block scores into the partial
+// result under implicit relevance: negatives are counted against the
+// sorted positives, positives only feed the kept candidates.
+func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
+	st, c := s.cls, s.p.Classes
+	k := c.Query[q]
+	os, oi, beaten := st.ordScore[q], st.ordIndex[q], st.beaten[q]
+	last := len(os) - 1
+	lastScore, lastIndex := math.Inf(1), -1 // a query without negatives counts nothing
+	if last >= 0 {
+		lastScore, lastIndex = os[last], int(oi[last])
+	}
+	neg := s.o.Similarity == SquaredL2
+	keep := part.all != nil || part.top != nil
+	var excl []int
+	if s.p.Exclusions != nil {
+		excl = s.p.Exclusions[q]
+	}
+	exPtr, _ := slices.BinarySearch(excl, g0)
+	best, hasBest := part.best[q], part.hasBest[q]
+	gal := c.Gallery[g0 : g0+len(row)]
+	for j, x := range row {
+		v := float64(x)
+		if neg {
+			v = -v
+		}
+		g := g0 + j
+		if exPtr < len(excl) && excl[exPtr] == g {
+			exPtr++
+			if v-v != 0 {
+				return s.checkFinite(v, q, g)
+			}
+			continue // excluded: never counts
+		}
+		if gal[j] == k { // an eligible positive: already placed by the sort
+			if keep {
+				keepCandidate(part, q, v, g)
+			}
+			continue
+		}
+		if v-v != 0 {
+			return s.checkFinite(v, q, g)
+		}
+		if !hasBest || v > best {
+			best, hasBest = v+0, true
+		}
+		if v > lastScore || (v == lastScore && g < lastIndex) {
+			lo := firstPreceded(os, oi, st.buckets[q], v, g)
+			atomic.AddInt32(&beaten[lo], 1)
+		}
+		if keep {
+			keepCandidate(part, q, v, g)
+		}
+	}
+	part.best[q], part.hasBest[q] = best, hasBest
+	return nil
+}
+
+func keepCandidate(part *partial, q int, v float64, g int) {
+	c := Candidate{Index: g, Score: v + 0} // +0 turns −0 into +0
+	if part.all != nil {
+		part.all[q] = append(part.all[q], c)
+	} else {
+		part.top[q].offer(c)
+	}
+}
+
+// classResult assembles query q's result; it releases the per-query state.
+func (s *scorer) classResult(q int) QueryResult {
+	st, c := s.cls, s.p.Classes
+	members := c.Members(int(c.Query[q]))
+	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
+	rankOf := make([]int, len(members))
+	var n int
+	var sc []float64 // member order
+	if os == nil {
+		// No negatives: the rank order of the positives is all there is.
+		rs := sorterPool.Get().(*radixSorter)
+		ord := rs.rankOrder(st.scores[q], ex)
+		for r, i := range ord {
+			rankOf[i] = 1 + r
+		}
+		n, sc = len(ord), st.scores[q]
+		sorterPool.Put(rs)
+	} else {
+		sc = make([]float64, len(members))
+		count := 0
+		for r, g := range oi {
+			count += int(beaten[r])
+			m := st.memberPos[g]
+			rankOf[m], sc[m] = 1+r+count, os[r]
+		}
+		n = len(oi)
+	}
+	res := QueryResult{Positives: make([]retrieval.Positive, 0, n), Ranks: make([]int, 0, n), Scores: make([]float64, 0, n)}
+	for m, g := range members {
+		if ex != nil && ex[m] {
+			continue
+		}
+		res.Positives = append(res.Positives, retrieval.Positive{Index: int(g), Grade: 1})
+		res.Ranks = append(res.Ranks, rankOf[m])
+		res.Scores = append(res.Scores, sc[m])
+	}
+	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
+	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
+	return res
+}
+
+var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}
+
+// radixSorter puts member positions into rank order: score descending, then
+// lower gallery index first. Member positions ascend with the gallery index,
+// so a stable sort on the score alone gives the tie rule; an LSD radix sort
+// over the order-preserving bit pattern of the score is stable and linear,
+// which matters at 20,000 positives per query.
+type radixSorter struct {
+	keys, keys2 []uint64
+	pos, pos2   []int32
+}
+
+func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
+	r.keys, r.pos = r.keys[:0], r.pos[:0]
+	for i, v := range scores {
+		if excluded != nil && excluded[i] {
+			continue
+		}
+		// Scores are finite with −0 turned into +0, so the bit pattern
+		// mapped to an ascending unsigned key, then inverted, orders them
+		// descending.
+		b := math.Float64bits(v)
+		if b>>63 != 0 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		r.keys = append(r.keys, ^b)
+		r.pos = append(r.pos, int32(i))
+	}
+	n := len(r.keys)
+	r.keys2, r.pos2 = growTo(r.keys2, n), growTo(r.pos2, n)
+	const bits = 11
+	var count [1 << bits]int32
+	for shift := uint(0); shift < 64; shift += bits {
+		count = [1 << bits]int32{}
+		for _, k := range r.keys {
+			count[(k>>shift)&(1<<bits-1)]++
+		}
+		if int(count[(r.keys[0]>>shift)&(1<<bits-1)]) == n {
+			continue // every key has this digit: the pass changes nothing
+		}
+		sum := int32(0)
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for i, k := range r.keys {
+			d := (k >> shift) & (1<<bits - 1)
+			r.keys2[count[d]], r.pos2[count[d]] = k, r.pos[i]
+			count[d]++
+		}
+		r.keys, r.keys2 = r.keys2, r.keys
+		r.pos, r.pos2 = r.pos2, r.pos
+	}
+	return r.pos // scratch: valid until the next call
+}
+
+// EligibleCounts is the number of eligible positives of every query of a
+// problem that passed Score's checks.
+func (p Problem) EligibleCounts() []int {
+	out := make([]int, p.Queries.Rows())
+	for q := range out {
+		var ex []int
+		if p.Exclusions != nil {
+			ex = p.Exclusions[q]
+		}
+		if p.Classes != nil {
+			out[q] = p.Classes.EligibleCount(q, ex)
+		} else {
+			out[q] = len(retrieval.EligiblePositives(p.Relevance[q], ex))
+		}
+	}
+	return out
+}
+
+// slotBuckets narrows the counting search: the rank-ordered positive scores
+// (descending) are cut into equal-width buckets of score, and a negative is
+// compared only with the thresholds in its own bucket. bucket() is a
+// monotone non-decreasing function of the score (subtraction, positive
+// scaling and truncation all preserve order), so a threshold in a lower
+// bucket is strictly below the negative (it precedes that positive) and one
+// in a higher bucket strictly above (it does not): only equal buckets need
+// the exact comparison with the tie rule.
+type slotBuckets struct {
+	lo, scale float64
+	first     []int32 // first[k]: first rank slot whose bucket is ≤ k (len(desc) when none)
+}
+
+func newSlotBuckets(desc []float64) *slotBuckets {
+	nb := min(4096, len(desc))
+	lo, hi := desc[len(desc)-1], desc[0]
+	b := &slotBuckets{lo: lo, first: make([]int32, nb)}
+	if hi > lo && !math.IsInf(hi-lo, 0) {
+		b.scale = float64(nb) / (hi - lo)
+	}
+	// Slots descend in score, so their buckets do not increase.
+	r := len(desc)
+	for k := 0; k < nb; k++ {
+		for r > 0 && b.bucket(desc[r-1]) <= k {
+			r--
+		}
+		b.first[k] = int32(r)
+	}
+	return b
+}
+
+func (b *slotBuckets) bucket(v float64) int {
+	nb := len(b.first)
+	x := (v - b.lo) * b.scale
+	switch {
+	case !(x >= 0): // below every threshold (or a zero range)
+		return 0
+	case x >= float64(nb-1):
+		return nb - 1
+	}
+	return int(x)
+}
+
+// window returns the slot range [lo, lo+n) that holds the first slot a
+// candidate of score v precedes: slots before lo have higher buckets (it
+// precedes none of them), slots from first[k−1] on have lower buckets (it
+// precedes all of them).
+func (b *slotBuckets) window(v float64) (lo, n int) {
+	k := b.bucket(v)
+	lo = int(b.first[k])
+	hi := math.MaxInt32 // no lower bucket: the caller caps at the last slot
+	if k > 0 {
+		hi = int(b.first[k-1])
+	}
+	return lo, hi - lo + 1
+}
+
+// firstPreceded is the first rank slot (scores os descending, gallery
+// indices oi) that candidate (v, g) precedes, given that it precedes the
+// last one: a branch-free lower bound inside the bucket window.
+func firstPreceded(os []float64, oi []int32, b *slotBuckets, v float64, g int) int {
+	last := len(os) - 1
+	lo, n := 0, last+1
+	if b != nil {
+		lo, n = b.window(v)
+		n = min(n, last+1-lo)
+	}
+	for n > 1 {
+		half := n >> 1
+		mid := lo + half
+		if !(v > os[mid-1] || (v == os[mid-1] && g < int(oi[mid-1]))) {
+			lo = mid
+		}
+		n -= half
+	}
+	return lo
+}
