@@ -167,10 +167,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz)")
-	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz)")
-	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "array to read from a multi-array .npz query file")
-	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "array to read from a multi-array .npz gallery file")
+	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
+	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
+	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "member of a multi-array .npz, safetensors tensor or Parquet/Arrow column of the query file")
+	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "member of a multi-array .npz, safetensors tensor or Parquet/Arrow column of the gallery file")
 	f.StringVar(&fl.queryIDs, "query-ids", "", "query ID file, one ID per line (default: row numbers)")
 	f.StringVar(&fl.galleryIDs, "gallery-ids", "", "gallery ID file, one ID per line (default: row numbers)")
 	f.StringVar(&fl.qrels, "qrels", "", "relevance file (TREC, TSV, CSV, JSONL, dense .npy, CSR .npz)")
