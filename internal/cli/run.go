@@ -347,6 +347,9 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		if err != nil {
 			return nil, err
 		}
+		if err := checkLabelPairs(ctx, labels, labels); err != nil {
+			return nil, err
+		}
 		ds, err := retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
 		return ds, relevanceSources{queryLabels: fl.queryLabels}.nameSource(err)
 	}
@@ -365,7 +368,9 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		var ql, gl []string
 		if ql, err = readLabels(fl.queryLabels); err == nil {
 			if gl, err = readLabels(fl.galleryLabels); err == nil {
-				rel = retrieval.LabelRelevance(ql, gl)
+				if err = checkLabelPairs(ctx, ql, gl); err == nil {
+					rel = retrieval.LabelRelevance(ql, gl)
+				}
 			}
 		}
 	}
