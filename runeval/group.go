@@ -18,7 +18,7 @@ import (
 
 // DefaultGroupChunkBytes is the run bytes EvaluateUngrouped sorts in memory
 // at a time.
-const DefaultGroupChunkBytes = 64 << 20
+const DefaultGroupChunkBytes = 16 << 20
 
 // EvaluateUngrouped is Evaluate for a run whose query lines need not be
 // contiguous (`evaluate-run --presorted=false`). The run is grouped by query
@@ -75,6 +75,8 @@ type groupLine struct {
 func (g *grouper) split(ctx context.Context, r io.Reader) error {
 	src := newLineSource(r, g.path)
 	var f [runFields][]byte
+	// One arena for the whole run, reused per chunk: no regrowth garbage.
+	g.arena = make([]byte, 0, min(g.limit+4096, 1<<30))
 	for {
 		line, ok, err := src.next()
 		if err != nil {
