@@ -54,7 +54,7 @@ func TestREADMERunFileExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README run file: %v", err)
 	}
-	ds, tables, err := specDataset(s, new([]func() error))
+	ds, tables, err := specDataset(context.Background(), s, new([]func() error))
 	if err != nil {
 		t.Fatalf("README run file dataset: %v", err)
 	}
