@@ -103,6 +103,9 @@ func fitPCAWith(ctx context.Context, g matrix.Matrix, k int, preserve float64, c
 	}
 	mean := make([]float64, d)
 	for i := 0; i < n; i++ {
+		if i%4096 == 0 && ctx.Err() != nil { // a pass over n × d values: poll (SPEC §6.1)
+			return nil, ctx.Err()
+		}
 		for j, v := range x[i*d : (i+1)*d] {
 			mean[j] += v
 		}
@@ -112,6 +115,9 @@ func fitPCAWith(ctx context.Context, g matrix.Matrix, k int, preserve float64, c
 	}
 	var sumSq float64
 	for i := 0; i < n; i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		row := x[i*d : (i+1)*d]
 		for j := range row {
 			row[j] -= mean[j]

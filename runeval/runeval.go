@@ -164,6 +164,13 @@ type Result struct {
 // the tie rule. metadata.similarity is "trec_run" and metadata.exact false:
 // a run need not rank every candidate.
 func Evaluate(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts Options) (*Result, error) {
+	return evaluateRun(ctx, q, r, runPath, opts, false, nil)
+}
+
+// evaluateRun is Evaluate; numbered streams (from groupByQuery) carry each
+// line's original number before a TAB, and runSHA, when set, gives the
+// digest of the original bytes.
+func evaluateRun(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts Options, numbered bool, runSHA func() string) (*Result, error) {
 	t0 := time.Now()
 	cfg, err := opts.config()
 	if err != nil {
@@ -182,20 +189,24 @@ func Evaluate(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts O
 	h := sha256.New()
 	e := &evaluator{
 		q: q, ks: cfg.Ks, gain: gain, ties: opts.Ties, path: runPath,
-		src:     newLineSource(io.TeeReader(r, h), runPath),
-		set:     newDocSet(),
-		docs:    newDocCounter(),
-		first:   make([]int, len(q.allIDs)),
-		last:    make([]int, len(q.allIDs)),
-		unknown: make(map[string]span),
-		rows:    make([]metrics.Values, q.NumQueries()),
-		seen:    make([]bool, q.NumQueries()),
+		src:      newLineSource(io.TeeReader(r, h), runPath),
+		numbered: numbered,
+		set:      newDocSet(),
+		docs:     newDocCounter(),
+		first:    make([]int, len(q.allIDs)),
+		last:     make([]int, len(q.allIDs)),
+		unknown:  make(map[string]span),
+		rows:     make([]metrics.Values, q.NumQueries()),
+		seen:     make([]bool, q.NumQueries()),
 	}
 	if err := e.read(ctx); err != nil {
 		return nil, err
 	}
 	e.finish()
 	res := &Result{Stats: e.stats, RunSHA256: hex.EncodeToString(h.Sum(nil))}
+	if runSHA != nil {
+		res.RunSHA256 = runSHA()
+	}
 	name := opts.Name
 	if name == "" {
 		name = e.stats.Tag
@@ -220,6 +231,8 @@ type evaluator struct {
 	ties Ties
 	path string
 	src  *lineSource
+	// numbered: every line is "<original line number>\t<run line>".
+	numbered bool
 
 	// The query block being read.
 	cur      []byte // its query ID
@@ -254,6 +267,7 @@ func (e *evaluator) read(ctx context.Context) error {
 	if err := e.rejectBOM(); err != nil {
 		return err
 	}
+	orig := 0 // original line number of a numbered line
 	var f [runFields][]byte
 	for {
 		line, ok, err := e.src.next()
@@ -268,11 +282,18 @@ func (e *evaluator) read(ctx context.Context) error {
 				return err
 			}
 		}
+		if e.numbered {
+			num, rest, _ := bytes.Cut(line, []byte{'\t'})
+			orig, line = atoiBytes(num), rest
+		}
 		n := splitFields(line, &f)
 		if n == 0 || f[0][0] == '#' {
 			continue // blank or comment
 		}
 		ln := e.src.line
+		if e.numbered {
+			ln = orig
+		}
 		if n < runFields {
 			// Fields after the tag are ignored, as trec_eval does.
 			return formats.LineErrorf(e.path, ln, "malformed run line: expected 6 whitespace-separated fields (qid Q0 docid rank score tag), got %d", n)
@@ -373,7 +394,7 @@ func (e *evaluator) notContiguous(ln, first, last int) error {
 		earlier = fmt.Sprintf("line %d", first)
 	}
 	return formats.LineErrorf(e.path, ln,
-		"run lines of query %s are not contiguous: other queries' lines separate this line from its %s; group each query's lines together (for example with LC_ALL=C sort -s -k1,1)",
+		"run lines of query %s are not contiguous: other queries' lines separate this line from its %s; group each query's lines together (for example with LC_ALL=C sort -s -k1,1), or pass --presorted=false to evaluate-run",
 		quoteBytes(e.cur), earlier)
 }
 

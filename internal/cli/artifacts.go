@@ -136,7 +136,7 @@ func (s *specContext) close() {
 	}
 }
 
-func loadSpecContext(path string) (*specContext, error) {
+func loadSpecContext(ctx context.Context, path string) (*specContext, error) {
 	if path == "" {
 		return nil, usagef("--spec is required")
 	}
@@ -145,7 +145,7 @@ func loadSpecContext(path string) (*specContext, error) {
 		return nil, err
 	}
 	sc := &specContext{spec: spec}
-	if sc.ds, sc.tables, err = specDataset(spec, &sc.closers); err != nil {
+	if sc.ds, sc.tables, err = specDataset(ctx, spec, &sc.closers); err != nil {
 		sc.close()
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func newWriteRelevanceCmd(stdout io.Writer) *cobra.Command {
 			if err := checkKeys(outputKey); err != nil {
 				return err
 			}
-			sc, err := loadSpecContext(spec)
+			sc, err := loadSpecContext(cmd.Context(), spec)
 			if err != nil {
 				return err
 			}
@@ -271,7 +271,7 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 				return usagef("--total-shards must be >= 1; got %d", total)
 			}
 			ctx := cmd.Context()
-			sc, err := loadSpecContext(spec)
+			sc, err := loadSpecContext(cmd.Context(), spec)
 			if err != nil {
 				return err
 			}
@@ -475,7 +475,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			sh := ep.Shards[i]
-			sc, err := loadSpecContext(p.Spec)
+			sc, err := loadSpecContext(ctx, p.Spec)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
-	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
+	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/metrics"
@@ -114,7 +114,7 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 		p = synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, prec, fl.seed)
 	}
 	if fl.write != "" {
-		return writeProblem(fl.write, p, stdout)
+		return writeProblem(ctx, fl.write, p, stdout)
 	}
 	load := time.Since(t0)
 	opts := rank.Options{Similarity: sim, Precision: prec, QueryBatch: fl.queryBatch, GalleryBatch: fl.galleryBatch, Threads: fl.threads, Exhaustive: fl.exhaustive}
@@ -277,19 +277,20 @@ func peakRSS() string {
 
 // writeProblem stores a synthetic problem as files `retrieval run` reads, so
 // the end-to-end path can be timed against the pure scoring path.
-func writeProblem(dir string, p rank.Problem, stdout io.Writer) error {
+func writeProblem(ctx context.Context, dir string, p rank.Problem, stdout io.Writer) error {
+	// The three files are one output set (SPEC §6.1): all or none.
+	var set outputset.Set
+	var paths []string
 	for _, f := range []struct {
 		name string
 		m    matrix.Matrix
 	}{{"queries.npy", p.Queries}, {"gallery.npy", p.Gallery}} {
 		path := filepath.Join(dir, f.name)
-		if err := atomicfile.WriteFunc(path, func(w io.Writer) error { return npy.WriteDense(w, f.m.(*matrix.Dense)) }); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, path)
+		set.Add("--write", path, func(w io.Writer) error { return npy.WriteDense(w, f.m.(*matrix.Dense)) })
+		paths = append(paths, path)
 	}
 	path := filepath.Join(dir, "qrels.tsv")
-	err := atomicfile.WriteFunc(path, func(w io.Writer) error {
+	set.Add("--write", path, func(w io.Writer) error {
 		for q, ps := range p.Relevance {
 			for _, x := range ps {
 				if _, err := fmt.Fprintf(w, "%d\t%d\t1\n", q, x.Index); err != nil {
@@ -299,10 +300,14 @@ func writeProblem(dir string, p rank.Problem, stdout io.Writer) error {
 		}
 		return nil
 	})
-	if err == nil {
-		fmt.Fprintln(stdout, path)
+	paths = append(paths, path)
+	if err := set.Commit(ctx); err != nil {
+		return err
 	}
-	return err
+	for _, p := range paths {
+		fmt.Fprintln(stdout, p)
+	}
+	return nil
 }
 
 // synthSparse builds an n×d CSR matrix with nnz random columns per row and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 )
 
 // faultEnv is a directory of inputs plus previous outputs that every failing
@@ -116,6 +118,19 @@ func TestFaultInjection(t *testing.T) {
 		{"4 bench with absurd sizes", func(t *testing.T, e faultEnv) []string {
 			return []string{"bench", "--queries", "1000000000", "--gallery", "1000000000", "--dim", "1000000", "--calibrate", "0"}
 		}, 1, "memory budget"},
+		{"4 label pairs over budget", func(t *testing.T, e faultEnv) []string {
+			ql := writeFile(t, e.dir, "ql.txt", "cat\ncat\n")
+			gl := writeFile(t, e.dir, "gl.txt", "cat\ncat\ndog\n")
+			return []string{"retrieval", "run", "--queries", e.q, "--gallery", e.g, "--query-labels", ql, "--gallery-labels", gl,
+				"--max-memory-bytes", "60", "--json", e.p("old.json")}
+		}, 1, "Label-derived relevance (4 pairs) is estimated to require 64 bytes, exceeding the memory budget of 60 bytes"},
+		{"4 label pairs over budget (run file)", func(t *testing.T, e faultEnv) []string {
+			writeFile(t, e.dir, "ql.txt", "cat\ncat\n")
+			writeFile(t, e.dir, "gl.txt", "cat\ncat\ndog\n")
+			spec := writeFile(t, e.dir, "run.yaml", "version: 1\ndataset:\n  queries: {path: q.npy}\n  gallery: {path: g.npy}\n  labels: {queries: ql.txt, gallery: gl.txt}\n"+
+				"memory: {max_memory_bytes: 60}\nextractors:\n  - {name: t, type: precomputed}\noutputs: {json: old.json}\n")
+			return []string{"retrieval", "run", "--spec", spec}
+		}, 1, "Label-derived relevance (4 pairs) is estimated to require 64 bytes, exceeding the memory budget of 60 bytes"},
 		// 5. Precomputed tables must match the endpoint.
 		{"5 precomputed table longer than the endpoint", func(t *testing.T, e faultEnv) []string {
 			writeNPY(t, e.dir, "g4.npy", [][]float64{{1, 0}, {0.7, 0.7}, {0, 1}, {1, 1}})
@@ -210,22 +225,40 @@ func TestInterruptedSaysInterrupted(t *testing.T) {
 
 // TestByteSizeFlag: --max-memory-bytes takes the suffixes people type.
 func TestByteSizeFlag(t *testing.T) {
-	for in, want := range map[string]int64{
-		"123": 123, "4G": 4_000_000_000, "4GB": 4_000_000_000, "4GiB": 4 << 30, "512 MiB": 512 << 20,
-		"1.5K": 1500, "2k": 2000, "3T": 3_000_000_000_000, "1TiB": 1 << 40, "64B": 64, "1Gi": 1 << 30,
-	} {
-		got, err := parseByteSize(in)
-		if err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "G", "4X", "four", "1e400", "99999999999T", "NaN"} {
-		if _, err := parseByteSize(bad); err == nil || strings.Contains(err.Error(), "strconv") {
-			t.Errorf("parseByteSize(%q): %v", bad, err)
-		}
-	}
 	e := newFaultEnv(t)
 	if code, _, stderr := run(t, e.runArgs("--max-memory-bytes", "4GiB")...); code != 0 {
 		t.Fatalf("--max-memory-bytes 4GiB: exit %d: %s", code, stderr)
+	}
+}
+
+// TestMemoryGuardSetsSoftLimit: the budget becomes the runtime's soft
+// memory limit (never below minSoftLimit) and travels in the context;
+// restore puts the previous limit back.
+func TestMemoryGuardSetsSoftLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	ctx, restore := withMemoryGuard(context.Background(), 3<<30)
+	if got := debug.SetMemoryLimit(-1); got != 3<<30 {
+		t.Errorf("soft limit %d, want %d", got, int64(3<<30))
+	}
+	if l, ok := memory.LimitOf(ctx); !ok || l != 3<<30 {
+		t.Errorf("context budget %d %v", l, ok)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != prev {
+		t.Errorf("restored %d, want %d", got, prev)
+	}
+	_, restore = withMemoryGuard(context.Background(), 1000)
+	if got := debug.SetMemoryLimit(-1); got != minSoftLimit {
+		t.Errorf("tiny budget: soft limit %d, want the floor %d", got, minSoftLimit)
+	}
+	restore()
+}
+
+// TestIDColumnDuplicatesNameTheColumn: duplicate IDs of a Parquet/Arrow ID
+// column are reported with the file and column.
+func TestIDColumnDuplicatesNameTheColumn(t *testing.T) {
+	err := checkIDFile("gallery", "g.parquet column doc_id", []string{"d1", "d2", "d1"})
+	if err == nil || err.Error() != `g.parquet column doc_id: gallery IDs must be unique; "d1" appears at index 0 and 2` {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -150,7 +150,7 @@ func onnxStatus() string {
 	}
 	lib, err := onnx.ResolveLibrary("")
 	if err != nil {
-		return "compiled in; library not found (set " + onnx.LibraryEnv + " or pass --onnxruntime-lib)"
+		return "compiled in; library not found (set " + onnx.LibraryEnv + ", or pass --onnxruntime-lib to demo --onnx or retrieval run)"
 	}
 	v, err := onnx.LoadRuntime(lib)
 	if err != nil {

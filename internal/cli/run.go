@@ -168,8 +168,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz)")
-	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz)")
+	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
+	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
 	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
 	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
 	f.StringVar(&fl.onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for the ONNX extractors of a --spec run file (default $ONNXRUNTIME_LIB, then standard locations)")
@@ -186,8 +186,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // embedding files, shared by `run` and `compare --pair` (SPEC §6.6).
 func (fl *runFlags) registerDataset(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "array to read from a multi-array .npz query file")
-	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "array to read from a multi-array .npz gallery file")
+	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "member of a multi-array .npz, safetensors tensor or Parquet/Arrow column of the query file")
+	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "member of a multi-array .npz, safetensors tensor or Parquet/Arrow column of the gallery file")
 	f.StringVar(&fl.queryIDs, "query-ids", "", "query ID file, one ID per line (default: row numbers)")
 	f.StringVar(&fl.galleryIDs, "gallery-ids", "", "gallery ID file, one ID per line (default: row numbers)")
 	f.StringVar(&fl.qrels, "qrels", "", "relevance file (TREC, TSV, CSV, JSONL, dense .npy, CSR .npz)")
@@ -384,6 +384,9 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		if err != nil {
 			return nil, err
 		}
+		if err := checkLabelPairs(ctx, labels, labels); err != nil {
+			return nil, err
+		}
 		ds, err := retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
 		return ds, relevanceSources{queryLabels: fl.queryLabels}.nameSource(err)
 	}
@@ -402,7 +405,9 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		var ql, gl []string
 		if ql, err = readLabels(fl.queryLabels); err == nil {
 			if gl, err = readLabels(fl.galleryLabels); err == nil {
-				rel = retrieval.LabelRelevance(ql, gl)
+				if err = checkLabelPairs(ctx, ql, gl); err == nil {
+					rel = retrieval.LabelRelevance(ql, gl)
+				}
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 			_ = closers[i]()
 		}
 	}()
-	ds, tables, err := specDataset(spec, &closers)
+	ds, tables, err := specDataset(ctx, spec, &closers)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 // extractors that do not name their own.
 type endpointTables struct{ query, gallery matrix.Matrix }
 
-func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Dataset, endpointTables, error) {
+func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() error) (*retrieval.Dataset, endpointTables, error) {
 	d := spec.Dataset
 	var tables endpointTables
 	load := func(ep runspec.Endpoint, side string, table *matrix.Matrix) (retrieval.Items, []string, error) {
@@ -194,6 +194,9 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 		if err != nil {
 			return nil, tables, err
 		}
+		if err := checkLabelPairs(ctx, labels, labels); err != nil {
+			return nil, tables, err
+		}
 		tables.gallery = tables.query
 		ds, err := retrieval.NewLeaveOneOutDataset(q, qids, labels, opts...)
 		return ds, tables, relevanceSources{queryLabels: d.Labels.Queries}.nameSource(err)
@@ -212,7 +215,9 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 		var ql, gl []string
 		if ql, err = readLabels(d.Labels.Queries); err == nil {
 			if gl, err = readLabels(d.Labels.Gallery); err == nil {
-				rel = retrieval.LabelRelevance(ql, gl)
+				if err = checkLabelPairs(ctx, ql, gl); err == nil {
+					rel = retrieval.LabelRelevance(ql, gl)
+				}
 			}
 		}
 	}
