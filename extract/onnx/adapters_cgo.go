@@ -126,7 +126,7 @@ func NewTextEncoder(ctx context.Context, cfg TextConfig) (*TextEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokPath, err := requireFile(cfg.Name, cfg.ModelDir, "tokenizer.json", "", "tokenizer.json")
+	tokPath, err := requireFile(cfg.Name, cfg.ModelDir, "tokenizer.json", "", "tokenizer.json", USELiteVocabFile)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func NewTextEncoder(ctx context.Context, cfg TextConfig) (*TextEncoder, error) {
 		sess.Close()
 		return nil, fmt.Errorf("extractor %s: %w", cfg.Name, err)
 	}
-	e := &TextEncoder{name: cfg.Name, tower: tower, stream: cfg.Text.Padding != PadLongest}
+	e := &TextEncoder{name: cfg.Name, tower: tower, stream: cfg.Text.Padding != PadLongest && tower.batchIndependent()}
 	e.recipe = recipe(cfg.Name, runTypeText, cfg.Normalize, batch, cfg.Runtime, sess, ids, cfg.CacheIdentity)
 	e.recipe["text"] = tower.recipe()
 	return e, nil
@@ -273,7 +273,7 @@ func encodeImages(ctx context.Context, name string, t *imageTower, b extract.Bat
 // loadTokenizer loads tokenizer.json and resolves the text length: the
 // option, else the tokenizer's truncation, else config.json, else 77.
 func loadTokenizer(name, path, configPath string, option int) (*tokenize.Tokenizer, int, error) {
-	tok, err := tokenize.Load(path)
+	tok, err := loadTokenizerFile(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("extractor %s: %w", name, err)
 	}
@@ -297,10 +297,14 @@ func (t *textTower) recipe() map[string]any {
 	if t.opts.Padding == tokenize.PadLongest {
 		pad = PadLongest
 	}
-	return map[string]any{
+	r := map[string]any{
 		"output": t.output.Name, "max_length": t.opts.MaxLength, "padding": pad, "pad_id": t.opts.PadID,
 		"pooling": poolingOrNil(t.pooling),
 	}
+	if t.sparse {
+		r["input_layout"] = sparseLayout
+	}
+	return r
 }
 
 func (t *imageTower) recipe() map[string]any {

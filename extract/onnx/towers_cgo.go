@@ -26,6 +26,7 @@ type textTower struct {
 	maskInput  string // "" when the model does not declare one
 	posInput   string
 	typesInput string
+	sparse     bool // inputs indices [n_tokens, 2] and values [n_tokens] (sparse.go)
 }
 
 // newTextTower wires a tokenizer to a text model. maxLen is the resolved
@@ -36,6 +37,9 @@ func newTextTower(sess *Session, tok *tokenize.Tokenizer, maxLen int, explicitLe
 	t.opts = tokenize.Options{MaxLength: maxLen, Padding: tokenize.PadMaxLength, PadID: tok.PadID()}
 	if padding == PadLongest {
 		t.opts.Padding = tokenize.PadLongest
+	}
+	if isSparseInput(sess.Inputs()) {
+		return t.sparseTower(output, pooling, defaults...)
 	}
 	for _, in := range sess.Inputs() {
 		if in.Type != "int64" && in.Type != "int32" {
@@ -112,6 +116,18 @@ func (t *textTower) encode(ctx context.Context, texts []string, firstRow int) ([
 		enc, err := t.tok.Encode(ctx, texts[lo:hi], t.opts)
 		if err != nil {
 			return nil, 0, err
+		}
+		if t.sparse {
+			data, w, err := t.runSparse(ctx, enc)
+			if err != nil {
+				return nil, 0, fmt.Errorf("text rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+			}
+			if width >= 0 && w != width {
+				return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", firstRow+lo, firstRow+hi-1, w, width)
+			}
+			width = w
+			rows = append(rows, data...)
+			continue
 		}
 		shape := []int64{int64(enc.Rows), int64(enc.Len)}
 		feeds := []Feed{{Name: t.idsInput, Shape: shape, Int64: enc.IDs}}

