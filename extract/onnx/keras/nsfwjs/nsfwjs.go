@@ -1,33 +1,31 @@
-// Package nsfwjs prepares the MobileNetV2 image backbone shipped in the npm
-// package nsfwjs@4.4.0 (MIT) as an onnx_image model directory (SPEC §9.4):
-// it reads the package tarball (npm pack nsfwjs@4.4.0), converts the TF.js
-// Keras layers model with package keras, and writes
+// Package nsfwjs builds the MobileNetV2 image backbone shipped in the npm
+// package nsfwjs@4.4.0 (MIT) as an onnx_image model directory (SPEC §9.4).
+// From the unpacked package (npm pack nsfwjs@4.4.0) it converts the TF.js
+// Keras layers model with package keras and writes
 //
-//	DIR/
-//	  model.onnx                 input pixel_values [batch,3,224,224], output flatten_1 [batch,1280]
-//	  preprocessor_config.json   resize to 224×224 (bilinear), ×1/255, no normalisation
-//	  LICENSE                    the package's MIT licence
-//	  manifest.json              sources, converter version and the SHA-256 of every file
+//	model.onnx                 input pixel_values [batch,3,224,224], output flatten_1 [batch,1280]
+//	preprocessor_config.json   resize to 224×224 (bilinear), ×1/255, no normalisation
+//	conversion.json            source file digests, converter version and choices
+//
+// Package models registers it (`vertebrae models prepare`), which also
+// copies the package's LICENSE next to them and records every file's
+// SHA-256 in the models directory's manifest.
 //
 // The model is MobileNetV2 1.0 @224, an ImageNet backbone fine-tuned by
 // nsfwjs's authors for five-class NSFW detection; flatten_1 is the
-// 1280-d global-average-pooled feature before its classifier head. It is
-// a real CNN for image similarity, not a CLIP substitute (no text tower).
+// 1280-d average-pooled feature before its classifier head. It is a real
+// CNN for image similarity, not a CLIP substitute (no text tower).
 //
-// Nothing is downloaded: the tarball is an input. The output bytes are a
-// pure function of the tarball (same bytes on every run).
+// The output bytes are a pure function of the package files.
 package nsfwjs
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -41,13 +39,12 @@ const (
 	Package = "nsfwjs"
 	Version = "4.4.0"
 	// TarballSHA256 is the SHA-256 of `npm pack nsfwjs@4.4.0`
-	// (nsfwjs-4.4.0.tgz); any other bytes are refused so the converted model
-	// is always the one the parity test checks.
+	// (nsfwjs-4.4.0.tgz, the registry's bytes: its SHA-1 is the registry's
+	// dist.shasum 706017d11e44de0803b73a568819f800a50ae470).
 	TarballSHA256 = "585cd178f3b994337c4d10a87b080d342fc52f8b9bf0085c4d1f345a3a1c5382"
 	// Tarball is the file name npm pack writes.
 	Tarball = "nsfwjs-4.4.0.tgz"
-	// DirName is the model directory's conventional name under a models
-	// directory.
+	// DirName is the model directory's name under a models directory.
 	DirName = "nsfwjs-mobilenet-v2"
 	// Output is the embedding layer and ONNX output name; Dim its width.
 	Output = "flatten_1"
@@ -56,16 +53,24 @@ const (
 	Size = 224
 )
 
-// Files inside the tarball.
+// Files of the package (relative to its root) and their pinned SHA-256:
+// anything else is refused, so the converted model is always the one the
+// parity test checks.
 const (
-	modelModule   = "package/dist/models/mobilenet_v2/model.min.js"
-	weightsPrefix = "package/dist/models/mobilenet_v2/"
-	licenseFile   = "package/LICENSE"
-	packageJSON   = "package/package.json"
+	modelModule  = "dist/models/mobilenet_v2/model.min.js"
+	weightModule = "dist/models/mobilenet_v2/group1-shard1of1.min.js"
+	packageJSON  = "package.json"
+	// LicenseFile is the package's licence, copied next to the model.
+	LicenseFile = "LICENSE"
 )
 
-// ErrTarball reports a tarball that is not the pinned nsfwjs package.
-var ErrTarball = errors.New("nsfwjs: not the nsfwjs@4.4.0 npm tarball")
+var pinned = map[string]string{
+	modelModule:  "sha256:c32f104fd562b08cdff5ed69dfe1209643afa47e792fb12751d2949aa61a397a",
+	weightModule: "sha256:ef2e0a63f7d2c4960b37b024b669313f65d3c45cd59e9042636c55b39de53517",
+}
+
+// ErrPackage reports package files that are not those of nsfwjs@4.4.0.
+var ErrPackage = errors.New("nsfwjs: not the nsfwjs@4.4.0 package")
 
 // PreprocessorConfig is the model directory's preprocessor_config.json:
 // nsfwjs feeds RGB pixels ÷ 255 at 224×224 with no mean/std normalisation
@@ -85,15 +90,15 @@ const PreprocessorConfig = `{
 }
 `
 
-// Manifest is manifest.json.
-type Manifest struct {
-	Format    string            `json:"format"`
-	Name      string            `json:"name"`
-	Model     ModelInfo         `json:"model"`
-	Source    Source            `json:"source"`
-	Converter Converter         `json:"converter"`
-	License   string            `json:"license"`
-	Files     map[string]string `json:"files"` // file name → "sha256:<hex>"
+// Conversion is conversion.json: what was converted, from which files, how.
+type Conversion struct {
+	Format    string    `json:"format"`
+	Model     ModelInfo `json:"model"`
+	Source    Source    `json:"source"`
+	Converter Converter `json:"converter"`
+	License   string    `json:"license"`
+	// Files are the digests of the other files written ("sha256:<hex>").
+	Files map[string]string `json:"files"`
 }
 
 // ModelInfo describes what the directory computes.
@@ -107,9 +112,8 @@ type ModelInfo struct {
 
 // Source records where the weights came from.
 type Source struct {
-	NPM           string            `json:"npm"`
-	TarballSHA256 string            `json:"tarball_sha256"`
-	Files         map[string]string `json:"files"` // tarball path → "sha256:<hex>"
+	NPM   string            `json:"npm"`
+	Files map[string]string `json:"files"` // package path → "sha256:<hex>"
 }
 
 // Converter records the conversion.
@@ -120,58 +124,65 @@ type Converter struct {
 	WeightDequantization string `json:"weight_dequantization"`
 }
 
-// ManifestFormat is the manifest's format tag.
-const ManifestFormat = "vertebrae-model-manifest/1"
+// ConversionFile is the conversion record's file name.
+const ConversionFile = "conversion.json"
 
-// Prepare converts the tarball into the model directory dir. dir is created
-// or replaced only once everything has been written (a failed run leaves it
-// as it was).
-func Prepare(ctx context.Context, tarball, dir string) (*Manifest, error) {
-	files, m, err := Build(ctx, tarball)
+// ConversionFormat is conversion.json's format tag.
+const ConversionFormat = "vertebrae-nsfwjs-conversion/1"
+
+// Build converts the package unpacked at src (the tarball's package/
+// directory) and writes the model directory's files into dst, which must
+// exist.
+func Build(ctx context.Context, src, dst string) error {
+	files, _, err := Files(ctx, src)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := writeDir(dir, files); err != nil {
-		return nil, fmt.Errorf("nsfwjs: %w", err)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
 	}
-	return m, nil
+	sort.Strings(names)
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dst, n), files[n], 0o644); err != nil {
+			return fmt.Errorf("nsfwjs: %w", err)
+		}
+	}
+	return nil
 }
 
-// Build converts the tarball and returns the model directory's files by
-// name, with the manifest they contain.
-func Build(ctx context.Context, tarball string) (map[string][]byte, *Manifest, error) {
-	src, sum, err := readTarball(ctx, tarball)
-	if err != nil {
-		return nil, nil, err
-	}
-	if sum != TarballSHA256 {
-		return nil, nil, fmt.Errorf("%w: %s has SHA-256 %s, want %s (run npm pack %s@%s)", ErrTarball, tarball, sum, TarballSHA256, Package, Version)
+// Files converts the package unpacked at src and returns the model
+// directory's files by name (LICENSE excluded) and their conversion record.
+func Files(ctx context.Context, src string) (map[string][]byte, *Conversion, error) {
+	read := map[string][]byte{}
+	for _, name := range []string{packageJSON, modelModule, weightModule} {
+		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrPackage, err)
+		}
+		read[name] = b
 	}
 	var pj struct{ Name, Version string }
-	if err := json.Unmarshal(src[packageJSON], &pj); err != nil || pj.Name != Package || pj.Version != Version {
-		return nil, nil, fmt.Errorf("%w: %s: package.json names %q@%q", ErrTarball, tarball, pj.Name, pj.Version)
+	if err := json.Unmarshal(read[packageJSON], &pj); err != nil || pj.Name != Package || pj.Version != Version {
+		return nil, nil, fmt.Errorf("%w: %s names %q@%q", ErrPackage, filepath.Join(src, packageJSON), pj.Name, pj.Version)
 	}
-	model, err := keras.ParseModelModule(src[modelModule])
+	for name, want := range pinned {
+		if got := digest(read[name]); got != want {
+			return nil, nil, fmt.Errorf("%w: %s has %s, want %s", ErrPackage, filepath.Join(src, filepath.FromSlash(name)), got, want)
+		}
+	}
+	model, err := keras.ParseModelModule(read[modelModule])
 	if err != nil {
 		return nil, nil, fmt.Errorf("nsfwjs: %s: %w", modelModule, err)
 	}
-	var shards [][]byte
-	used := map[string]bool{modelModule: true, licenseFile: true}
-	for _, g := range model.Manifest {
-		for _, p := range g.Paths {
-			name := weightsPrefix + p + ".min.js"
-			mod, ok := src[name]
-			if !ok {
-				return nil, nil, fmt.Errorf("%w: %s: %s is missing", ErrTarball, tarball, name)
-			}
-			b, err := keras.ParseWeightsModule(mod)
-			if err != nil {
-				return nil, nil, fmt.Errorf("nsfwjs: %s: %w", name, err)
-			}
-			shards = append(shards, b)
-			used[name] = true
-		}
+	if len(model.Manifest) != 1 || len(model.Manifest[0].Paths) != 1 || "dist/models/mobilenet_v2/"+model.Manifest[0].Paths[0]+".min.js" != weightModule {
+		return nil, nil, fmt.Errorf("%w: unexpected weight files %v", ErrPackage, model.Manifest)
 	}
+	shard, err := keras.ParseWeightsModule(read[weightModule])
+	if err != nil {
+		return nil, nil, fmt.Errorf("nsfwjs: %s: %w", weightModule, err)
+	}
+	shards := [][]byte{shard}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
@@ -191,24 +202,22 @@ func Build(ctx context.Context, tarball string) (map[string][]byte, *Manifest, e
 	files := map[string][]byte{
 		"model.onnx":               onnx,
 		"preprocessor_config.json": []byte(PreprocessorConfig),
-		"LICENSE":                  src[licenseFile],
 	}
-	m := &Manifest{
-		Format: ManifestFormat,
-		Name:   DirName,
+	m := &Conversion{
+		Format: ConversionFormat,
 		Model: ModelInfo{
 			Architecture: "MobileNetV2 1.0 @224 (Keras " + model.KerasVersion + "), ImageNet backbone fine-tuned for NSFW detection",
 			Output:       Output, Dim: Dim,
 			Input: "pixel_values float32 [batch,3,224,224], RGB pixel/255, no normalisation",
 			Note:  "fine for image similarity; not a CLIP substitute (no text tower, NSFW fine-tuning)",
 		},
-		Source:    Source{NPM: Package + "@" + Version, TarballSHA256: sum, Files: map[string]string{}},
+		Source:    Source{NPM: Package + "@" + Version, Files: map[string]string{}},
 		Converter: Converter{Name: "vertebrae extract/onnx/keras", Version: keras.ConverterVersion, BatchNormalization: "kept as BatchNormalization nodes (not folded)", WeightDequantization: "float32(q*scale+min) in float64, as TF.js"},
 		License:   "MIT",
 		Files:     map[string]string{},
 	}
-	for name := range used {
-		m.Source.Files[name] = digest(src[name])
+	for _, name := range []string{modelModule, weightModule} {
+		m.Source.Files[name] = digest(read[name])
 	}
 	for name, b := range files {
 		m.Files[name] = digest(b)
@@ -217,128 +226,11 @@ func Build(ctx context.Context, tarball string) (map[string][]byte, *Manifest, e
 	if err != nil {
 		return nil, nil, err
 	}
-	files["manifest.json"] = append(mj, '\n')
+	files[ConversionFile] = append(mj, '\n')
 	return files, m, nil
 }
 
 func digest(b []byte) string {
 	s := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(s[:])
-}
-
-// maxEntry bounds any one file read from the tarball (the largest nsfwjs
-// file is under 6 MB).
-const maxEntry = 64 << 20
-
-// readTarball returns the regular files under package/ that the preparer
-// needs (by tarball path) and the tarball's SHA-256.
-func readTarball(ctx context.Context, path string) (map[string][]byte, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("nsfwjs: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	gz, err := gzip.NewReader(io.TeeReader(f, h))
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %s: %v", ErrTarball, path, err)
-	}
-	tr := tar.NewReader(gz)
-	out := map[string][]byte{}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, "", err
-		}
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("%w: %s: %v", ErrTarball, path, err)
-		}
-		if hdr.Typeflag != tar.TypeReg || !wanted(hdr.Name) {
-			continue
-		}
-		if hdr.Size > maxEntry {
-			return nil, "", fmt.Errorf("%w: %s: %s is %d bytes", ErrTarball, path, hdr.Name, hdr.Size)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return nil, "", fmt.Errorf("%w: %s: %s: %v", ErrTarball, path, hdr.Name, err)
-		}
-		out[hdr.Name] = b
-	}
-	// Hash the rest of the file too (gzip may stop before its end).
-	if _, err := io.Copy(io.Discard, io.TeeReader(f, h)); err != nil {
-		return nil, "", fmt.Errorf("nsfwjs: %s: %w", path, err)
-	}
-	for _, need := range []string{modelModule, licenseFile, packageJSON} {
-		if _, ok := out[need]; !ok {
-			return nil, "", fmt.Errorf("%w: %s has no %s", ErrTarball, path, need)
-		}
-	}
-	return out, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func wanted(name string) bool {
-	switch name {
-	case modelModule, licenseFile, packageJSON:
-		return true
-	}
-	return filepath.Dir(name) == filepath.Clean(weightsPrefix) && filepath.Ext(name) == ".js"
-}
-
-// writeDir writes files into a fresh sibling directory and then moves it to
-// dir, replacing an existing dir only after the new one is complete.
-func writeDir(dir string, files map[string][]byte) error {
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := writeSynced(filepath.Join(tmp, n), files[n]); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	if _, err := os.Lstat(dir); err == nil {
-		old := tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			_ = os.Rename(old, dir)
-			return err
-		}
-		return os.RemoveAll(old)
-	}
-	return os.Rename(tmp, dir)
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -69,15 +69,18 @@ func readNpyF32(t *testing.T, path string) (shape []int, data []float32) {
 // nsfwjs's own inference path (testdata/reference) on 12 real images
 // within 5e-4.
 func TestParityWithTFJS(t *testing.T) {
-	tgz := tarballPath(t)
+	src := packageDir(t)
 	requireRuntime(t)
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), DirName)
-	m, err := Prepare(ctx, tgz, dir)
+	dir := t.TempDir()
+	if err := Build(ctx, src, dir); err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := Files(ctx, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	imgDir := filepath.Join("..", "testdata", "images")
+	imgDir := filepath.Join("testdata", "images")
 	entries, err := os.ReadDir(imgDir)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +92,7 @@ func TestParityWithTFJS(t *testing.T) {
 		}
 	}
 	sort.Strings(paths)
-	shape, want := readNpyF32(t, filepath.Join("..", "testdata", "mobilenet_v2_flatten_1.npy"))
+	shape, want := readNpyF32(t, filepath.Join("testdata", "mobilenet_v2_flatten_1.npy"))
 	if len(shape) != 2 || shape[0] != len(paths) || shape[1] != Dim || len(paths) < 10 {
 		t.Fatalf("reference shape %v for %d images", shape, len(paths))
 	}
@@ -132,11 +135,11 @@ func TestParityWithTFJS(t *testing.T) {
 	}
 	t.Logf("max |Δ| = %.3g over %d images × %d features (tolerance %g)", worst, rows, cols, tol)
 
-	// The recipe carries the content identity of the prepared files, equal
-	// to the manifest's digests (SPEC §9.5: cache-safe).
+	// The recipe carries the content identity of the prepared files
+	// (SPEC §9.5: cache-safe).
 	r := enc.Recipe()
 	ids, _ := r["path_identities"].(map[string]any)
-	if r["cache_safe"] != true || ids["model"] != m.Files["model.onnx"] || ids["preprocessor_config"] != m.Files["preprocessor_config.json"] {
-		t.Fatalf("recipe identities %v, cache_safe %v; manifest %v", ids, r["cache_safe"], m.Files)
+	if r["cache_safe"] != true || ids["model"] != digest(files["model.onnx"]) || ids["preprocessor_config"] != digest(files["preprocessor_config.json"]) {
+		t.Fatalf("recipe identities %v, cache_safe %v", ids, r["cache_safe"])
 	}
 }

@@ -7,7 +7,7 @@
 //   node reference.mjs INPUTS.npy ../mobilenet_v2_flatten_1.npy
 //
 // INPUTS.npy is the uint8 [n,224,224,3] array written by
-// go run ./extract/onnx/keras/internal/refgen; the output is float32
+// go run ./extract/onnx/keras/nsfwjs/internal/refgen; the output is float32
 // [n,1280] in the same order.
 import { readFileSync, writeFileSync } from "node:fs";
 import * as tf from "@tensorflow/tfjs";
