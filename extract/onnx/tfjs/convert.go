@@ -26,6 +26,9 @@ const Opset = 18
 // "node:k") and the ONNX output name.
 type Output struct {
 	Tensor, Name string
+	// Shape is the declared float32 output shape, -1 for a dynamic
+	// dimension (named <Name>_dim<i>); nil declares no shape.
+	Shape []int64
 }
 
 // Options configure ToONNX.
@@ -120,7 +123,18 @@ func (g *GraphModel) ToONNX(o Options) (onnxpb.Model, error) {
 		if src != out.Name {
 			c.add("Identity", []string{src}, []string{out.Name})
 		}
-		outputs = append(outputs, onnxpb.ValueInfo{Name: out.Name, ElemType: onnxFloat})
+		vi := onnxpb.ValueInfo{Name: out.Name, ElemType: onnxFloat}
+		if out.Shape != nil {
+			dims := make([]onnxpb.Dim, len(out.Shape))
+			for i, d := range out.Shape {
+				dims[i] = onnxpb.Fixed(d)
+				if d < 0 {
+					dims[i] = onnxpb.Sym(fmt.Sprintf("%s_dim%d", out.Name, i))
+				}
+			}
+			vi = onnxpb.Output(out.Name, onnxFloat, dims...)
+		}
+		outputs = append(outputs, vi)
 	}
 	producer := o.Producer
 	if producer == "" {

