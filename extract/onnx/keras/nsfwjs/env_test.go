@@ -9,22 +9,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/internal/modelstest"
 )
 
 // packageDir unpacks nsfwjs-4.4.0.tgz from $VERTEBRAE_NPM_DIR (where
 // .ci/run npm-packs the model packages) and returns its package/ root.
 // Without the tarball the test is skipped, unless VERTEBRAE_REQUIRE_MODELS
-// is set (CI), where it fails.
+// is set (CI), where it fails (package modelstest).
 func packageDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("VERTEBRAE_NPM_DIR")
-	tgz := filepath.Join(dir, Tarball)
-	if _, err := os.Stat(tgz); dir == "" || err != nil {
-		msg := "nsfwjs tarball not found: set VERTEBRAE_NPM_DIR to a directory holding " + Tarball + " (npm pack " + Package + "@" + Version + ")"
-		if os.Getenv("VERTEBRAE_REQUIRE_MODELS") != "" {
-			t.Fatal("VERTEBRAE_REQUIRE_MODELS is set but the " + msg)
+	tgz := filepath.Join(modelstest.NPMDir(t), Tarball)
+	if _, err := os.Stat(tgz); err != nil {
+		if os.Getenv(modelstest.RequireEnv) != "" {
+			t.Fatalf("%s is set but: %v", modelstest.RequireEnv, err)
 		}
-		t.Skip(msg)
+		t.Skipf("skipping: %v (npm pack %s@%s)", err, Package, Version)
 	}
 	f, err := os.Open(tgz)
 	if err != nil {

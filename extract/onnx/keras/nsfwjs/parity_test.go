@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nsfwjs
+package nsfwjs_test
 
 import (
 	"context"
@@ -14,7 +14,10 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/keras/nsfwjs"
+	"github.com/vertebrae-eval/vertebrae/internal/modelstest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/models"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -63,23 +66,15 @@ func readNpyF32(t *testing.T, path string) (shape []int, data []float32) {
 	return shape, data
 }
 
-// TestParityWithTFJS is the acceptance check of the converter: the model
-// prepared from the real tarball, run as an onnx_image extractor on ONNX
-// Runtime, reproduces the flatten_1 features TensorFlow.js computed with
-// nsfwjs's own inference path (testdata/reference) on 12 real images
-// within 5e-4.
+// TestParityWithTFJS is the acceptance check of the converter: the
+// prepared model directory (vertebrae models prepare), run as an
+// onnx_image extractor on ONNX Runtime, reproduces the flatten_1 features
+// TensorFlow.js computed with nsfwjs's own inference path
+// (testdata/reference) on 12 real images within 5e-4.
 func TestParityWithTFJS(t *testing.T) {
-	src := packageDir(t)
+	dir := modelstest.Dir(t, models.NSFWJSMobileNetV2)
 	requireRuntime(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	if err := Build(ctx, src, dir); err != nil {
-		t.Fatal(err)
-	}
-	files, _, err := Files(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	imgDir := filepath.Join("testdata", "images")
 	entries, err := os.ReadDir(imgDir)
 	if err != nil {
@@ -93,7 +88,7 @@ func TestParityWithTFJS(t *testing.T) {
 	}
 	sort.Strings(paths)
 	shape, want := readNpyF32(t, filepath.Join("testdata", "mobilenet_v2_flatten_1.npy"))
-	if len(shape) != 2 || shape[0] != len(paths) || shape[1] != Dim || len(paths) < 10 {
+	if len(shape) != 2 || shape[0] != len(paths) || shape[1] != nsfwjs.Dim || len(paths) < 10 {
 		t.Fatalf("reference shape %v for %d images", shape, len(paths))
 	}
 	enc, err := onnx.NewImageEncoder(ctx, onnx.ImageConfig{Name: "mobilenet-v2", ModelDir: dir, BatchSize: 4, Runtime: onnx.Runtime{IntraOpThreads: 1}})
@@ -107,8 +102,8 @@ func TestParityWithTFJS(t *testing.T) {
 	}
 	d := got.(*matrix.Dense)
 	rows, cols := d.Rows(), d.Cols()
-	if rows != len(paths) || cols != Dim {
-		t.Fatalf("output %dx%d, want %dx%d", rows, cols, len(paths), Dim)
+	if rows != len(paths) || cols != nsfwjs.Dim {
+		t.Fatalf("output %dx%d, want %dx%d", rows, cols, len(paths), nsfwjs.Dim)
 	}
 	const tol = 5e-4
 	worst, nonzero := 0.0, 0
@@ -135,11 +130,22 @@ func TestParityWithTFJS(t *testing.T) {
 	}
 	t.Logf("max |Δ| = %.3g over %d images × %d features (tolerance %g)", worst, rows, cols, tol)
 
-	// The recipe carries the content identity of the prepared files
-	// (SPEC §9.5: cache-safe).
+	// The recipe carries the content identity of the prepared files, equal
+	// to the models manifest's digests (SPEC §9.5: cache-safe).
+	man, err := models.ReadManifest(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests := map[string]string{}
+	for _, e := range man.Models {
+		for _, f := range e.Files {
+			digests[f.Path] = "sha256:" + f.SHA256
+		}
+	}
 	r := enc.Recipe()
 	ids, _ := r["path_identities"].(map[string]any)
-	if r["cache_safe"] != true || ids["model"] != digest(files["model.onnx"]) || ids["preprocessor_config"] != digest(files["preprocessor_config.json"]) {
-		t.Fatalf("recipe identities %v, cache_safe %v", ids, r["cache_safe"])
+	name := models.NSFWJSMobileNetV2
+	if r["cache_safe"] != true || ids["model"] != digests[name+"/model.onnx"] || ids["preprocessor_config"] != digests[name+"/preprocessor_config.json"] || ids["model"] == "" {
+		t.Fatalf("recipe identities %v, cache_safe %v; manifest %v", ids, r["cache_safe"], digests)
 	}
 }
