@@ -5,6 +5,9 @@ import "github.com/vertebrae-eval/vertebrae/extract/onnx/keras/nsfwjs"
 // NSFWJSMobileNetV2 is the name of the MobileNetV2 image backbone directory.
 const NSFWJSMobileNetV2 = nsfwjs.DirName
 
+// NSFWJSDim is its embedding width (layer flatten_1).
+const NSFWJSDim = nsfwjs.Dim
+
 // nsfwjsMobileNet converts the TF.js Keras layers MobileNetV2 of nsfwjs
 // (package extract/onnx/keras/nsfwjs) to an onnx_image directory:
 //

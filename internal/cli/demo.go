@@ -29,6 +29,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var threads int
 	var withONNX bool
 	var onnxLib string
+	var modelsDir string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Rank frozen image backbones on an embedded Fashion-MNIST subset",
@@ -38,6 +39,9 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := out.check(cmd); err != nil {
 				return err
+			}
+			if modelsDir != "" && !withONNX {
+				return usagef("--models adds the MobileNetV2 row of --onnx; pass --onnx too")
 			}
 			ds, backbones, err := DemoSetup()
 			if err != nil {
@@ -50,6 +54,18 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 				}
 				defer closeFn()
 				backbones = append(backbones, bb)
+				if dir := demoModelsDir(modelsDir); dir == "" {
+					if !out.quiet {
+						demoCNNUnavailable(stderr)
+					}
+				} else {
+					cnn, closeCNN, err := demoCNNBackbone(cmd.Context(), dir, onnxLib)
+					if err != nil {
+						return err
+					}
+					defer closeCNN()
+					backbones = append(backbones, cnn)
+				}
 			}
 			b, err := evaluate.Run(cmd.Context(), ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
 			if err != nil {
@@ -60,7 +76,8 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	out.register(cmd, false)
 	cmd.Flags().IntVar(&threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
-	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add a fourth backbone: the logits of the ONNX model zoo's MNIST classifier, run on ONNX Runtime")
+	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add ONNX Runtime backbones: the logits of the ONNX model zoo's MNIST classifier and, with a prepared models directory, MobileNetV2 features")
+	cmd.Flags().StringVar(&modelsDir, "models", "", "prepared models directory (vertebrae models prepare) for --onnx's MobileNetV2 row (default $"+modelsDirEnv+")")
 	cmd.Flags().StringVar(&onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for --onnx (default $ONNXRUNTIME_LIB, then standard locations)")
 	return cmd
 }
