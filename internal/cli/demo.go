@@ -29,7 +29,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	var threads int
 	var withONNX bool
 	var onnxLib string
-	var modelsDir string
+	var text textDemoFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Rank frozen image backbones on an embedded Fashion-MNIST subset",
@@ -40,8 +40,11 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := out.check(cmd); err != nil {
 				return err
 			}
-			if modelsDir != "" && !withONNX {
-				return usagef("--models adds the MobileNetV2 row of --onnx; pass --onnx too")
+			if text.enabled {
+				return runTextDemo(cmd, text, onnxLib, threads, out, withONNX, stdout, stderr)
+			}
+			if text.models != "" && !withONNX {
+				return usagef("--models is for --text, or for the MobileNetV2 row of --onnx; pass one of them too")
 			}
 			ds, backbones, err := DemoSetup()
 			if err != nil {
@@ -54,7 +57,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 				}
 				defer closeFn()
 				backbones = append(backbones, bb)
-				if dir := demoModelsDir(modelsDir); dir == "" {
+				if dir := demoModelsDir(text.models); dir == "" {
 					if !out.quiet {
 						demoCNNUnavailable(stderr)
 					}
@@ -77,8 +80,8 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	out.register(cmd, false)
 	cmd.Flags().IntVar(&threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
 	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add ONNX Runtime backbones: the logits of the ONNX model zoo's MNIST classifier and, with a prepared models directory, MobileNetV2 features")
-	cmd.Flags().StringVar(&modelsDir, "models", "", "prepared models directory (vertebrae models prepare) for --onnx's MobileNetV2 row (default $"+modelsDirEnv+")")
 	cmd.Flags().StringVar(&onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for --onnx (default $ONNXRUNTIME_LIB, then standard locations)")
+	text.register(cmd)
 	return cmd
 }
 

@@ -15,20 +15,16 @@ import (
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
-// modelsDirEnv names the prepared models directory when --models is not
-// given (the variable the tests read too, see internal/modelstest).
-const modelsDirEnv = "VERTEBRAE_MODELS_DIR"
-
 // demoCNNName is the demo row of the real CNN.
 const demoCNNName = "mobilenet-v2-nsfwjs"
 
-// demoModelsDir resolves --models, else $VERTEBRAE_MODELS_DIR; "" when
-// neither is set.
+// demoModelsDir resolves --models (shared with --text), else
+// $VERTEBRAE_MODELS_DIR; "" when neither is set.
 func demoModelsDir(flag string) string {
 	if flag != "" {
 		return flag
 	}
-	return os.Getenv(modelsDirEnv)
+	return os.Getenv(ModelsDirEnv)
 }
 
 // demoCNNUnavailable is printed by `demo --onnx` when no models directory
@@ -36,7 +32,7 @@ func demoModelsDir(flag string) string {
 func demoCNNUnavailable(stderr io.Writer) {
 	fmt.Fprintf(stderr, "demo --onnx: no %s row: no prepared models directory. To add it: npm pack nsfwjs@4.4.0, "+
 		"vertebrae models prepare DIR --from <dir of the tarball> --only %s, then pass --models DIR (or set %s=DIR)\n",
-		demoCNNName, models.NSFWJSMobileNetV2, modelsDirEnv)
+		demoCNNName, models.NSFWJSMobileNetV2, ModelsDirEnv)
 }
 
 // demoCNNBackbone is the MobileNetV2 row of `demo --onnx`: the flatten_1

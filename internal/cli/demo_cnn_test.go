@@ -152,7 +152,7 @@ func TestDemoCNNMatchesAdapter(t *testing.T) {
 func TestDemoModelsFlag(t *testing.T) {
 	// --models without --onnx is a usage error.
 	code, _, stderr := run(t, "demo", "--models", t.TempDir())
-	if code != 2 || !strings.Contains(stderr, "pass --onnx too") {
+	if code != 2 || !strings.Contains(stderr, "--models is for --text, or for the MobileNetV2 row of --onnx") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	// A models directory without the prepared model fails, saying how to

@@ -33,7 +33,7 @@ func TestDemoONNX(t *testing.T) {
 		t.Skip("demo scores 5 rows × 1,000 × 5,000 pairs; skipped with -short")
 	}
 	requireONNXRuntime(t)
-	t.Setenv(modelsDirEnv, "") // the MobileNetV2 row has its own test (demo_cnn_test.go)
+	t.Setenv(ModelsDirEnv, "") // the MobileNetV2 row has its own test (demo_cnn_test.go)
 	jsonPath := filepath.Join(t.TempDir(), "demo.json")
 	code, stdout, stderr := run(t, "demo", "--onnx", "--json", jsonPath)
 	if code != 0 {
