@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/keras/nsfwjs"
 	"github.com/vertebrae-eval/vertebrae/internal/modelstest"
 )
 
@@ -54,7 +55,7 @@ func TestPrepareNSFWJSDeterministic(t *testing.T) {
 	if strings.Join(paths, " ") != want {
 		t.Fatalf("files %v, want %s", paths, want)
 	}
-	if e.Licence != "MIT" || e.Package != "nsfwjs@4.4.0" || e.TarballSHA256 != "585cd178f3b994337c4d10a87b080d342fc52f8b9bf0085c4d1f345a3a1c5382" {
+	if e.Licence != "MIT" || e.Package != "nsfwjs@4.4.0" || e.TarballSHA256 != nsfwjs.TarballSHA256 {
 		t.Errorf("entry %+v", e)
 	}
 	m0, _ := os.ReadFile(filepath.Join(dirs[0], ManifestFile))
