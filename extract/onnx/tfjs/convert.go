@@ -306,8 +306,32 @@ var reductions = map[string]string{
 	"Max": "ReduceMax", "Mean": "ReduceMean", "Sum": "ReduceSum", "Prod": "ReduceProd",
 }
 
+// arity is the number of data inputs of each fixed-arity op (ConcatV2
+// and Pack take any number ≥ 1).
+var arity = map[string]int{
+	"Placeholder": 0, "Square": 1, "Rsqrt": 1, "Softmax": 1, "Cast": 1, "Shape": 1, "Where": 1,
+	"Reshape": 2, "GatherV2": 3, "GatherNd": 2, "ScatterNd": 3, "SparseToDense": 4, "StridedSlice": 4,
+	"Slice": 3, "ExpandDims": 2, "Squeeze": 1, "Transpose": 2, "SplitV": 3, "Range": 3, "MatMul": 2,
+	"BatchMatMul": 2, "BatchMatMulV2": 2, "Conv2D": 2,
+}
+
 func (c *converter) node(n Node) error {
 	out := n.Name
+	data := n.Inputs[:0:0]
+	for _, in := range n.Inputs {
+		if !strings.HasPrefix(in, "^") {
+			data = append(data, in)
+		}
+	}
+	n.Inputs = data // control inputs carry no data
+	if k, ok := arity[n.Op]; ok {
+		if err := c.wantInputs(n, k); err != nil {
+			return err
+		}
+	}
+	if (n.Op == "ConcatV2" && len(n.Inputs) < 2) || (n.Op == "Pack" && len(n.Inputs) < 1) {
+		return fmt.Errorf("has %d inputs", len(n.Inputs))
+	}
 	if op, ok := unary[n.Op]; ok {
 		if err := c.wantInputs(n, 1); err != nil {
 			return err

@@ -178,3 +178,29 @@ func TestConvertDeterministic(t *testing.T) {
 		t.Fatal("default outputs miss the sink dead")
 	}
 }
+
+// FuzzGraphModel parses arbitrary model.json bytes (weights: one shard of
+// 64 zero bytes) and converts them: errors are fine, panics are not.
+func FuzzGraphModel(f *testing.F) {
+	b := &graphBuilder{}
+	b.op("x", "Placeholder", nil, placeholder(-1, 2))
+	b.floats("w", []int{2, 2}, 1, 2, 3, 4)
+	b.ints("axes", []int{1}, 1)
+	b.op("mm", "MatMul", []string{"x", "w"}, nil)
+	b.op("s", "Sum", []string{"mm", "axes"}, map[string]any{"keep_dims": bl(true)})
+	b.op("g", "GatherV2", []string{"s"}, nil)
+	seed, _ := json.Marshal(map[string]any{
+		"modelTopology":   map[string]any{"node": b.nodes},
+		"weightsManifest": []any{map[string]any{"paths": []string{"shard"}, "weights": b.weights}},
+	})
+	f.Add(seed)
+	f.Add([]byte(`{"modelTopology":{"node":[{"name":"a","op":"StridedSlice","input":["a","a","a","a"]}]}}`))
+	shard := make([]byte, 64)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := parseGraphModel("model.json", data, func(string) ([]byte, error) { return shard, nil })
+		if err != nil {
+			return
+		}
+		_, _ = g.ToONNX(Options{})
+	})
+}

@@ -150,6 +150,21 @@ func LoadGraphModel(dir string) (*GraphModel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tfjs: %w", err)
 	}
+	return parseGraphModel(path, data, func(p string) ([]byte, error) {
+		if filepath.Base(p) != p {
+			return nil, fmt.Errorf("tfjs: %s: weight path %q must be a file next to model.json", path, p)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			return nil, fmt.Errorf("tfjs: %w", err)
+		}
+		return b, nil
+	})
+}
+
+// parseGraphModel parses model.json (read from path, for messages);
+// shard returns a weight file's bytes by its manifest path.
+func parseGraphModel(path string, data []byte, shard func(string) ([]byte, error)) (*GraphModel, error) {
 	var mj modelJSON
 	if err := json.Unmarshal(data, &mj); err != nil {
 		return nil, fmt.Errorf("tfjs: %s: %w", path, err)
@@ -174,13 +189,9 @@ func LoadGraphModel(dir string) (*GraphModel, error) {
 	for gi, group := range mj.WeightsManifest {
 		var buf []byte
 		for _, p := range group.Paths {
-			shard := filepath.Join(dir, filepath.FromSlash(p))
-			if filepath.Base(p) != p {
-				return nil, fmt.Errorf("tfjs: %s: weight path %q must be a file next to model.json", path, p)
-			}
-			b, err := os.ReadFile(shard)
+			b, err := shard(p)
 			if err != nil {
-				return nil, fmt.Errorf("tfjs: %w", err)
+				return nil, err
 			}
 			buf = append(buf, b...)
 		}
@@ -191,7 +202,7 @@ func LoadGraphModel(dir string) (*GraphModel, error) {
 			}
 			n := int64(1)
 			for _, d := range w.Shape {
-				if d < 0 {
+				if d < 0 || (d > 0 && n > math.MaxInt32/d) {
 					return nil, fmt.Errorf("tfjs: %s: weight %s has shape %v", path, w.Name, w.Shape)
 				}
 				n *= d
