@@ -158,7 +158,7 @@ func Files(ctx context.Context, src string) (map[string][]byte, *Conversion, err
 	for _, name := range []string{packageJSON, modelModule, weightModule} {
 		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrPackage, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrPackage, err)
 		}
 		read[name] = b
 	}
