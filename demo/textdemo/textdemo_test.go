@@ -41,7 +41,8 @@ func TestTFIDF(t *testing.T) {
 	wa := 1 * (math.Log(4.0/4) + 1)
 	wc := (1 + math.Log(2)) * (math.Log(4.0/3) + 1)
 	n := math.Hypot(wa, wc)
-	want := [][]float64{{wa / n, 0, wc / n}, {0, 0, 0}}
+	u := 1 / math.Sqrt(3)
+	want := [][]float64{{wa / n, 0, wc / n}, {u, u, u}}
 	for i := range want {
 		csr.RowFloat64(i, row)
 		for j := range want[i] {
@@ -82,9 +83,25 @@ func TestMeanPool(t *testing.T) {
 	for _, c := range []struct {
 		i, j int
 		want float64
-	}{{0, 0, 2}, {0, 1, 1}, {0, 2, 0}, {1, 0, 0}, {2, 0, 1}, {2, 1, 2}} {
+	}{{0, 0, 2}, {0, 1, 1}, {0, 2, 0}, {1, 0, 2}, {1, 1, 1}, {2, 0, 1}, {2, 1, 2}} { // row 1: the centroid
 		if got := d.At(c.i, c.j); got != c.want {
 			t.Errorf("(%d,%d) = %v, want %v", c.i, c.j, got, c.want)
+		}
+	}
+}
+
+func TestBody(t *testing.T) {
+	for _, c := range []struct {
+		content, title, want string
+		ok                   bool
+	}{
+		{"**TITLE**: Custom Action\n\n**INTRODUCTION**: x", "Custom Action", "**INTRODUCTION**: x", true},
+		{"**TITLE**: Other\nbody", "Custom Action", "**TITLE**: Other\nbody", false},
+		{"no title line", "a.md - Chunk 3", "no title line", false},
+	} {
+		got, ok := body(c.content, c.title)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%q: got %q %v", c.content, got, ok)
 		}
 	}
 }
@@ -128,13 +145,14 @@ func TestTextDemoReal(t *testing.T) {
 	small := &Corpus{Digests: c.Digests}
 	for i := 0; i < len(c.IDs); i += 13 {
 		small.IDs, small.Texts, small.Paths = append(small.IDs, c.IDs[i]), append(small.Texts, c.Texts[i]), append(small.Paths, c.Paths[i])
+		small.Titles = append(small.Titles, c.Titles[i])
 		small.MiniLM = append(small.MiniLM, c.MiniLM[i*MiniLMDim:(i+1)*MiniLMDim]...)
 	}
 	ds, err := small.Dataset()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bbs, closeFn, err := Backbones(context.Background(), root, small, Options{})
+	bbs, closeFn, err := Backbones(context.Background(), root, small, TaskSameFile, Options{})
 	if err != nil {
 		if strings.Contains(err.Error(), "ONNX Runtime") && os.Getenv("VERTEBRAE_REQUIRE_ONNXRUNTIME") == "" {
 			t.Skip(err)
@@ -154,6 +172,37 @@ func TestTextDemoReal(t *testing.T) {
 		t.Logf("%s: ndcg@10 %.4f", r.Name, v)
 		if !(v > 0.3 && v < 1) {
 			t.Errorf("%s: ndcg@10 = %v", r.Name, v)
+		}
+	}
+	// The titles task on the same subset.
+	full, err = c.TitleDataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.NumQueries() != 719 || full.NumGallery() != 778 {
+		t.Errorf("titles: %d queries × %d gallery", full.NumQueries(), full.NumGallery())
+	}
+	tds, err := small.TitleDataset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbbs, tclose, err := Backbones(context.Background(), root, small, TaskTitles, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tclose()
+	if len(tbbs) != 3 {
+		t.Fatalf("titles: %d backbones", len(tbbs))
+	}
+	tb, err := evaluate.Run(context.Background(), tds, retrieval.DefaultConfig(), tbbs, evaluate.Options{RunDepth: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tb.ExtractorResults {
+		v, _ := r.Forward.Metrics.Get("mrr")
+		t.Logf("titles %s: mrr %.4f", r.Name, v)
+		if !(v > 0.3 && v <= 1) {
+			t.Errorf("titles %s: mrr = %v", r.Name, v)
 		}
 	}
 }

@@ -19,15 +19,20 @@ const ModelsDirEnv = "VERTEBRAE_MODELS_DIR"
 type textDemoFlags struct {
 	enabled bool
 	models  string
+	task    string
 }
 
 func (f *textDemoFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.enabled, "text", false, "run the real text retrieval demo instead (SAP Fiori docs; MiniLM, USE-lite, GloVe, TF-IDF); needs --models")
+	cmd.Flags().StringVar(&f.task, "task", textdemo.TaskSameFile, "text demo task: same-file (chunks against chunks, relevance = same source file) or titles (chunk titles against title-less bodies)")
 	cmd.Flags().StringVar(&f.models, "models", "", "models directory written by `vertebrae models prepare` (default $"+ModelsDirEnv+")")
 }
 
 // runTextDemo is `vertebrae demo --text`.
 func runTextDemo(cmd *cobra.Command, f textDemoFlags, onnxLib string, threads int, out outputFlags, withONNX bool, stdout, stderr io.Writer) error {
+	if f.task != textdemo.TaskSameFile && f.task != textdemo.TaskTitles {
+		return usagef("--task must be %s or %s, got %q", textdemo.TaskSameFile, textdemo.TaskTitles, f.task)
+	}
 	if withONNX {
 		return usagef("--text and --onnx cannot be combined (the text demo always runs USE-lite on ONNX Runtime)")
 	}
@@ -43,10 +48,13 @@ func runTextDemo(cmd *cobra.Command, f textDemoFlags, onnxLib string, threads in
 		return err
 	}
 	ds, err := corpus.Dataset()
+	if f.task == textdemo.TaskTitles {
+		ds, err = corpus.TitleDataset()
+	}
 	if err != nil {
 		return err
 	}
-	backbones, closeFn, err := textdemo.Backbones(cmd.Context(), dir, corpus, textdemo.Options{Runtime: onnx.Runtime{Library: onnxLib}})
+	backbones, closeFn, err := textdemo.Backbones(cmd.Context(), dir, corpus, f.task, textdemo.Options{Runtime: onnx.Runtime{Library: onnxLib}})
 	if err != nil {
 		return err
 	}

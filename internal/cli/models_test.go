@@ -32,6 +32,10 @@ func TestDemoTextNeedsModels(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "--models DIR") {
 		t.Errorf("no models: exit %d, %s", code, stderr)
 	}
+	code, _, stderr = run(t, "demo", "--text", "--task", "bogus", "--models", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "--task must be same-file or titles") {
+		t.Errorf("--task bogus: exit %d, %s", code, stderr)
+	}
 	code, _, stderr = run(t, "demo", "--text", "--onnx", "--models", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "cannot be combined") {
 		t.Errorf("--text --onnx: exit %d, %s", code, stderr)
