@@ -92,6 +92,9 @@ func DemoSetup() (*retrieval.Dataset, []evaluate.Backbone, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if demoDataHook != nil {
+		demoDataHook(data)
+	}
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: imageItems(data.QueryImages), Gallery: imageItems(data.GalleryImages),
 		QueryIDs: data.QueryIDs, GalleryIDs: data.GalleryIDs,

@@ -18,6 +18,11 @@ import (
 // demoCNNName is the demo row of the real CNN.
 const demoCNNName = "mobilenet-v2-nsfwjs"
 
+// demoDataHook, when set (by tests only), may shrink the demo data before
+// the dataset is built, so the MobileNetV2 row's end-to-end test runs on a
+// subset instead of encoding 6,000 images.
+var demoDataHook func(*demo.Data)
+
 // demoModelsDir resolves --models (shared with --text), else
 // $VERTEBRAE_MODELS_DIR; "" when neither is set.
 func demoModelsDir(flag string) string {
