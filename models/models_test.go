@@ -138,6 +138,26 @@ func TestPrepareManifest(t *testing.T) {
 	if p, err := Verify(dir, "toy"); err != nil || p != filepath.Join(dir, "toy") {
 		t.Fatalf("Verify: %q %v", p, err)
 	}
+	// A failed build of a second model keeps the first model's directory
+	// and the manifest as they were, even though the first rebuilt fine.
+	second := Registry[0]
+	second.Name, second.Build = "toy2", func(context.Context, string, string) error { return errors.New("boom") }
+	Registry = append(Registry, second)
+	writeTarball(t, filepath.Join(from, "toy-pkg-1.0.0.tgz"), map[string]string{
+		"package/data.txt": "changed", "package/LICENSE": "MIT licence text",
+	})
+	before, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if _, err := Prepare(context.Background(), dir, from, nil); err == nil || !strings.Contains(err.Error(), "toy2") {
+		t.Fatalf("second build: %v", err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if string(before) != string(after) {
+		t.Fatal("a failed prepare rewrote the manifest")
+	}
+	if _, err := Verify(dir, "toy"); err != nil {
+		t.Fatalf("a failed prepare replaced toy: %v", err)
+	}
+	Registry = Registry[:1]
 	// A failed rebuild keeps the prepared directory and manifest.
 	failBuild = true
 	if _, err := Prepare(context.Background(), dir, from, []string{"toy"}); err == nil || !strings.Contains(err.Error(), "boom") {

@@ -25,7 +25,7 @@ type textDemoFlags struct {
 func (f *textDemoFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.enabled, "text", false, "run the real text retrieval demo instead (SAP Fiori docs; MiniLM, USE-lite, GloVe, TF-IDF); needs --models")
 	cmd.Flags().StringVar(&f.task, "task", textdemo.TaskSameFile, "text demo task: same-file (chunks against chunks, relevance = same source file) or titles (chunk titles against title-less bodies)")
-	cmd.Flags().StringVar(&f.models, "models", "", "models directory written by `vertebrae models prepare` (default $"+ModelsDirEnv+")")
+	cmd.Flags().StringVar(&f.models, "models", "", "models `DIR` written by vertebrae models prepare (default $"+ModelsDirEnv+")")
 }
 
 // runTextDemo is `vertebrae demo --text`.
