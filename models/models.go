@@ -64,6 +64,7 @@ var Registry = []Preparer{
 	useLite,
 	gloVe,
 	fioriDocs,
+	nsfwjsMobileNet,
 }
 
 // Lookup returns the registered preparer named name.

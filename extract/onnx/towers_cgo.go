@@ -5,6 +5,7 @@ package onnx
 import (
 	"context"
 	"fmt"
+	"image"
 	"runtime"
 	"sync"
 
@@ -247,6 +248,17 @@ func newImageTower(sess *Session, prep imageprep.Config, output, pooling string,
 }
 
 func (t *imageTower) encode(ctx context.Context, paths []string, firstRow int) ([]float32, int, error) {
+	return t.encodeFrom(ctx, len(paths), func(i int) (image.Image, string, error) {
+		img, err := imageprep.DecodeFile(paths[i])
+		return img, paths[i], err
+	}, firstRow)
+}
+
+// imageSource returns row i's image and a description for errors (its
+// path, or "" for an image decoded by the caller).
+type imageSource func(i int) (image.Image, string, error)
+
+func (t *imageTower) encodeFrom(ctx context.Context, n int, src imageSource, firstRow int) ([]float32, int, error) {
 	batch := t.batch
 	if t.fixedBatch {
 		batch = 1
@@ -258,9 +270,9 @@ func (t *imageTower) encode(ctx context.Context, paths []string, firstRow int) (
 	// each chunk then runs as ONNX batches of consecutive images whose
 	// tensors have the same size.
 	chunk := max(batch, runtime.GOMAXPROCS(0))
-	for lo := 0; lo < len(paths); lo += chunk {
-		hi := min(lo+chunk, len(paths))
-		tensors, err := t.preprocess(ctx, paths[lo:hi], firstRow+lo)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		tensors, err := t.preprocess(ctx, hi-lo, func(i int) (image.Image, string, error) { return src(lo + i) }, firstRow+lo)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -305,12 +317,12 @@ type imageTensor struct {
 // preprocess decodes and preprocesses images on up to GOMAXPROCS
 // goroutines. Of several failures the lowest row is reported, so the error
 // does not depend on scheduling.
-func (t *imageTower) preprocess(ctx context.Context, paths []string, firstRow int) ([]imageTensor, error) {
-	out := make([]imageTensor, len(paths))
-	errs := make([]error, len(paths))
+func (t *imageTower) preprocess(ctx context.Context, n int, src imageSource, firstRow int) ([]imageTensor, error) {
+	out := make([]imageTensor, n)
+	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -319,21 +331,25 @@ func (t *imageTower) preprocess(ctx context.Context, paths []string, firstRow in
 					errs[i] = err
 					continue
 				}
-				img, err := imageprep.DecodeFile(paths[i])
+				img, what, err := src(i)
 				if err != nil {
 					errs[i] = fmt.Errorf("image row %d: %w", firstRow+i, err)
 					continue
 				}
 				data, h, w, err := t.prep.Tensor(img)
 				if err != nil {
-					errs[i] = fmt.Errorf("image row %d (%s): %w", firstRow+i, paths[i], err)
+					if what != "" {
+						errs[i] = fmt.Errorf("image row %d (%s): %w", firstRow+i, what, err)
+					} else {
+						errs[i] = fmt.Errorf("image row %d: %w", firstRow+i, err)
+					}
 					continue
 				}
 				out[i] = imageTensor{data, h, w}
 			}
 		}()
 	}
-	for i := range paths {
+	for i := range n {
 		next <- i
 	}
 	close(next)

@@ -46,6 +46,9 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			if text.enabled {
 				return runTextDemo(cmd, text, onnxLib, threads, out, withONNX, stdout, stderr)
 			}
+			if text.models != "" && !withONNX {
+				return usagef("--models is for --text, or for the MobileNetV2 row of --onnx; pass one of them too")
+			}
 			ds, backbones, err := DemoSetup()
 			if err != nil {
 				return err
@@ -57,6 +60,18 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 				}
 				defer closeFn()
 				backbones = append(backbones, bb)
+				if dir := demoModelsDir(text.models); dir == "" {
+					if !out.quiet {
+						demoCNNUnavailable(stderr)
+					}
+				} else {
+					cnn, closeCNN, err := demoCNNBackbone(cmd.Context(), dir, onnxLib)
+					if err != nil {
+						return err
+					}
+					defer closeCNN()
+					backbones = append(backbones, cnn)
+				}
 			}
 			ctx := cmd.Context()
 			if !out.quiet {
@@ -71,7 +86,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	out.register(cmd, false)
 	cmd.Flags().IntVar(&threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
-	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add a fourth backbone: the logits of the ONNX model zoo's MNIST classifier, run on ONNX Runtime")
+	cmd.Flags().BoolVar(&withONNX, "onnx", false, "add ONNX Runtime backbones: the logits of the ONNX model zoo's MNIST classifier and, with a prepared models directory, MobileNetV2 features")
 	cmd.Flags().StringVar(&onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for --onnx (default $ONNXRUNTIME_LIB, then standard locations)")
 	text.register(cmd)
 	return cmd
@@ -83,6 +98,9 @@ func DemoSetup() (*retrieval.Dataset, []evaluate.Backbone, error) {
 	data, err := demo.Load()
 	if err != nil {
 		return nil, nil, err
+	}
+	if demoDataHook != nil {
+		demoDataHook(data)
 	}
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: imageItems(data.QueryImages), Gallery: imageItems(data.GalleryImages),

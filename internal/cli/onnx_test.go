@@ -33,10 +33,14 @@ func TestDemoONNX(t *testing.T) {
 		t.Skip("demo scores 5 rows × 1,000 × 5,000 pairs; skipped with -short")
 	}
 	requireONNXRuntime(t)
+	t.Setenv(ModelsDirEnv, "") // the MobileNetV2 row has its own test (demo_cnn_test.go)
 	jsonPath := filepath.Join(t.TempDir(), "demo.json")
 	code, stdout, stderr := run(t, "demo", "--onnx", "--json", jsonPath)
 	if code != 0 {
 		t.Fatal(stderr)
+	}
+	if !strings.Contains(stderr, "no mobilenet-v2-nsfwjs row: no prepared models directory") || !strings.Contains(stderr, "--models DIR") {
+		t.Errorf("no note on the missing MobileNetV2 row: %q", stderr)
 	}
 	if !strings.Contains(stdout, "| mnist-cnn-onnx |") {
 		t.Errorf("demo --onnx report lacks the ONNX row:\n%s", stdout)
