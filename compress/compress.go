@@ -86,6 +86,9 @@ func Apply(ctx context.Context, cfg Config, query, gallery matrix.Matrix) (*Resu
 			return nil, fmt.Errorf("compress: %s embeddings must contain only finite numeric values (row %d, column %d)", s.name, r, c)
 		}
 	}
+	if err := checkMemory(ctx, cfg, query, gallery); err != nil { // before any fit allocation (SPEC §6.1)
+		return nil, err
+	}
 	var (
 		out *output
 		err error
@@ -97,8 +100,10 @@ func Apply(ctx context.Context, cfg Config, query, gallery matrix.Matrix) (*Resu
 		out, err = applyTruncatedSVD(ctx, cfg, query, gallery)
 	case MethodGaussianRandomProjection:
 		k := *cfg.NComponents
-		r := gaussianMatrix(cfg.RandomState, k, width, true)
-		out, err = applyLinear(ctx, cfg, &linearMap{k: k, d: width, wt: transpose(r, k, width)}, query, gallery)
+		var wt []float64
+		if err = interruptible(ctx, func() error { wt = transpose(gaussianMatrix(cfg.RandomState, k, width, true), k, width); return nil }); err == nil {
+			out, err = applyLinear(ctx, cfg, &linearMap{k: k, d: width, wt: wt}, query, gallery)
+		}
 	case MethodSparseRandomProjection:
 		k := *cfg.NComponents
 		out, err = applyLinear(ctx, cfg, &linearMap{k: k, d: width, sp: newSparseProjection(cfg.RandomState, k, width)}, query, gallery)

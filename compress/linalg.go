@@ -125,11 +125,14 @@ func fitPCAWith(ctx context.Context, g matrix.Matrix, k int, preserve float64, c
 	// s2 holds the squared singular values (descending) and vt the matching
 	// right singular vectors as rows.
 	var s2, vt []float64
-	if covariance {
-		s2, vt, err = eigCovariance(x, n, d)
-	} else {
-		s2, vt, err = thinSVD(x, n, d)
-	}
+	err = interruptible(ctx, func() (err error) {
+		if covariance {
+			s2, vt, err = eigCovariance(x, n, d)
+		} else {
+			s2, vt, err = thinSVD(x, n, d)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +239,7 @@ type operand struct {
 func (op *operand) mul(ctx context.Context, m []float64, l int) ([]float64, error) {
 	out := make([]float64, op.n*l)
 	if op.dense != nil {
-		err := gemm(blas.NoTrans, op.n, op.d, op.dense, m, l, out)
+		err := interruptible(ctx, func() error { return gemm(blas.NoTrans, op.n, op.d, op.dense, m, l, out) })
 		return out, err
 	}
 	err := forRows(ctx, op.n, func() func(i int) {
@@ -261,7 +264,7 @@ func (op *operand) mul(ctx context.Context, m []float64, l int) ([]float64, erro
 func (op *operand) mulT(ctx context.Context, q []float64, l int) ([]float64, error) {
 	out := make([]float64, op.d*l)
 	if op.dense != nil {
-		err := gemm(blas.Trans, op.n, op.d, op.dense, q, l, out)
+		err := interruptible(ctx, func() error { return gemm(blas.Trans, op.n, op.d, op.dense, q, l, out) })
 		return out, err
 	}
 	// A scatter into the rows of out, in row order: serial keeps the
@@ -344,12 +347,15 @@ func fitTruncatedSVD(ctx context.Context, g matrix.Matrix, k, seed int) ([]float
 		}
 	}
 	l := min(k+oversampling, n, d)
-	omega := gaussianMatrix(seed, d, l, false)
+	var omega []float64
+	if err := interruptible(ctx, func() error { omega = gaussianMatrix(seed, d, l, false); return nil }); err != nil {
+		return nil, err
+	}
 	y, err := op.mul(ctx, omega, l)
 	if err != nil {
 		return nil, err
 	}
-	if err := orthonormalize(y, n, l); err != nil {
+	if err := interruptible(ctx, func() error { return orthonormalize(y, n, l) }); err != nil {
 		return nil, err
 	}
 	for it := 0; it < powerIterations; it++ {
@@ -360,13 +366,13 @@ func fitTruncatedSVD(ctx context.Context, g matrix.Matrix, k, seed int) ([]float
 		if err != nil {
 			return nil, err
 		}
-		if err := orthonormalize(z, d, l); err != nil {
+		if err := interruptible(ctx, func() error { return orthonormalize(z, d, l) }); err != nil {
 			return nil, err
 		}
 		if y, err = op.mul(ctx, z, l); err != nil {
 			return nil, err
 		}
-		if err := orthonormalize(y, n, l); err != nil {
+		if err := interruptible(ctx, func() error { return orthonormalize(y, n, l) }); err != nil {
 			return nil, err
 		}
 	}
@@ -381,7 +387,8 @@ func fitTruncatedSVD(ctx context.Context, g matrix.Matrix, k, seed int) ([]float
 			b[j*d+c] = bt[c*l+j]
 		}
 	}
-	_, vt, err := thinSVD(b, l, d)
+	var vt []float64
+	err = interruptible(ctx, func() (err error) { _, vt, err = thinSVD(b, l, d); return err })
 	if err != nil {
 		return nil, err
 	}

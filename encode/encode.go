@@ -81,6 +81,9 @@ func Endpoint(ctx context.Context, owner string, n int, batch int, enc Func, bud
 		batch = n
 	}
 	r := &run{ctx: ctx, owner: owner, n: n, batch: batch, enc: enc, budget: budget}
+	if p := progressOf(ctx); p != nil {
+		p(owner, 0, n) // starts the clock before the first batch (SPEC §6.1 rates)
+	}
 	first, err := r.encode(0, nil)
 	if err != nil {
 		return nil, nil, err

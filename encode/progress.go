@@ -2,8 +2,9 @@ package encode
 
 import "context"
 
-// Progress receives an endpoint's progress after every admitted batch:
-// done of total rows encoded for owner.
+// Progress receives an endpoint's progress: once with done = 0 before the
+// first batch (so rates include it), then after every admitted batch, done
+// of total rows encoded for owner.
 type Progress func(owner string, done, total int)
 
 type progressKey struct{}

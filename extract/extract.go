@@ -195,6 +195,12 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingCo
 			batch = cfg.BatchSize
 		}
 		owner := fmt.Sprintf("Retriever '%s' %s embeddings", name, side.name)
+		if p, ok := e.Extractor.(*Precomputed); ok && !branchMode {
+			if err := p.checkRows(owner, side.name, n); err != nil {
+				out.Close()
+				return nil, err
+			}
+		}
 		enc := func(ctx context.Context, lo, hi int) (matrix.Matrix, error) {
 			b := Batch{Side: side.name, Start: lo, Items: side.items.Slice(lo, hi), IDs: side.ids[lo:hi]}
 			if branchMode {
@@ -209,6 +215,10 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingCo
 		}
 		out.closers = append(out.closers, closeFn)
 		*side.dst = m
+	}
+	if qc, gc := out.Query.Cols(), out.Gallery.Cols(); qc != gc {
+		out.Close()
+		return nil, fmt.Errorf("Extractor %s: Query and gallery embedding dimensions must match; got %d and %d", name, qc, gc)
 	}
 	return out, nil
 }

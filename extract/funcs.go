@@ -3,6 +3,7 @@ package extract
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -103,6 +104,9 @@ type Precomputed struct {
 	ExtractorName  string
 	Query, Gallery matrix.Matrix
 	RecipeValues   map[string]any
+
+	digestOnce sync.Once
+	digests    map[string]any // SPEC §2.9 digests of the tables, nil if unavailable
 }
 
 func (p *Precomputed) Name() string        { return p.ExtractorName }
@@ -113,10 +117,42 @@ func (p *Precomputed) Modality() string    { return ModalityEmbeddings }
 // Recipe implements Extractor.
 func (p *Precomputed) Recipe() map[string]any {
 	r := map[string]any{"name": p.ExtractorName, "extractor_type": "precomputed"}
+	// The tables' content is the recipe's identity (SPEC §9.5); hashing
+	// them once keeps repeated Recipe calls cheap.
+	p.digestOnce.Do(func() {
+		q, qerr := digestOrNil(p.Query)
+		g, gerr := digestOrNil(p.Gallery)
+		if qerr == nil && gerr == nil && q != nil && g != nil {
+			p.digests = map[string]any{"query": q, "gallery": g}
+		}
+	})
+	if p.digests != nil {
+		r["table_digests"], r["cache_safe"] = p.digests, true
+	}
 	for k, v := range p.RecipeValues {
 		r[k] = v
 	}
 	return r
+}
+
+func digestOrNil(m matrix.Matrix) (map[string]any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return retrieval.EmbeddingDigest(m)
+}
+
+// checkRows applies SPEC §9.4 before any batch: a table must have exactly
+// as many rows as its endpoint (a longer one would silently misalign).
+func (p *Precomputed) checkRows(owner, side string, n int) error {
+	t := p.Query
+	if side == "gallery" {
+		t = p.Gallery
+	}
+	if t != nil && t.Rows() != n {
+		return fmt.Errorf("%s returned %d embeddings for %d rows: the precomputed %s table must have one row per %s item", owner, t.Rows(), n, side, side)
+	}
+	return nil
 }
 
 // Encode implements Encoder: rows [Start, Start+n) of the side's table.

@@ -138,6 +138,9 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	if err := checkMemory(ctx, p, o, threads); err != nil { // before any input-sized scratch (SPEC §6.1)
+		return nil, err
+	}
 	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
 	s.sparse = qs.csr != nil && gs.csr != nil
 	// A dense query endpoint is held in working precision (it is the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -139,12 +140,18 @@ func writeDetails(buf *bytes.Buffer, rank int, r *results.ExtractorResult) error
 		return err
 	}
 	fmt.Fprintf(buf, "- Forward metrics: %s\n", fwd)
+	if err := writeMargins(buf, "Forward", r.Forward, r.Name); err != nil {
+		return err
+	}
 	if r.Reverse != nil {
 		rev, err := metricList(r.Reverse.Metrics.Values, r.Name)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(buf, "- Reverse metrics: %s\n", rev)
+		if err := writeMargins(buf, "Reverse", r.Reverse, r.Name); err != nil {
+			return err
+		}
 	}
 	// Metadata read back from JSON holds plain strings and bools too, so
 	// type assertions cover both freshly built and reconstructed results.
@@ -154,6 +161,35 @@ func writeDetails(buf *bytes.Buffer, rank int, r *results.ExtractorResult) error
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(buf, "- Warning: %s\n", EscapeMarkdown(w))
+	}
+	return nil
+}
+
+// writeMargins renders the similarity diagnostics of SPEC §4.7 (means and
+// medians of the best positive, the nearest negative and their margin),
+// omitted when they are unavailable (evaluate-run has none).
+func writeMargins(buf *bytes.Buffer, dir string, s *results.ScoreResult, name string) error {
+	d := s.Diagnostics
+	var parts []string
+	for _, x := range []struct {
+		label string
+		sum   metrics.Summary
+	}{{"positive similarity", d.PositiveSimilarity}, {"nearest negative", d.NearestNegativeSimilarity}, {"margin", d.RetrievalMargin}} {
+		if x.sum.Mean == nil || x.sum.Median == nil {
+			continue
+		}
+		mean, err := fixed4(*x.sum.Mean, name, x.label)
+		if err != nil {
+			return err
+		}
+		median, err := fixed4(*x.sum.Median, name, x.label)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, fmt.Sprintf("%s mean=%s median=%s", x.label, mean, median))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(buf, "- %s similarity: %s\n", dir, strings.Join(parts, "; "))
 	}
 	return nil
 }
@@ -175,10 +211,15 @@ func metricList(v metrics.Values, name string) (string, error) {
 }
 
 // fixed4 formats a reported number with 4 decimals, refusing non-finite
-// values, which SPEC §5.4 treats as a bug that fails the write.
+// values, which SPEC §5.4 treats as a bug that fails the write. A non-zero
+// value below 0.001 keeps 3 significant digits instead (4.2e-05, not
+// 0.0000), so small recalls and margins stay visible.
 func fixed4(f float64, name, what string) (string, error) {
 	if !finite(f) {
 		return "", fmt.Errorf("markdown report: result %s: non-finite %s %v", msgfmt.Quote(name), what, f)
+	}
+	if f != 0 && math.Abs(f) < 0.001 {
+		return strconv.FormatFloat(f, 'g', 3, 64), nil
 	}
 	return strconv.FormatFloat(f, 'f', 4, 64), nil
 }

@@ -70,7 +70,7 @@ type ScoreResult struct {
 	Score         float64       `json:"score"`
 	PrimaryMetric string        `json:"primary_metric"`
 	Metrics       MetricObject  `json:"metrics"`
-	Diagnostics   Diagnostics   `json:"diagnostics"`
+	Diagnostics   Diagnostics   `json:"diagnostics,omitzero"` // omitted by evaluate-run (SPEC §6.7)
 	Warnings      []string      `json:"warnings"`
 	Metadata      ScoreMetadata `json:"metadata"`
 

@@ -149,8 +149,8 @@ func parseRank(b []byte) (int64, error) {
 }
 
 // parseScore parses the score column as decimal floating point. Go's
-// hexadecimal and underscore forms are refused; NaN, infinities and
-// values that overflow binary64 are errNonFinite. −0 becomes +0.
+// hexadecimal and underscore forms are refused; NaN is errNonFinite;
+// infinities and values that overflow binary64 are ±Inf. −0 becomes +0.
 func parseScore(b []byte) (float64, error) {
 	v, err := strconv.ParseFloat(string(b), 64)
 	if err != nil {
@@ -163,7 +163,9 @@ func parseScore(b []byte) (float64, error) {
 	if notDecimal(b) {
 		return 0, errNotDecimal
 	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	// trec_eval reads scores with atof: inf and -inf (and overflowing
+	// values) are ordinary extreme scores; NaN has no order and is refused.
+	if math.IsNaN(v) {
 		return 0, errNonFinite
 	}
 	return v + 0, nil
@@ -247,3 +249,21 @@ func (s *docSet) grow(cs []cand, arena []byte, i int) {
 		s.insert(cs, arena, j)
 	}
 }
+
+// docCounter counts the distinct document IDs of a run (n_gallery, SPEC
+// §6.7) in 16 bytes per document: it keeps two independent 64-bit hashes,
+// not the IDs, so memory stays far below the run's size.
+type docCounter struct {
+	s1, s2 maphash.Seed
+	seen   map[[2]uint64]struct{}
+}
+
+func newDocCounter() *docCounter {
+	return &docCounter{s1: maphash.MakeSeed(), s2: maphash.MakeSeed(), seen: map[[2]uint64]struct{}{}}
+}
+
+func (c *docCounter) add(doc []byte) {
+	c.seen[[2]uint64{maphash.Bytes(c.s1, doc), maphash.Bytes(c.s2, doc)}] = struct{}{}
+}
+
+func (c *docCounter) len() int { return len(c.seen) }

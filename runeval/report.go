@@ -3,8 +3,6 @@ package runeval
 import (
 	"fmt"
 	"math"
-	"slices"
-	"sort"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
@@ -28,27 +26,16 @@ func (e *evaluator) benchmark(cfg retrieval.Config, name, runSHA string, elapsed
 	}
 	mean := metrics.Mean(e.rows)
 	score, _ := mean.Get(cfg.PrimaryMetric)
-	worst := slices.Clone(rows)
-	sort.SliceStable(worst, func(a, b int) bool {
-		va, _ := worst[a].Metrics.Get(cfg.PrimaryMetric)
-		vb, _ := worst[b].Metrics.Get(cfg.PrimaryMetric)
-		return va < vb
-	})
-	worst = worst[:min(cfg.WorstQueries, len(worst))]
 	warnings := e.warnings()
 	if warnings == nil {
 		warnings = []string{}
 	}
 	fwd := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
-		Diagnostics: results.Diagnostics{
-			// Similarity summaries need the full candidate set: null.
-			EligibleQueries: len(rows),
-			WorstQueries:    worst,
-		},
+		// Diagnostics need the full candidate set: omitted (SPEC §6.7).
 		Warnings: warnings,
 		Metadata: results.ScoreMetadata{
-			Config: cfg.Clone(), NQueries: len(rows), NGallery: q.judgedDocs, Similarity: similarityName, Exact: false,
+			Config: cfg.Clone(), NQueries: len(rows), NGallery: e.docs.len(), Similarity: similarityName, Exact: false,
 		},
 		PerQuery: rows,
 	}
@@ -65,7 +52,7 @@ func (e *evaluator) benchmark(cfg retrieval.Config, name, runSHA string, elapsed
 	b := &results.Benchmark{
 		DatasetSummary: retrieval.Summary{
 			Modality: "retrieval", QueryModality: "unknown", GalleryModality: "unknown",
-			NQueries: len(rows), NGallery: q.judgedDocs, NRelevancePairs: q.NumPositives(),
+			NQueries: len(rows), NGallery: e.docs.len(), NRelevancePairs: q.NumPositives(),
 			Identity: map[string]any{"schema_version": 2, "mode": "content", "key": q.identityKey},
 			Metadata: map[string]any{},
 		},

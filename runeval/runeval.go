@@ -164,6 +164,13 @@ type Result struct {
 // the tie rule. metadata.similarity is "trec_run" and metadata.exact false:
 // a run need not rank every candidate.
 func Evaluate(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts Options) (*Result, error) {
+	return evaluateRun(ctx, q, r, runPath, opts, false, nil)
+}
+
+// evaluateRun is Evaluate; numbered streams (from groupByQuery) carry each
+// line's original number before a TAB, and runSHA, when set, gives the
+// digest of the original bytes.
+func evaluateRun(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts Options, numbered bool, runSHA func() string) (*Result, error) {
 	t0 := time.Now()
 	cfg, err := opts.config()
 	if err != nil {
@@ -182,19 +189,24 @@ func Evaluate(ctx context.Context, q *Qrels, r io.Reader, runPath string, opts O
 	h := sha256.New()
 	e := &evaluator{
 		q: q, ks: cfg.Ks, gain: gain, ties: opts.Ties, path: runPath,
-		src:     newLineSource(io.TeeReader(r, h), runPath),
-		set:     newDocSet(),
-		first:   make([]int, len(q.allIDs)),
-		last:    make([]int, len(q.allIDs)),
-		unknown: make(map[string]span),
-		rows:    make([]metrics.Values, q.NumQueries()),
-		seen:    make([]bool, q.NumQueries()),
+		src:      newLineSource(io.TeeReader(r, h), runPath),
+		numbered: numbered,
+		set:      newDocSet(),
+		docs:     newDocCounter(),
+		first:    make([]int, len(q.allIDs)),
+		last:     make([]int, len(q.allIDs)),
+		unknown:  make(map[string]span),
+		rows:     make([]metrics.Values, q.NumQueries()),
+		seen:     make([]bool, q.NumQueries()),
 	}
 	if err := e.read(ctx); err != nil {
 		return nil, err
 	}
 	e.finish()
 	res := &Result{Stats: e.stats, RunSHA256: hex.EncodeToString(h.Sum(nil))}
+	if runSHA != nil {
+		res.RunSHA256 = runSHA()
+	}
 	name := opts.Name
 	if name == "" {
 		name = e.stats.Tag
@@ -219,6 +231,8 @@ type evaluator struct {
 	ties Ties
 	path string
 	src  *lineSource
+	// numbered: every line is "<original line number>\t<run line>".
+	numbered bool
 
 	// The query block being read.
 	cur      []byte // its query ID
@@ -228,6 +242,7 @@ type evaluator struct {
 	cands    []cand
 	arena    []byte // document IDs of cands
 	set      *docSet
+	docs     *docCounter // distinct documents of the whole run (n_gallery)
 
 	first, last []int // block lines per qrels query; 0 = not seen
 	unknown     map[string]span
@@ -252,6 +267,7 @@ func (e *evaluator) read(ctx context.Context) error {
 	if err := e.rejectBOM(); err != nil {
 		return err
 	}
+	orig := 0 // original line number of a numbered line
 	var f [runFields][]byte
 	for {
 		line, ok, err := e.src.next()
@@ -266,12 +282,20 @@ func (e *evaluator) read(ctx context.Context) error {
 				return err
 			}
 		}
+		if e.numbered {
+			num, rest, _ := bytes.Cut(line, []byte{'\t'})
+			orig, line = atoiBytes(num), rest
+		}
 		n := splitFields(line, &f)
 		if n == 0 || f[0][0] == '#' {
 			continue // blank or comment
 		}
 		ln := e.src.line
-		if n != runFields {
+		if e.numbered {
+			ln = orig
+		}
+		if n < runFields {
+			// Fields after the tag are ignored, as trec_eval does.
 			return formats.LineErrorf(e.path, ln, "malformed run line: expected 6 whitespace-separated fields (qid Q0 docid rank score tag), got %d", n)
 		}
 		e.stats.Lines++
@@ -289,9 +313,11 @@ func (e *evaluator) read(ctx context.Context) error {
 				return err
 			}
 		}
-		rank, err := parseRank(f[3])
-		if err != nil {
-			return e.fieldErr(ln, "rank", f[3], f[0], f[2], err)
+		var rank int64
+		if e.ties == TiesRank { // trec_eval never reads the rank column
+			if rank, err = parseRank(f[3]); err != nil {
+				return e.fieldErr(ln, "rank", f[3], f[0], f[2], err)
+			}
 		}
 		score, err := parseScore(f[4])
 		if err != nil {
@@ -300,6 +326,7 @@ func (e *evaluator) read(ctx context.Context) error {
 		off := len(e.arena)
 		e.arena = append(e.arena, f[2]...)
 		e.cands = append(e.cands, cand{score: score, rank: rank, off: off, end: len(e.arena), line: ln, pos: -1})
+		e.docs.add(f[2])
 		if prev := e.set.insert(e.cands, e.arena, len(e.cands)-1); prev >= 0 {
 			return formats.LineErrorf(e.path, ln, "document %s is listed twice for query %s (lines %d and %d); a run lists each document at most once per query",
 				quoteBytes(f[2]), quoteBytes(f[0]), e.cands[prev].line, ln)
@@ -367,7 +394,7 @@ func (e *evaluator) notContiguous(ln, first, last int) error {
 		earlier = fmt.Sprintf("line %d", first)
 	}
 	return formats.LineErrorf(e.path, ln,
-		"run lines of query %s are not contiguous: other queries' lines separate this line from its %s; group each query's lines together (for example with LC_ALL=C sort -s -k1,1)",
+		"run lines of query %s are not contiguous: other queries' lines separate this line from its %s; group each query's lines together (for example with LC_ALL=C sort -s -k1,1), or pass --presorted=false to evaluate-run",
 		quoteBytes(e.cur), earlier)
 }
 

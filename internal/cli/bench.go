@@ -96,6 +96,11 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	if fl.nnz > 0 && fl.write != "" {
 		return usagef("--write supports dense problems only")
 	}
+	ctx, restore, err := benchMemory(ctx, fl)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	var p rank.Problem
 	if fl.nnz > 0 {
 		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, prec, fl.seed)

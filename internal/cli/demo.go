@@ -39,6 +39,9 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := out.check(cmd); err != nil {
 				return err
 			}
+			if err := out.checkTargets(1); err != nil {
+				return err
+			}
 			ds, backbones, err := DemoSetup()
 			if err != nil {
 				return err
@@ -55,7 +58,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return out.emit(b, ds, stdout, stderr)
+			return out.emit(cmd.Context(), b, ds, stdout, stderr)
 		},
 	}
 	out.register(cmd, false)

@@ -20,6 +20,8 @@ type evalRunFlags struct {
 	qrels, qrelsFormat, run string
 	ks, primary, gain, ties string
 	name                    string
+	presorted               bool
+	sortDir                 string
 	out                     outputFlags
 }
 
@@ -32,8 +34,9 @@ func newEvaluateRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: "Scores a TREC run (qid Q0 docid rank score tag) with the metrics of the exact protocol.\n" +
 			"Queries are the qrels queries with a positive grade; one the run lacks scores 0, and\n" +
 			"positives the run does not list count as never retrieved. Each query's run lines must be\n" +
-			"contiguous. Equal scores are ordered by docid descending (--ties trec, as trec_eval) or by\n" +
-			"the rank column (--ties rank).",
+			"contiguous (--presorted, the default); --presorted=false groups them first with an external\n" +
+			"sort in bounded memory. Equal scores are ordered by docid descending (--ties trec, as\n" +
+			"trec_eval) or by the rank column (--ties rank).",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return evaluateRun(cmd, &fl, stdout, stderr)
@@ -48,6 +51,8 @@ func newEvaluateRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.gain, "gain", def.Gain, "NDCG gain: exponential or linear (linear = trec_eval ndcg_cut)")
 	f.StringVar(&fl.ties, "ties", "trec", "order of equal scores: trec (docid descending) or rank (rank column)")
 	f.StringVar(&fl.name, "name", "", "result name (default: the run tag)")
+	f.BoolVar(&fl.presorted, "presorted", true, "each query's run lines are contiguous; false: group them with an external sort in bounded memory")
+	f.StringVar(&fl.sortDir, "sort-dir", "", "directory for the temporary files of --presorted=false (default: the OS temporary directory)")
 	// Only the report flags: this command writes no run or qrels, so emit
 	// never needs a dataset.
 	fl.out.register(cmd, false)
@@ -84,6 +89,9 @@ func (fl *evalRunFlags) options(cmd *cobra.Command) (runeval.Options, qrels.Form
 	if o.Ties, err = runeval.ParseTies(fl.ties); err != nil {
 		return o, "", usagef("--ties: %v", err)
 	}
+	if fl.sortDir != "" && fl.presorted {
+		return o, "", usagef("--sort-dir applies to --presorted=false only")
+	}
 	if cmd.Flags().Changed("name") && strings.TrimSpace(fl.name) == "" {
 		return o, "", usagef("--name must not be blank")
 	}
@@ -103,6 +111,10 @@ func evaluateRun(cmd *cobra.Command, fl *evalRunFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	fl.out.inputs = []string{fl.qrels, fl.run}
+	if err := fl.out.checkTargets(1); err != nil {
+		return err
+	}
 	q, err := runeval.ReadQrels(fl.qrels, qf)
 	if err != nil {
 		return err
@@ -116,9 +128,14 @@ func evaluateRun(cmd *cobra.Command, fl *evalRunFlags, stdout, stderr io.Writer)
 		return &formats.Error{Path: fl.run, Msg: "cannot open file", Err: err}
 	}
 	defer file.Close() // read-only: nothing to lose on close
-	res, err := runeval.Evaluate(cmd.Context(), q, file, fl.run, o)
+	var res *runeval.Result
+	if fl.presorted {
+		res, err = runeval.Evaluate(cmd.Context(), q, file, fl.run, o)
+	} else {
+		res, err = runeval.EvaluateUngrouped(cmd.Context(), q, file, fl.run, o, fl.sortDir, 0)
+	}
 	if err != nil {
 		return err
 	}
-	return fl.out.emit(res.Benchmark, nil, stdout, stderr)
+	return fl.out.emit(cmd.Context(), res.Benchmark, nil, stdout, stderr)
 }

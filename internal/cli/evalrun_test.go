@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -173,7 +174,7 @@ func TestEvaluateRunErrors(t *testing.T) {
 		{"positional", 2, []string{"--qrels", qrels, "--run", good, "extra"}, "unknown command"},
 		{"missing run", 1, []string{"--qrels", qrels, "--run", filepath.Join(dir, "none.run"), "--json", out}, "none.run: cannot open file"},
 		{"missing qrels", 1, []string{"--qrels", filepath.Join(dir, "none.qrels"), "--run", good, "--json", out}, "none.qrels: cannot open file"},
-		{"bad line", 1, []string{"--qrels", qrels, "--run", writeFile(t, dir, "bad.run", "q1 Q0 d1 1 1 t\nq1 Q0 d2 x 1 t\n"), "--json", out},
+		{"bad line", 1, []string{"--qrels", qrels, "--ties", "rank", "--run", writeFile(t, dir, "bad.run", "q1 Q0 d1 1 1 t\nq1 Q0 d2 x 1 t\n"), "--json", out},
 			`bad.run:2: malformed rank "x" for query "q1", document "d2": not an integer`},
 		{"fields", 1, []string{"--qrels", qrels, "--run", writeFile(t, dir, "f.run", "q1 Q0 d1 1 1\n"), "--json", out}, "f.run:1: malformed run line: expected 6"},
 		{"duplicate doc", 1, []string{"--qrels", qrels, "--run", writeFile(t, dir, "dup.run", "q1 Q0 d1 1 1 t\nq1 Q0 d1 2 0 t\n"), "--json", out},
@@ -198,5 +199,40 @@ func TestEvaluateRunErrors(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Fatalf("%s: output written despite failure", c.name)
 		}
+	}
+}
+
+// TestEvaluateRunPresortedFalse: an interleaved run fails by default with
+// the sort command and --presorted=false in the message, and is scored with
+// --presorted=false exactly as its grouped form.
+func TestEvaluateRunPresortedFalse(t *testing.T) {
+	dir := t.TempDir()
+	qrels := writeFile(t, dir, "q.qrels", "q1 0 d1 1\nq2 0 d2 1\n")
+	mixed := writeFile(t, dir, "mixed.run", "q1 Q0 d1 1 1 t\nq2 Q0 d1 1 1 t\nq1 Q0 d2 2 0 t\nq2 Q0 d2 2 0.5 t\n")
+	grouped := writeFile(t, dir, "grouped.run", "q1 Q0 d1 1 1 t\nq1 Q0 d2 2 0 t\nq2 Q0 d1 1 1 t\nq2 Q0 d2 2 0.5 t\n")
+	code, _, stderr := run(t, "retrieval", "evaluate-run", "--qrels", qrels, "--run", mixed)
+	if code != 1 || !strings.Contains(stderr, "LC_ALL=C sort -s -k1,1") || !strings.Contains(stderr, "--presorted=false") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, want, _ := run(t, "retrieval", "evaluate-run", "--qrels", qrels, "--run", grouped, "--csv", filepath.Join(dir, "a.csv"), "--json", "-")
+	sortDir := t.TempDir()
+	code, got, stderr := run(t, "retrieval", "evaluate-run", "--qrels", qrels, "--run", mixed, "--presorted=false", "--sort-dir", sortDir, "--csv", filepath.Join(dir, "b.csv"), "--json", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if mustRead(t, filepath.Join(dir, "a.csv")) != mustRead(t, filepath.Join(dir, "b.csv")) {
+		t.Error("per-query metrics differ between the grouped run and --presorted=false")
+	}
+	rw, rg := reportOf(t, want), reportOf(t, got)
+	fw := rw["extractor_results"].([]any)[0].(map[string]any)["forward"].(map[string]any)["metrics"]
+	fg := rg["extractor_results"].([]any)[0].(map[string]any)["forward"].(map[string]any)["metrics"]
+	if !reflect.DeepEqual(fw, fg) {
+		t.Errorf("metrics %v, want %v", fg, fw)
+	}
+	if names, _ := os.ReadDir(sortDir); len(names) != 0 {
+		t.Errorf("temporary files left in --sort-dir: %v", names)
+	}
+	if code, _, _ := run(t, "retrieval", "evaluate-run", "--qrels", qrels, "--run", grouped, "--sort-dir", sortDir); code != 2 {
+		t.Errorf("--sort-dir without --presorted=false: exit %d, want 2", code)
 	}
 }

@@ -148,6 +148,9 @@ func readRelevance(path, format string) (retrieval.Relevance, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(recs) == 0 { // else every query would be reported as lacking a positive
+		return nil, formats.Errorf(path, "no relevance records: the file is empty (or holds only comments and blank lines)")
+	}
 	out := make([]retrieval.Record, len(recs))
 	for i, r := range recs {
 		out[i] = retrieval.Record{QueryID: r.QueryID, GalleryID: r.GalleryID, Grade: r.Grade, Origin: fmt.Sprintf("%s:%d", path, r.Line)}

@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
+	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/report"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -20,6 +20,7 @@ type outputFlags struct {
 	runDepth            int
 	writeQrels          string
 	quiet               bool
+	inputs              []string // files no output may overwrite (SPEC §6.1)
 }
 
 func (o *outputFlags) register(cmd *cobra.Command, full bool) {
@@ -63,14 +64,51 @@ func (o *outputFlags) runDepthOption() int {
 	return o.runDepth
 }
 
-// emit renders every requested output first and only then writes them, each
-// atomically, so a rendering failure leaves no file behind (SPEC §6.1).
-func (o *outputFlags) emit(b *results.Benchmark, ds *retrieval.Dataset, stdout, stderr io.Writer) error {
-	type file struct {
-		path string
-		data []byte
+// targetPaths lists the file outputs (not "-") with their flags. To add an
+// output: register its flag in register, list it here (so its target is
+// checked before the evaluation starts) and add its content to the set in
+// emit with set.Add (streamed) or set.AddBytes (rendered).
+func (o *outputFlags) targetPaths() []struct{ flag, path string } {
+	var out []struct{ flag, path string }
+	for _, t := range []struct{ flag, path string }{{"--json", o.json}, {"--markdown", o.markdown}, {"--csv", o.csv}, {"--write-qrels", o.writeQrels}} {
+		if t.path != "" && t.path != "-" {
+			out = append(out, t)
+		}
 	}
-	var files []file
+	return out
+}
+
+// newSet is an empty output set guarding the command's inputs.
+func (o *outputFlags) newSet() *outputset.Set {
+	var set outputset.Set
+	set.Input(o.inputs...)
+	return &set
+}
+
+// checkTargets checks every output target before any evaluation work
+// (SPEC §6.1, exit 2); nResults decides whether --run names a file or a
+// directory of per-result files.
+func (o *outputFlags) checkTargets(nResults int) error {
+	set := o.newSet()
+	for _, t := range o.targetPaths() {
+		set.Add(t.flag, t.path, nil)
+	}
+	if o.run != "" {
+		if nResults > 1 {
+			set.AddDir("--run", o.run)
+		} else {
+			set.Add("--run", o.run, nil)
+		}
+	}
+	return set.Check()
+}
+
+// emit renders the small reports, streams the large ones (runs, qrels,
+// CSV) and commits every file output as one set: all are written and
+// synced first, then renamed into place, so any failure creates or
+// replaces nothing (SPEC §6.1).
+func (o *outputFlags) emit(ctx context.Context, b *results.Benchmark, ds *retrieval.Dataset, stdout, stderr io.Writer) error {
+	set := o.newSet()
 	var toStdout []byte
 	var jsonData, mdData []byte
 	var err error
@@ -85,46 +123,37 @@ func (o *outputFlags) emit(b *results.Benchmark, ds *retrieval.Dataset, stdout, 
 	case "-":
 		toStdout = jsonData
 	default:
-		files = append(files, file{o.json, jsonData})
+		set.AddBytes("--json", o.json, jsonData)
 	}
 	switch o.markdown {
 	case "":
 	case "-":
 		toStdout = mdData
 	default:
-		files = append(files, file{o.markdown, mdData})
+		set.AddBytes("--markdown", o.markdown, mdData)
 	}
 	if o.csv != "" {
-		var buf bytes.Buffer
-		if err := report.CSV(&buf, b); err != nil {
-			return err
-		}
-		files = append(files, file{o.csv, buf.Bytes()})
+		set.Add("--csv", o.csv, func(w io.Writer) error { return report.CSV(w, b) })
 	}
 	if o.run != "" {
 		targets, err := report.RunTargets(b.ExtractorResults, o.run)
 		if err != nil {
 			return err
 		}
+		if len(targets) > 1 {
+			set.AddDir("--run", o.run)
+		}
 		for i, r := range b.ExtractorResults {
-			var buf bytes.Buffer
-			if err := report.TRECRun(&buf, r.Forward.Run, r.Name); err != nil {
-				return err
-			}
-			files = append(files, file{targets[i], buf.Bytes()})
+			set.Add("--run", targets[i], func(w io.Writer) error { return report.TRECRun(w, r.Forward.Run, r.Name) })
 		}
 	}
 	if o.writeQrels != "" {
-		var buf bytes.Buffer
-		if err := report.TRECQrels(&buf, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleRelevance()); err != nil {
-			return err
-		}
-		files = append(files, file{o.writeQrels, buf.Bytes()})
+		set.Add("--write-qrels", o.writeQrels, func(w io.Writer) error {
+			return report.TRECQrels(w, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleRelevance())
+		})
 	}
-	for _, f := range files {
-		if err := atomicfile.Write(f.path, f.data); err != nil {
-			return err
-		}
+	if err := set.Commit(ctx); err != nil {
+		return err
 	}
 	if !o.quiet {
 		printWarnings(b, stderr)

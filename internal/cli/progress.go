@@ -40,6 +40,9 @@ func (p *progress) report(owner string, done, total int) {
 		t0 = now
 		p.start[owner] = now
 	}
+	if done == 0 {
+		return // the start signal: nothing done yet to report
+	}
 	elapsed := now.Sub(t0).Seconds()
 	rate := 0.0
 	if elapsed > 0 {

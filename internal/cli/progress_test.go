@@ -27,3 +27,18 @@ func TestProgress(t *testing.T) {
 		t.Errorf("bar mode: %q", out)
 	}
 }
+
+// TestProgressClockStartsBeforeFirstBatch: the encoder's start signal
+// (done = 0) starts the clock, so a single-batch endpoint reports its real
+// rate instead of "0 rows/s".
+func TestProgressClockStartsBeforeFirstBatch(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	p := &progress{w: &buf, start: map[string]time.Time{}, now: func() time.Time { return clock }}
+	p.report("q", 0, 30)
+	clock = clock.Add(3 * time.Second)
+	p.report("q", 30, 30)
+	if got := buf.String(); got != "vertebrae: q: 30 rows in 3.0s (10 rows/s)\n" {
+		t.Errorf("got %q", got)
+	}
+}

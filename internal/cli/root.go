@@ -16,9 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
+	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -54,6 +57,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	msg := strings.TrimSpace(err.Error())
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		msg = "interrupted" // not Go's "context canceled" (SPEC §6.1)
+	}
 	// One message line; continuation lines are indented context.
 	msg = strings.ReplaceAll(msg, "\n", "\n  ")
 	fmt.Fprintf(stderr, "vertebrae: %s\n", msg)
@@ -63,10 +69,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func exitCode(ctx context.Context, err error) int {
 	var ue *UsageError
 	var ce *retrieval.ConfigError
+	var te *outputset.TargetError
+	var me *memory.ConfigError
+	var cce *compress.ConfigError
 	switch {
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &te),
+		errors.As(err, &me), errors.As(err, &cce): // run-file sections too (SPEC §12)
 		return ExitUsage
 	}
 	return ExitFailure
@@ -137,7 +147,7 @@ func onnxStatus() string {
 	}
 	lib, err := onnx.ResolveLibrary("")
 	if err != nil {
-		return "compiled in; library not found (set " + onnx.LibraryEnv + " or pass --onnxruntime-lib)"
+		return "compiled in; library not found (set " + onnx.LibraryEnv + ", or pass --onnxruntime-lib to demo --onnx or retrieval run)"
 	}
 	v, err := onnx.LoadRuntime(lib)
 	if err != nil {

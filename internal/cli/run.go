@@ -82,7 +82,7 @@ type memoryFlags struct {
 
 func (m *memoryFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.Int64Var(&m.maxBytes, "max-memory-bytes", 0, "resident memory budget in bytes (default: derived from the machine, SPEC §7.2)")
+	f.Var(byteSize{&m.maxBytes}, "max-memory-bytes", "resident memory budget in bytes, K/M/G/T or KiB/MiB/GiB/TiB suffixes allowed (default: derived from the machine, SPEC §7.2)")
 	f.BoolVar(&m.noSpill, "no-disk-spill", false, "fail instead of staging endpoints that do not fit the budget on disk")
 	f.StringVar(&m.spillDir, "spill-dir", "", "directory for spill files (default: the OS temporary directory)")
 }
@@ -167,10 +167,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz)")
-	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz)")
-	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "array to read from a multi-array .npz query file")
-	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "array to read from a multi-array .npz gallery file")
+	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
+	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
+	f.StringVar(&fl.queriesTensor, "queries-tensor", "", "member of a multi-array .npz, safetensors tensor or Parquet/Arrow column of the query file")
+	f.StringVar(&fl.galleryTensor, "gallery-tensor", "", "member of a multi-array .npz, safetensors tensor or Parquet/Arrow column of the gallery file")
 	f.StringVar(&fl.queryIDs, "query-ids", "", "query ID file, one ID per line (default: row numbers)")
 	f.StringVar(&fl.galleryIDs, "gallery-ids", "", "gallery ID file, one ID per line (default: row numbers)")
 	f.StringVar(&fl.qrels, "qrels", "", "relevance file (TREC, TSV, CSV, JSONL, dense .npy, CSR .npz)")
@@ -262,6 +262,12 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
+	ctx, restore := withMemoryGuard(ctx, budget.Limit())
+	defer restore()
+	fl.out.inputs = []string{fl.queries, fl.gallery, fl.queryIDs, fl.galleryIDs, fl.qrels, fl.queryLabels, fl.galleryLabels, fl.exclusions}
+	if err := fl.out.checkTargets(len(variants)); err != nil {
+		return err
+	}
 	var closers []func() error
 	defer func() {
 		// Mappings and spill files: closing releases them; nothing to lose.
@@ -278,7 +284,7 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if err != nil {
 		return err
 	}
-	return fl.out.emit(bench, ds, stdout, stderr)
+	return fl.out.emit(ctx, bench, ds, stdout, stderr)
 }
 
 // loadSide reads one endpoint: its embedding file (mapped or loaded), its
@@ -291,6 +297,9 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 		if ids, err = idlist.ReadIDs(idsPath); err != nil {
 			return nil, nil, err
 		}
+		if err := checkIDFile(side, idsPath, ids); err != nil {
+			return nil, nil, err
+		}
 	}
 	m, colIDs, err := readEndpoint(ctx, path, tensor, idColumn, closers)
 	if err != nil {
@@ -298,8 +307,14 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 	}
 	if colIDs != nil {
 		ids = colIDs
+		if err := checkIDFile(side, path+" column "+idColumn, ids); err != nil {
+			return nil, nil, err
+		}
 	}
 	endpoint := strings.ToUpper(side[:1]) + side[1:]
+	if err := checkWidth(path, endpoint, m); err != nil {
+		return nil, nil, err
+	}
 	if err := checkFinite(path, endpoint, m, ids); err != nil {
 		return nil, nil, err
 	}
@@ -360,6 +375,7 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
 		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
 	}, rel, opts...)
+	err = unknownIDHint(err, fl.qrels, fl.qrelsFormat, qids, gids)
 	return ds, relevanceSources{fl.qrels, fl.queryLabels, fl.galleryLabels}.nameSource(err)
 }
 

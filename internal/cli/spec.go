@@ -19,7 +19,9 @@ import (
 	"github.com/vertebrae-eval/vertebrae/extract/hosted"
 	"github.com/vertebrae-eval/vertebrae/formats"
 	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/runspec"
 )
@@ -64,6 +66,16 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	if err := out.check(cmd); err != nil {
 		return err
 	}
+	limit, err := memory.Resolve(spec.Memory)
+	if err != nil {
+		return err
+	}
+	ctx, restore := withMemoryGuard(ctx, limit)
+	defer restore()
+	out.inputs = specInputs(spec)
+	if err := out.checkTargets(len(spec.Extractors) * max(1, len(spec.Compression))); err != nil {
+		return err
+	}
 	var closers []func() error
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -95,7 +107,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 	if err != nil {
 		return err
 	}
-	return out.emit(b, ds, stdout, stderr)
+	return out.emit(ctx, b, ds, stdout, stderr)
 }
 
 // endpointTables are the embedding files a dataset names, for precomputed
@@ -110,6 +122,9 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 		var err error
 		if ep.IDs != "" {
 			if ids, err = idlist.ReadIDs(ep.IDs); err != nil {
+				return nil, nil, err
+			}
+			if err := checkIDFile(side, ep.IDs, ids); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -127,6 +142,12 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 			}
 			if colIDs != nil {
 				ids = colIDs
+				if err := checkIDFile(side, ep.Path+" column "+ep.IDColumn, ids); err != nil {
+					return nil, nil, err
+				}
+			}
+			if err := checkWidth(ep.Path, side, m); err != nil {
+				return nil, nil, err
 			}
 			*table = m
 			return retrieval.Embeddings(m), ids, nil
@@ -199,6 +220,7 @@ func specDataset(spec *runspec.Spec, closers *[]func() error) (*retrieval.Datase
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: q, Gallery: g, QueryIDs: qids, GalleryIDs: gids}, rel, opts...)
 	var src relevanceSources
 	if d.Qrels != nil {
+		err = unknownIDHint(err, d.Qrels.Path, d.Qrels.Format, qids, gids)
 		src.qrels = d.Qrels.Path
 	} else {
 		src.queryLabels, src.galleryLabels = d.Labels.Queries, d.Labels.Gallery
@@ -230,6 +252,7 @@ func readTexts(path string) ([]string, []string, error) {
 		return texts, nil, err
 	}
 	var texts, ids []string
+	idLine := map[string]int{} // first line of each _id/id, for duplicates
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
@@ -259,6 +282,10 @@ func readTexts(path string) ([]string, []string, error) {
 			if id == "" {
 				id, _ = t["id"].(string)
 			}
+			if prev, dup := idLine[id]; dup && id != "" {
+				return nil, nil, formats.LineErrorf(path, line, "duplicate _id %s (first at line %d); IDs must be unique (SPEC §2.2)", msgfmt.Quote(id), prev)
+			}
+			idLine[id] = line
 			ids = append(ids, id)
 		default:
 			return nil, nil, formats.LineErrorf(path, line, "each line must be a JSON string or an object with a text field")
