@@ -38,6 +38,7 @@ type runFlags struct {
 	config                       configFlags
 	threads                      int
 	onnxLib                      string
+	store                        string // --store: endpoint cache of a --spec run (SPEC §9.5)
 	mem                          memoryFlags
 	comp                         compressFlags
 	out                          outputFlags
@@ -186,6 +187,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.queryIDColumn, "query-id-column", "", "Parquet/Arrow column holding the query IDs (instead of --query-ids)")
 	f.StringVar(&fl.galleryIDCol, "gallery-id-column", "", "Parquet/Arrow column holding the gallery IDs (instead of --gallery-ids)")
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
+	f.StringVar(&fl.store, "store", "", "artifact store used as the endpoint cache of a --spec run (overrides the run file's store:; default none)")
 	f.StringVar(&fl.onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for the ONNX extractors of a --spec run file (default $ONNXRUNTIME_LIB, then standard locations)")
 	fl.config.register(cmd)
 	fl.mem.register(cmd)
