@@ -33,6 +33,10 @@ import (
 var specOverrides = map[string]bool{"spec": true, "json": true, "markdown": true, "csv": true, "run": true,
 	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true, "onnxruntime-lib": true, "store": true}
 
+// wrapExtractor, when set, wraps every extractor a run file builds; tests
+// use it to count encoder calls (a cache hit must encode nothing).
+var wrapExtractor func(extract.Extractor) extract.Extractor
+
 // runSpec evaluates a declarative run file (SPEC §6.5).
 func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
 	var bad []string
@@ -95,6 +99,9 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 		x, err := specExtractor(ctx, spec, e, tables, fl.onnxLib, &closers)
 		if err != nil {
 			return err
+		}
+		if wrapExtractor != nil {
+			x = wrapExtractor(x)
 		}
 		entries[i] = extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch, NoCache: !e.Cache}
 	}
