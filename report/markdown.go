@@ -159,9 +159,6 @@ func writeDetails(buf *bytes.Buffer, rank int, r *results.ExtractorResult) error
 		applied, _ := r.CompressionMetadata["applied"].(bool)
 		fmt.Fprintf(buf, "- Compression: %s, applied=%t\n", EscapeMarkdown(method), applied)
 	}
-	if r.CacheStatus != "" {
-		fmt.Fprintf(buf, "- Endpoint cache: %s\n", EscapeMarkdown(r.CacheStatus))
-	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(buf, "- Warning: %s\n", EscapeMarkdown(w))
 	}
