@@ -836,3 +836,31 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// SPEC §9.5: the per-text vector cache is reuse across runs, so it needs
+// a cache_identity, which is part of every key: a new identity (a new
+// model deployment) never sees the old identity's vectors.
+func TestCacheNeedsIdentity(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := New(Config{Provider: ProviderTEI, BaseURL: "http://h", Model: "m", CacheDir: dir}); err == nil ||
+		!strings.Contains(err.Error(), "cache_identity") {
+		t.Fatalf("cache without identity: %v", err)
+	}
+	f, srv := newFake(t, 3)
+	for i, id := range []string{"m@1", "m@2", "m@1"} {
+		c, _ := newTestClient(t, Config{Provider: ProviderTEI, BaseURL: srv.URL, Model: "m", CacheDir: dir, CacheIdentity: id}, 0)
+		if _, err := c.Embed(context.Background(), texts(2)); err != nil {
+			t.Fatal(err)
+		}
+		// m@1 writes 2 files, m@2 two more, m@1 again hits its own.
+		if n, want := len(cacheFiles(t, dir)), []int{2, 4, 4}[i]; n != want {
+			t.Errorf("after identity %s: %d cache files, want %d", id, n, want)
+		}
+		if n, want := f.count(), []int{1, 2, 2}[i]; n != want {
+			t.Errorf("after identity %s: %d requests, want %d", id, n, want)
+		}
+		if r := c.Recipe(); r["cache_identity"] != id || r["cache_safe"] != true {
+			t.Errorf("recipe %v", r)
+		}
+	}
+}
