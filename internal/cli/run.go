@@ -245,6 +245,11 @@ func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout,
 	if fl.spec != "" {
 		return runSpec(ctx, cmd, fl, stdout, stderr)
 	}
+	// The endpoint cache serves run-file extractors; a precomputed pair
+	// from flags has nothing to encode.
+	if cmd.Flags().Changed("store") {
+		return usagef("--store requires --spec (the endpoint cache of a run file)")
+	}
 	if err := fl.check(cmd); err != nil {
 		return err
 	}

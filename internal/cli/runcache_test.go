@@ -153,6 +153,11 @@ extractors:
 	if got := cacheStatuses(t, runJSON(t, "--spec", path, "--store", filepath.Join(f.dir, "other"))); got["tables"] != "miss" {
 		t.Errorf("--store: %v", got)
 	}
+	// --store is for run files only.
+	if code, _, stderr := run(t, "retrieval", "run", "--queries", f.q, "--gallery", f.g, "--qrels", filepath.Join(f.dir, "rel.qrels"),
+		"--store", filepath.Join(f.dir, "cache")); code != 2 || !strings.Contains(stderr, "--store requires --spec") {
+		t.Errorf("--store without --spec: exit %d: %s", code, stderr)
+	}
 	// Without any store every result is disabled.
 	plain := writeFile(t, f.dir, "plain.yaml", strings.Replace(spec, "store: cache\n", "", 1))
 	if got := cacheStatuses(t, runJSON(t, "--spec", plain)); !reflect.DeepEqual(got, map[string]any{"tables": "disabled", "fresh": "disabled"}) {
