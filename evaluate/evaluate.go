@@ -35,6 +35,9 @@ type Backbone struct {
 	Encode func(ctx context.Context, side string, items retrieval.Items) (matrix.Matrix, error)
 	// Variants, when set, replaces Options.Compression for this backbone.
 	Variants []compress.Config
+	// CacheStatus, when set, gives the endpoint cache status of the
+	// backbone's results (SPEC §9.5) once its endpoints are encoded.
+	CacheStatus func() string
 	// Release, when set, is called once the backbone's variants are scored
 	// (or its run failed), to free its endpoints.
 	Release func() error
@@ -235,6 +238,9 @@ func runBackbone(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Confi
 		}
 		r.Name = compress.VariantName(b.Name, c, dim)
 		r.Runtime.ExtractionSeconds = extraction
+		if b.CacheStatus != nil {
+			r.CacheStatus = b.CacheStatus()
+		}
 		out = append(out, r)
 	}
 	return out, nil

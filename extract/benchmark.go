@@ -26,6 +26,9 @@ type Benchmark struct {
 	Memory      memory.Config
 	Threads     int // 0 = GOMAXPROCS
 	RunDepth    int // < 0 none, 0 full ranking, N top N (forward)
+	// Cache, when set, keeps the endpoints of cache-eligible extractors
+	// across runs (SPEC §9.5); nil reports every result as disabled.
+	Cache EndpointCache
 }
 
 // Run checks every extractor against the dataset before encoding anything,
@@ -53,6 +56,7 @@ func (b *Benchmark) Run(ctx context.Context) (*results.Benchmark, error) {
 	backbones := make([]evaluate.Backbone, len(b.Extractors))
 	for i, e := range b.Extractors {
 		var enc *Encoded
+		status := CacheDisabled
 		backbones[i] = evaluate.Backbone{
 			Name: e.Extractor.Name(), Type: e.Extractor.Type(), Recipe: e.Extractor.Recipe(),
 			// evaluate encodes the query side first: that call runs the
@@ -60,7 +64,7 @@ func (b *Benchmark) Run(ctx context.Context) (*results.Benchmark, error) {
 			Encode: func(ctx context.Context, side string, _ retrieval.Items) (matrix.Matrix, error) {
 				if enc == nil {
 					var err error
-					if enc, err = Encode(ctx, b.Dataset, e, b.Embedding, budget); err != nil {
+					if enc, status, err = EncodeCached(ctx, b.Dataset, e, b.Embedding, budget, b.Cache, !e.NoCache); err != nil {
 						return nil, err
 					}
 				}
@@ -69,6 +73,7 @@ func (b *Benchmark) Run(ctx context.Context) (*results.Benchmark, error) {
 				}
 				return enc.Gallery, nil
 			},
+			CacheStatus: func() string { return status },
 			Release: func() error {
 				if enc == nil {
 					return nil

@@ -67,6 +67,9 @@ type Entry struct {
 	Extractor     Extractor
 	QueryBranch   string // both or neither
 	GalleryBranch string
+	// NoCache is the entry's `cache: false`: its endpoints are neither read
+	// from nor written to an endpoint cache (status disabled, SPEC §9.5).
+	NoCache bool
 }
 
 // EmbeddingConfig is SPEC §9.3.
@@ -166,6 +169,13 @@ func (e *Encoded) Close() error {
 // only after it the gallery endpoint, in batches admitted against budget
 // (nil: unbounded, in memory).
 func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *encode.Budget) (*Encoded, error) {
+	return encodeSides(ctx, ds, e, cfg, budget, [2]matrix.Matrix{})
+}
+
+// encodeSides is Encode for the endpoints (query, gallery) not already in
+// have, which are taken as they are; the fit runs only when something is
+// left to encode.
+func encodeSides(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *encode.Budget, have [2]matrix.Matrix) (*Encoded, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -174,13 +184,13 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingCo
 	}
 	name := e.Extractor.Name()
 	branchMode := e.QueryBranch != ""
-	if f, ok := e.Extractor.(Fitter); ok && !branchMode {
+	if f, ok := e.Extractor.(Fitter); ok && !branchMode && (have[0] == nil || have[1] == nil) {
 		if err := f.Fit(ctx, ds.Gallery()); err != nil {
 			return nil, fmt.Errorf("Extractor %s: fit on the gallery: %w", name, err)
 		}
 	}
 	out := &Encoded{}
-	for _, side := range []struct {
+	for i, side := range []struct {
 		name, branch string
 		items        retrieval.Items
 		ids          []string
@@ -189,6 +199,10 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingCo
 		{"query", e.QueryBranch, ds.Queries(), ds.QueryIDs(), &out.Query},
 		{"gallery", e.GalleryBranch, ds.Gallery(), ds.GalleryIDs(), &out.Gallery},
 	} {
+		if have[i] != nil {
+			*side.dst = have[i]
+			continue
+		}
 		n := side.items.Len()
 		batch := n
 		if cfg.StreamingEnabled && (e.Extractor.StreamingSafe() || branchMode) {

@@ -129,6 +129,10 @@ type ExtractorResult struct {
 	Runtime             Runtime        `json:"runtime"`
 	Warnings            []string       `json:"warnings"`
 	Recipe              map[string]any `json:"recipe"`
+	// CacheStatus is the endpoint cache status of SPEC §9.5 (hit, miss,
+	// disabled, bypassed_unsafe_identity) of extractor runs; results built
+	// from precomputed flags or artifacts carry none.
+	CacheStatus string `json:"cache_status,omitempty"`
 }
 
 // RankEntry is one row of the ranked view.

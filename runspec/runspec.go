@@ -57,6 +57,9 @@ type Spec struct {
 	Extractors  []Extractor       // non-empty, unique names, in file order
 	Outputs     Outputs
 	Engine      string // EngineLocal (default) or EngineBeam
+	// Store is the artifact store used as the endpoint cache (SPEC §9.5):
+	// a URI, or a local path resolved against Dir; "" runs without one.
+	Store string
 }
 
 // Dataset is the `dataset` section. Exactly one of Qrels and Labels is set.
@@ -149,14 +152,14 @@ func Parse(path string, data []byte) (*Spec, error) {
 		return nil, err
 	}
 	if err := top.allow("version", "dataset", "retrieval", "embedding", "memory",
-		"compression", "extractors", "outputs", "engine"); err != nil {
+		"compression", "extractors", "outputs", "engine", "store"); err != nil {
 		return nil, err
 	}
 	s := &Spec{Path: path, Dir: p.dir}
 	// Sections in a fixed order: extractors need the dataset.
 	steps := []func(*parser, *object) error{
 		s.parseVersion, s.parseDataset, s.parseRetrieval, s.parseEmbedding, s.parseMemory,
-		s.parseCompression, s.parseExtractors, s.parseOutputs, s.parseEngine,
+		s.parseCompression, s.parseExtractors, s.parseOutputs, s.parseEngine, s.parseStore,
 	}
 	for _, step := range steps {
 		if err := step(p, top); err != nil {
@@ -573,3 +576,17 @@ func (s *Spec) parseEngine(p *parser, top *object) error {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// parseStore reads the optional `store` key: the artifact store a run uses
+// as its endpoint cache. URIs (scheme://…) are kept as written; a plain
+// path resolves against the run file's directory like every other path.
+func (s *Spec) parseStore(p *parser, top *object) error {
+	ok, err := top.nonBlank("store", &s.Store)
+	if err != nil || !ok {
+		return err
+	}
+	if !strings.Contains(s.Store, "://") {
+		s.Store = p.resolve(s.Store)
+	}
+	return nil
+}

@@ -43,11 +43,15 @@ func (c *Client) cacheKey(text string) (string, error) {
 	}
 	return canonjson.Hash(map[string]any{
 		"kind":       "vertebrae.hosted_embedding",
-		"version":    1,
+		"version":    2,
 		"provider":   c.cfg.Provider,
 		"model":      c.cfg.Model,
 		"dimensions": dims,
-		"text":       text,
+		// The identity the caller vouches for (New requires one with a
+		// cache): a new model deployment gets a new identity, hence new
+		// keys, never the old model's vectors (SPEC §9.5).
+		"cache_identity": c.cfg.CacheIdentity,
+		"text":           text,
 	})
 }
 

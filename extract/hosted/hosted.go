@@ -102,7 +102,14 @@ type Config struct {
 	// random duration in [0, min(BackoffMax, BackoffBase·2^r)); defaults
 	// 1 s and 30 s. initial_backoff, max_backoff.
 	BackoffBase, BackoffMax time.Duration
-	// CacheDir holds the per-text vector cache; "" disables it.
+	// CacheIdentity names the outputs beyond provider, URL and model (e.g.
+	// "e5-base@2026-01"): the caller's promise that equal identities give
+	// equal vectors. Without it the outputs have no identity (a server may
+	// swap the model behind one URL), so nothing is reused across runs
+	// (SPEC §9.5). cache_identity.
+	CacheIdentity string
+	// CacheDir holds the per-text vector cache; "" disables it. It needs
+	// a non-blank CacheIdentity, which enters every cache key.
 	CacheDir string
 	// HTTPClient sends the requests; nil uses a client whose connection
 	// pool fits Concurrency. Tests use it to count or intercept requests.
@@ -175,6 +182,9 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		c.http = &http.Client{Transport: tr}
 	}
 	if cfg.CacheDir != "" {
+		if strings.TrimSpace(cfg.CacheIdentity) == "" {
+			return nil, fmt.Errorf("hosted: a vector cache (%s) needs a cache_identity: without one a changed model behind the same URL would be served stale vectors (SPEC §9.5)", cfg.CacheDir)
+		}
 		// Creating the directory now surfaces an unwritable location before
 		// any request is paid for.
 		if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
@@ -342,6 +352,13 @@ func (c *Client) Recipe() map[string]any {
 		"dimensions": dims,
 		"encoding":   c.cfg.Encoding,
 		"batch_size": c.cfg.BatchSize,
+	}
+	// cache_identity and cache_safe make the recipe speak for itself
+	// (SPEC §9.5): only an explicit identity makes hosted outputs cacheable.
+	if id := strings.TrimSpace(c.cfg.CacheIdentity); id != "" {
+		r["cache_identity"], r["cache_safe"] = c.cfg.CacheIdentity, true
+	} else {
+		r["cache_identity"], r["cache_safe"] = nil, false
 	}
 	if len(c.cfg.Headers) > 0 {
 		names := make([]string, 0, len(c.cfg.Headers))

@@ -434,7 +434,7 @@ func TestWidthAcrossBatches(t *testing.T) {
 		return v
 	}
 	dir := t.TempDir()
-	c, _ := newTestClient(t, Config{Provider: ProviderTEI, BaseURL: srv.URL, Model: "m", BatchSize: 2, Concurrency: 1, CacheDir: dir}, 0)
+	c, _ := newTestClient(t, Config{Provider: ProviderTEI, BaseURL: srv.URL, Model: "m", BatchSize: 2, Concurrency: 1, CacheDir: dir, CacheIdentity: "m@test"}, 0)
 	_, err := c.Embed(context.Background(), texts(4))
 	if err == nil || !strings.Contains(err.Error(), "embeddings have 4 dimensions, rows [0, 2) have 3") || !strings.Contains(err.Error(), "rows [2, 4)") {
 		t.Fatalf("err = %v", err)
@@ -474,7 +474,7 @@ func TestAPIKey(t *testing.T) {
 	}
 	dir := t.TempDir()
 	c, _ := newTestClient(t, Config{Provider: ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "m",
-		APIKeyEnv: "VERTEBRAE_TEST_KEY", CacheDir: dir, Headers: map[string]string{"x-team": "eval"}}, 0)
+		APIKeyEnv: "VERTEBRAE_TEST_KEY", CacheDir: dir, CacheIdentity: "m@test", Headers: map[string]string{"x-team": "eval"}}, 0)
 	in := texts(2)
 	m, err := c.Embed(context.Background(), in)
 	if err != nil {
@@ -527,7 +527,7 @@ func TestNothingCachedFromFailures(t *testing.T) {
 	}
 	f.vectors = func(q request, v [][]float32) [][]float32 { return v[1:] }
 	dir := t.TempDir()
-	c, _ := newTestClient(t, Config{Provider: ProviderOllama, BaseURL: srv.URL, Model: "m", CacheDir: dir, MaxRetries: 1}, 0)
+	c, _ := newTestClient(t, Config{Provider: ProviderOllama, BaseURL: srv.URL, Model: "m", CacheDir: dir, CacheIdentity: "m@test", MaxRetries: 1}, 0)
 	if _, err := c.Embed(context.Background(), texts(2)); err == nil {
 		t.Fatal("exhausted retries: no error")
 	}
@@ -553,7 +553,7 @@ func TestResumeFromCache(t *testing.T) {
 		return false
 	}
 	dir := t.TempDir()
-	cfg := Config{Provider: ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "m", BatchSize: 2, Concurrency: 1, CacheDir: dir}
+	cfg := Config{Provider: ProviderOpenAI, BaseURL: srv.URL + "/v1", Model: "m", BatchSize: 2, Concurrency: 1, CacheDir: dir, CacheIdentity: "m@test"}
 	c, _ := newTestClient(t, cfg, 0)
 	in := texts(8)
 	_, err := c.Embed(ctx, in)
@@ -598,7 +598,7 @@ func TestResumeFromCache(t *testing.T) {
 func TestCorruptCacheEntry(t *testing.T) {
 	f, srv := newFake(t, 4)
 	dir := t.TempDir()
-	c, _ := newTestClient(t, Config{Provider: ProviderTEI, BaseURL: srv.URL, Model: "m", CacheDir: dir}, 0)
+	c, _ := newTestClient(t, Config{Provider: ProviderTEI, BaseURL: srv.URL, Model: "m", CacheDir: dir, CacheIdentity: "m@test"}, 0)
 	in := texts(3)
 	if _, err := c.Embed(context.Background(), in); err != nil {
 		t.Fatal(err)
@@ -798,6 +798,7 @@ func TestRecipe(t *testing.T) {
 	want := map[string]any{
 		"provider": "openai", "base_url": "http://h:8000/v1", "model": "text-embedding-3-small",
 		"dimensions": 256, "encoding": "base64", "batch_size": 32, "headers": []any{"X-A", "X-B"},
+		"cache_identity": nil, "cache_safe": false,
 	}
 	if got := c.Recipe(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("recipe = %v", got)
@@ -806,7 +807,8 @@ func TestRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = map[string]any{"provider": "tei", "base_url": "http://h", "model": "bge", "dimensions": nil, "encoding": "float", "batch_size": 64}
+	want = map[string]any{"provider": "tei", "base_url": "http://h", "model": "bge", "dimensions": nil, "encoding": "float", "batch_size": 64,
+		"cache_identity": nil, "cache_safe": false}
 	if got := c.Recipe(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("recipe = %v", got)
 	}
@@ -831,6 +833,34 @@ func TestParseRetryAfter(t *testing.T) {
 		d, ok := parseRetryAfter(tc.h, now)
 		if d != tc.d || ok != tc.isOK {
 			t.Errorf("parseRetryAfter(%q) = %s, %v; want %s, %v", tc.h, d, ok, tc.d, tc.isOK)
+		}
+	}
+}
+
+// SPEC §9.5: the per-text vector cache is reuse across runs, so it needs
+// a cache_identity, which is part of every key: a new identity (a new
+// model deployment) never sees the old identity's vectors.
+func TestCacheNeedsIdentity(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := New(Config{Provider: ProviderTEI, BaseURL: "http://h", Model: "m", CacheDir: dir}); err == nil ||
+		!strings.Contains(err.Error(), "cache_identity") {
+		t.Fatalf("cache without identity: %v", err)
+	}
+	f, srv := newFake(t, 3)
+	for i, id := range []string{"m@1", "m@2", "m@1"} {
+		c, _ := newTestClient(t, Config{Provider: ProviderTEI, BaseURL: srv.URL, Model: "m", CacheDir: dir, CacheIdentity: id}, 0)
+		if _, err := c.Embed(context.Background(), texts(2)); err != nil {
+			t.Fatal(err)
+		}
+		// m@1 writes 2 files, m@2 two more, m@1 again hits its own.
+		if n, want := len(cacheFiles(t, dir)), []int{2, 4, 4}[i]; n != want {
+			t.Errorf("after identity %s: %d cache files, want %d", id, n, want)
+		}
+		if n, want := f.count(), []int{1, 2, 2}[i]; n != want {
+			t.Errorf("after identity %s: %d requests, want %d", id, n, want)
+		}
+		if r := c.Recipe(); r["cache_identity"] != id || r["cache_safe"] != true {
+			t.Errorf("recipe %v", r)
 		}
 	}
 }

@@ -246,20 +246,6 @@ type PlanShard struct {
 	BatchSize   int    `json:"batch_size"`
 }
 
-// cacheEligible applies SPEC §9.5 to a recipe and the entry's cache switch.
-func cacheEligible(e *runspec.Extractor, recipe map[string]any) (bool, string) {
-	if !e.Cache {
-		return false, artifact.CacheDisabled
-	}
-	if id, _ := recipe["cache_identity"].(string); strings.TrimSpace(id) != "" {
-		return true, artifact.CacheMiss
-	}
-	if safe, _ := recipe["cache_safe"].(bool); safe {
-		return true, artifact.CacheMiss
-	}
-	return false, artifact.CacheBypassed
-}
-
 func newPlanCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var spec, only, onnxLib string
@@ -347,7 +333,7 @@ func planExtractor(ctx context.Context, st *artifact.Store, sc *specContext, e *
 	if err != nil {
 		return PlanExtractor{}, err
 	}
-	eligible, status := cacheEligible(e, recipe)
+	eligible, status := extract.CacheEligibility(recipe, e.Cache)
 	pe := PlanExtractor{Name: e.Name, ExtractorType: typeOrUnknown(x.Type()), DatasetIdentityKey: p.DatasetIdentityKey, RecipeHash: rh}
 	batch := sc.spec.Embedding.BatchSize
 	for _, side := range []struct {

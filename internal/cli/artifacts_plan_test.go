@@ -59,7 +59,9 @@ func TestPlanCacheStatus(t *testing.T) {
 		status string
 	}{
 		{&runspec.Extractor{Name: "safe", Cache: false}, safe, artifact.CacheDisabled},
-		{&runspec.Extractor{Name: "plain", Cache: true}, &extract.Precomputed{ExtractorName: "plain", Query: q, Gallery: g}, artifact.CacheBypassed},
+		// An encoder without cache_identity or content identity
+		// (precomputed ones have one: the digests of their tables).
+		{&runspec.Extractor{Name: "plain", Cache: true}, unsafeEncoder{}, artifact.CacheBypassed},
 	} {
 		pe, err := planExtractor(ctx, st, sc, c.e, c.x, plan, 1)
 		if err != nil {
@@ -72,3 +74,15 @@ func TestPlanCacheStatus(t *testing.T) {
 		}
 	}
 }
+
+// unsafeEncoder is an extractor whose recipe has no identity (SPEC §9.5).
+type unsafeEncoder struct{}
+
+func (unsafeEncoder) Name() string { return "plain" }
+func (unsafeEncoder) Type() string { return "func" }
+func (unsafeEncoder) Recipe() map[string]any {
+	return map[string]any{"name": "plain", "extractor_type": "func"}
+}
+func (unsafeEncoder) StreamingSafe() bool                                          { return true }
+func (unsafeEncoder) Modality() string                                             { return extract.ModalityEmbeddings }
+func (unsafeEncoder) Encode(context.Context, extract.Batch) (matrix.Matrix, error) { return nil, nil }

@@ -205,7 +205,7 @@ func TestArtifactRoundTripMatchesLocalRun(t *testing.T) {
 				"--markdown", filepath.Join(dir, "local.md"), "--csv", filepath.Join(dir, "local.csv")); code != 0 {
 				t.Fatal(stderr)
 			}
-			want := reportOf(t, mustRead(t, local))
+			want := withoutCacheStatus(reportOf(t, mustRead(t, local)))
 			got, _ := runArtifactFlow(t, filepath.Join(dir, "store"), spec, c.shards)
 			// The CSV is identical; the Markdown from the ranking on (the
 			// summary section is the shorter one of §10.8).
@@ -308,7 +308,7 @@ func TestArtifactFlowS3(t *testing.T) {
 				t.Fatal(stderr)
 			}
 			got, key := runArtifactFlow(t, uri, spec, 2)
-			want := reportOf(t, mustRead(t, local))
+			want := withoutCacheStatus(reportOf(t, mustRead(t, local)))
 			if rep := reportOf(t, got); !reflect.DeepEqual(rep["extractor_results"], want["extractor_results"]) {
 				t.Fatal("S3 artifact path differs from the local run")
 			}
@@ -426,7 +426,7 @@ func TestArtifactCompressMatchesLocalVariant(t *testing.T) {
 		if code != 0 {
 			t.Fatal(stderr)
 		}
-		want := reportOf(t, out)["extractor_results"].([]any)[0].(map[string]any)
+		want := withoutCacheStatus(reportOf(t, out))["extractor_results"].([]any)[0].(map[string]any)
 		code, out, stderr = run(t, "retrieval", "compress", "--query-key", q, "--gallery-key", g, "--config", cfgPath, "--store", st)
 		if code != 0 {
 			t.Fatal(stderr)
@@ -454,4 +454,14 @@ func TestArtifactCompressMatchesLocalVariant(t *testing.T) {
 			t.Errorf("%s:\nartifact %s\nlocal %s", c.name, a, b)
 		}
 	}
+}
+
+// withoutCacheStatus drops cache_status (SPEC §9.5), which says how a local
+// run obtained its endpoints and so is not part of what a reconstruction
+// reproduces.
+func withoutCacheStatus(rep map[string]any) map[string]any {
+	for _, r := range rep["extractor_results"].([]any) {
+		delete(r.(map[string]any), "cache_status")
+	}
+	return rep
 }

@@ -38,6 +38,7 @@ type runFlags struct {
 	config                       configFlags
 	threads                      int
 	onnxLib                      string
+	store                        string // --store: endpoint cache of a --spec run (SPEC §9.5)
 	mem                          memoryFlags
 	comp                         compressFlags
 	out                          outputFlags
@@ -173,6 +174,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
 	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
 	f.StringVar(&fl.onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for the ONNX extractors of a --spec run file (default $ONNXRUNTIME_LIB, then standard locations)")
+	f.StringVar(&fl.store, "store", "", "artifact store used as the endpoint cache of a --spec run (overrides the run file's store:; default none)")
 	fl.registerDataset(cmd)
 	fl.config.register(cmd)
 	fl.mem.register(cmd)
@@ -251,6 +253,11 @@ func (fl *runFlags) check(cmd *cobra.Command) error {
 func runRetrieval(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
 	if fl.spec != "" {
 		return runSpec(ctx, cmd, fl, stdout, stderr)
+	}
+	// The endpoint cache serves run-file extractors; a precomputed pair
+	// from flags has nothing to encode.
+	if cmd.Flags().Changed("store") {
+		return usagef("--store requires --spec (the endpoint cache of a run file)")
 	}
 	if err := fl.check(cmd); err != nil {
 		return err

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/vertebrae-eval/vertebrae/artifact"
 	"github.com/vertebrae-eval/vertebrae/encode"
+	"github.com/vertebrae-eval/vertebrae/endpointcache"
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/extract/command"
 	"github.com/vertebrae-eval/vertebrae/extract/hosted"
@@ -24,12 +26,17 @@ import (
 	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/runspec"
+	"github.com/vertebrae-eval/vertebrae/store/location"
 )
 
 // specOverrides are the flags allowed next to --spec (SPEC §6.3).
 var specOverrides = map[string]bool{"spec": true, "json": true, "markdown": true, "csv": true, "run": true,
 	"run-depth": true, "write-qrels": true, "threads": true, "quiet": true, "onnxruntime-lib": true,
-	"html": true, "plots": true, "plot-format": true}
+	"html": true, "plots": true, "plot-format": true, "store": true}
+
+// wrapExtractor, when set, wraps every extractor a run file builds; tests
+// use it to count encoder calls (a cache hit must encode nothing).
+var wrapExtractor func(extract.Extractor) extract.Extractor
 
 // runSpec evaluates a declarative run file (SPEC §6.5).
 func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stderr io.Writer) error {
@@ -40,7 +47,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 		}
 	})
 	if len(bad) > 0 {
-		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --html, --plots, --plot-format, --threads, --onnxruntime-lib and --quiet are allowed; got %s", strings.Join(bad, ", "))
+		return usagef("with --spec only --json, --markdown, --csv, --run, --run-depth, --write-qrels, --html, --plots, --plot-format, --threads, --onnxruntime-lib, --store and --quiet are allowed; got %s", strings.Join(bad, ", "))
 	}
 	spec, err := runspec.Load(fl.spec)
 	if err != nil {
@@ -94,12 +101,29 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 		if err != nil {
 			return err
 		}
-		entries[i] = extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch}
+		if wrapExtractor != nil {
+			x = wrapExtractor(x)
+		}
+		entries[i] = extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch, NoCache: !e.Cache}
 	}
 	bench := &extract.Benchmark{
 		Dataset: ds, Config: spec.Retrieval, Extractors: entries, Compression: spec.Compression,
 		Embedding: extract.EmbeddingConfig(spec.Embedding), Memory: spec.Memory,
 		Threads: fl.threads, RunDepth: out.runDepthOption(),
+	}
+	// The endpoint cache is opt-in for run (store: or --store); only the
+	// artifact commands default to .vertebrae_cache (SPEC §6.8).
+	storeURI := spec.Store
+	if changed("store") {
+		storeURI = fl.store
+	}
+	if storeURI != "" {
+		st, err := location.Open(ctx, storeURI)
+		if err != nil {
+			return err
+		}
+		closers = append(closers, st.Close)
+		bench.Cache = endpointcache.New(artifact.New(st))
 	}
 	if !out.quiet {
 		ctx = encode.WithProgress(ctx, newProgress(stderr).report)
@@ -346,8 +370,11 @@ func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor
 		}
 		return p, nil
 	case runspec.TypeOpenAI, runspec.TypeOllama, runspec.TypeTEI:
-		cacheDir := ""
-		if e.Cache {
+		// The per-text vector cache is reuse across runs, so it exists only
+		// under an explicit cache_identity (SPEC §9.5); without one every
+		// run asks the server, and a changed model gives its new numbers.
+		cacheDir, identity := "", e.Str("cache_identity")
+		if e.Cache && strings.TrimSpace(identity) != "" {
 			cacheDir = filepath.Join(spec.Dir, ".vertebrae_cache", "hosted")
 		}
 		c, err := hosted.New(hosted.Config{
@@ -355,7 +382,7 @@ func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor
 			APIKeyEnv: e.Str("api_key_env"), Headers: e.StringMap("headers"), BatchSize: e.Int("batch_size", 0),
 			Concurrency: e.Int("max_concurrency", 0), MaxRetries: maxRetries(e),
 			BackoffBase: e.Duration("initial_backoff", 0), BackoffMax: e.Duration("max_backoff", 0),
-			Timeout: e.Duration("request_timeout", 0), CacheDir: cacheDir,
+			Timeout: e.Duration("request_timeout", 0), CacheDir: cacheDir, CacheIdentity: identity,
 		})
 		if err != nil {
 			return nil, e.Errorf("base_url", "%v", err)
