@@ -3,6 +3,8 @@ package artifact
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -466,6 +468,76 @@ func (c *changing) Batches(ctx context.Context, yield func(matrix.Matrix) error)
 	})
 }
 
+// noMove hides a store's Move, as an object store has none, so the
+// two-pass write path runs.
+type noMove struct{ store.Store }
+
+// failing yields one batch, then fails.
+type failing struct{ generated }
+
+func (f failing) Batches(ctx context.Context, yield func(matrix.Matrix) error) error {
+	calls := 0
+	return f.generated.Batches(ctx, func(m matrix.Matrix) error {
+		if calls++; calls > 1 {
+			return errors.New("source broke")
+		}
+		return yield(m)
+	})
+}
+
+// On stores that can rename (local, mem) the data are streamed once under a
+// staging name and moved to their digest's name: the committed file is
+// named by the SHA-256 of its bytes, reads verify, and a source failing
+// mid-stream leaves no object behind.
+func TestSinglePassWrite(t *testing.T) {
+	for _, name := range []string{"mem", "local"} {
+		var st store.Store = mem.New()
+		if name == "local" {
+			var err error
+			if st, err = local.Open(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok := st.(store.Mover); !ok {
+			t.Fatalf("%s store has no Move", name)
+		}
+		s := New(st)
+		src := generated{70_000, 16} // two batches of DefaultBatchBytes
+		if err := s.WriteArray(ctx, "k", src, map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for n, err := range st.List(ctx, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		if len(names) != 3 || !strings.HasPrefix(names[0], "k/array-") || !strings.HasPrefix(names[2], "k/metadata-") || names[1] != "k/manifest.json" {
+			t.Fatalf("%s: objects %v", name, names)
+		}
+		rc, err := st.Get(ctx, names[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, rc)
+		rc.Close()
+		if err != nil || "k/array-"+hex.EncodeToString(h.Sum(nil))+".npy" != names[0] {
+			t.Fatalf("%s: %s is not named by its digest (%v)", name, names[0], err)
+		}
+		if _, _, err := s.LoadArray(ctx, "k"); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := s.WriteArray(ctx, "broken", failing{generated{70_000, 16}}, map[string]any{}); err == nil || !strings.Contains(err.Error(), "source broke") {
+			t.Fatalf("%s: got %v", name, err)
+		}
+		for n, err := range st.List(ctx, "broken") {
+			t.Errorf("%s: failed write left %s (%v)", name, n, err)
+		}
+	}
+}
+
 // A source that changes between the hashing and the upload pass is never
 // committed under a digest it does not have.
 func TestSourceChangingBetweenPasses(t *testing.T) {
@@ -477,6 +549,7 @@ func TestSourceChangingBetweenPasses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		st = noMove{st}
 		s := New(st)
 		err := s.WriteArray(ctx, "k", &changing{generated: generated{10, 4}}, map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), "source changed") {

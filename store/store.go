@@ -47,3 +47,16 @@ type UnsupportedURIError struct{ URI string }
 func (e *UnsupportedURIError) Error() string {
 	return fmt.Sprintf("Unsupported artifact store URI %q (use a path, file://, s3://, gs:// or mem://)", e.URI)
 }
+
+// Mover is implemented by stores that rename an object atomically and
+// cheaply (local disk, memory). The artifact layer then streams a data file
+// once, hashing it on the way, under a staging name, and moves it to the
+// name its digest gives; stores without it get the data twice (a hashing
+// pass, then the upload), since an object-store "rename" is a second copy.
+type Mover interface {
+	// Move renames the object from to the name to, replacing any object
+	// there; after it returns, from no longer exists and to survives a
+	// crash. Both names are in one store; a missing from matches
+	// ErrNotExist.
+	Move(ctx context.Context, from, to string) error
+}

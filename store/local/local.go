@@ -62,7 +62,10 @@ type Store struct {
 	root string
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store = (*Store)(nil)
+	_ store.Mover = (*Store)(nil)
+)
 
 // Open returns the store rooted at dir (made absolute, so a later change of
 // working directory does not move it). The directory is created by the
@@ -161,6 +164,50 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	}
 	if err := fsyncDir(dir); err != nil {
 		return fmt.Errorf("local store: put %s: fsync directory: %w", name, err)
+	}
+	return nil
+}
+
+// Move implements store.Mover: a rename within the root, then an fsync of
+// the destination's directory (and of the source's when it differs), so the
+// new name survives a crash.
+func (s *Store) Move(ctx context.Context, from, to string) error {
+	src, err := s.path(from)
+	if err != nil {
+		return err
+	}
+	dst, err := s.path(to)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local store: move %s: %w", from, err)
+	}
+	if fi, err := os.Lstat(src); err != nil {
+		if notExist(err) {
+			return fmt.Errorf("local store: move %s: %w", from, store.ErrNotExist)
+		}
+		return fmt.Errorf("local store: move %s: %w", from, err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("local store: move %s: %w", from, store.ErrNotExist)
+	}
+	dir := filepath.Dir(dst)
+	if err := s.mkdirAll(dir, to); err != nil {
+		return err
+	}
+	if err := rename(src, dst); err != nil {
+		if fi, serr := os.Stat(dst); serr == nil && fi.IsDir() {
+			return fmt.Errorf("local store: move %s to %s: objects exist below this name (a name cannot also be a prefix directory)", from, to)
+		}
+		return fmt.Errorf("local store: move %s to %s: %w", from, to, err)
+	}
+	if err := fsyncDir(dir); err != nil {
+		return fmt.Errorf("local store: move %s to %s: fsync directory: %w", from, to, err)
+	}
+	if sd := filepath.Dir(src); sd != dir {
+		if err := fsyncDir(sd); err != nil {
+			return fmt.Errorf("local store: move %s to %s: fsync directory: %w", from, to, err)
+		}
 	}
 	return nil
 }

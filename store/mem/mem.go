@@ -23,7 +23,10 @@ type Store struct {
 // New returns an empty store.
 func New() *Store { return &Store{objects: map[string][]byte{}} }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store = (*Store)(nil)
+	_ store.Mover = (*Store)(nil)
+)
 
 // Put implements store.Store; the object becomes visible only once it has
 // been read completely.
@@ -88,6 +91,22 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 			}
 		}
 	}
+}
+
+// Move implements store.Mover.
+func (s *Store) Move(ctx context.Context, from, to string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.objects[from]
+	if !ok {
+		return fmt.Errorf("mem store: %s: %w", from, store.ErrNotExist)
+	}
+	delete(s.objects, from)
+	s.objects[to] = b
+	return nil
 }
 
 // Delete implements store.Store.
