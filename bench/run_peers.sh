@@ -17,6 +17,11 @@ VB="$DIR/vertebrae"
 E2E="$DIR/e2e-1000x100000x384"
 [ -f "$E2E/qrels.tsv" ] || $PY "$ROOT/bench/gen_embeddings.py" "$E2E" 1000 100000 384
 
+# Peers run with OpenBLAS's own CPU detection (OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE unset); PEER_CORETYPE=SapphireRapids (say) forces a
+# kernel where the detection of an older OpenBLAS picks a slow one.
+peer=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${PEER_CORETYPE:+OPENBLAS_CORETYPE=$PEER_CORETYPE})
+
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 secs() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
 
@@ -26,8 +31,8 @@ for i in $(seq "$REPEAT"); do
 	ours64+=("$(secs "$VB" "${run[@]}")")
 	ours64off+=("$(VERTEBRAE_SCREEN=off secs "$VB" "${run[@]}")")
 	ours32+=("$(secs "$VB" "${run[@]}" --precision float32)")
-	npy+=("$(secs $PY "$ROOT/bench/numpy_protocol.py" "$E2E")")
-	fai+=("$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -f %e $PY "$ROOT/bench/faiss_topk.py" "$E2E" 2>&1 >/dev/null | tail -1)")
+	npy+=("$(secs "${peer[@]}" $PY "$ROOT/bench/numpy_protocol.py" "$E2E")")
+	fai+=("$(secs "${peer[@]}" $PY "$ROOT/bench/faiss_topk.py" "$E2E")")
 done
 m() { printf '%s\n' "$@" | median; }
 o64=$(m "${ours64[@]}"); o64off=$(m "${ours64off[@]}"); o32=$(m "${ours32[@]}"); n=$(m "${npy[@]}"); f=$(m "${fai[@]}")
@@ -48,6 +53,6 @@ awk -v a="$o64" -v b="$pure" 'BEGIN { printf "  end to end / bench pure scoring 
 # One thread, 2048 × 65536 × 768, dot: exact scoring vs OpenBLAS gemm alone.
 for prec in float64 float32; do
 	ours=$("$VB" bench --queries 2048 --gallery 65536 --dim 768 --similarity dot --precision $prec --threads 1 --repeat "$REPEAT" --calibrate 0 | awk '/^median:/ {print $2}')
-	blas=$(OPENBLAS_NUM_THREADS=1 $PY "$ROOT/bench/gemm.py" 2048 65536 768 $prec "$REPEAT" | awk '{print $3}')
+	blas=$("${peer[@]}" OPENBLAS_NUM_THREADS=1 $PY "$ROOT/bench/gemm.py" 2048 65536 768 $prec "$REPEAT" | awk '{print $3}')
 	awk -v a="$blas" -v b="$ours" -v p=$prec 'BEGIN { printf "one thread 2048x65536x768 dot %s: gemm %s s, vertebrae %s s, ratio gemm/ours %.2fx\n", p, a, b, a/b }'
 done
