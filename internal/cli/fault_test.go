@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
+	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
 )
@@ -191,7 +192,7 @@ func TestFaultInjection(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newFaultEnv(t)
 			args := c.args(t, e)
-			before := treeSnapshot(t, e.dir)
+			before := treesnap.Take(t, e.dir)
 			code, stdout, stderr := run(t, args...)
 			if code != c.code || !strings.Contains(stderr, c.frag) || !strings.HasPrefix(stderr, "vertebrae: ") {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr, c.code, c.frag)
@@ -203,7 +204,7 @@ func TestFaultInjection(t *testing.T) {
 			if stdout != "" {
 				t.Fatalf("stdout %q on failure", stdout)
 			}
-			assertUnchanged(t, before, treeSnapshot(t, e.dir))
+			treesnap.Same(t, "the failed command", before, treesnap.Take(t, e.dir))
 		})
 	}
 }
@@ -212,7 +213,7 @@ func TestFaultInjection(t *testing.T) {
 // "interrupted", not Go's "context canceled", and writes nothing.
 func TestInterruptedSaysInterrupted(t *testing.T) {
 	e := newFaultEnv(t)
-	before := treeSnapshot(t, e.dir)
+	before := treesnap.Take(t, e.dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errb bytes.Buffer
@@ -220,7 +221,7 @@ func TestInterruptedSaysInterrupted(t *testing.T) {
 	if code != ExitInterrupted || errb.String() != "vertebrae: interrupted\n" {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
-	assertUnchanged(t, before, treeSnapshot(t, e.dir))
+	treesnap.Same(t, "the failed command", before, treesnap.Take(t, e.dir))
 }
 
 // TestByteSizeFlag: --max-memory-bytes takes the suffixes people type.

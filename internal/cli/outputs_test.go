@@ -6,70 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 )
-
-// treeSnapshot records every path under root: file contents, link targets,
-// directories and special files, so a failed command can be shown to have
-// created, replaced or left nothing (SPEC §6.1).
-func treeSnapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			out[rel] = "link:" + l
-		case info.IsDir():
-			out[rel] = "dir"
-		case info.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = "file:" + string(b)
-		default:
-			out[rel] = "special:" + info.Mode().Type().String()
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func assertUnchanged(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	var diffs []string
-	for k, v := range before {
-		if after[k] != v {
-			diffs = append(diffs, fmt.Sprintf("%s: %.40q -> %.40q", k, v, after[k]))
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("new %s: %.40q", k, v))
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Fatalf("the failed command changed the tree:\n%s", strings.Join(diffs, "\n"))
-	}
-}
 
 // TestMarkdownToDeviceNode: a character device given as --markdown is
 // written directly and is still a device afterwards (as root the old code
@@ -257,7 +201,7 @@ func TestOutputTargetProperty(t *testing.T) {
 					paths = append(paths, p)
 					args = append(args, c.flags[i], p)
 				}
-				before := treeSnapshot(t, f.dir)
+				before := treesnap.Take(t, f.dir)
 				code, _, stderr := run(t, args...)
 				var read []string
 				for _, done := range fifos {
@@ -275,7 +219,7 @@ func TestOutputTargetProperty(t *testing.T) {
 							t.Fatalf("a refused set wrote %q to a FIFO", r)
 						}
 					}
-					assertUnchanged(t, before, treeSnapshot(t, f.dir))
+					treesnap.Same(t, "the failed command", before, treesnap.Take(t, f.dir))
 					return
 				}
 				if code != 0 {
@@ -309,7 +253,7 @@ func TestOutputTargetProperty(t *testing.T) {
 						t.Fatal("nothing written to the FIFO")
 					}
 				}
-				for p := range treeSnapshot(t, f.dir) {
+				for p := range treesnap.Take(t, f.dir) {
 					if strings.Contains(p, ".tmp-") {
 						t.Fatalf("temporary file left: %s", p)
 					}

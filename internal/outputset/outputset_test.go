@@ -7,70 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 )
-
-// snapshot records every path under root with its content (files), link
-// target (symlinks) or kind, so a test can assert byte for byte that a
-// failed commit changed nothing.
-func snapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			out[rel] = "link:" + l
-		case info.IsDir():
-			out[rel] = "dir"
-		case info.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = "file:" + string(b)
-		default:
-			out[rel] = "special:" + info.Mode().Type().String()
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func sameSnapshot(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	var diffs []string
-	for k, v := range before {
-		if after[k] != v {
-			diffs = append(diffs, k+": "+v+" -> "+after[k])
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			diffs = append(diffs, "new "+k+": "+v)
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) > 0 {
-		t.Fatalf("the failed set changed the tree:\n%s", strings.Join(diffs, "\n"))
-	}
-}
 
 func write(t *testing.T, path, data string) {
 	t.Helper()
@@ -165,7 +109,7 @@ func TestCommitFailureChangesNothing(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, dir)
 			}
-			before := snapshot(t, dir)
+			before := treesnap.Take(t, dir)
 			var s Set
 			tc.build(dir, &s)
 			ctx := context.Background()
@@ -189,7 +133,7 @@ func TestCommitFailureChangesNothing(t *testing.T) {
 			if errors.As(err, &te) != tc.target {
 				t.Fatalf("Commit error %T: TargetError = %v, want %v", err, !tc.target, tc.target)
 			}
-			sameSnapshot(t, before, snapshot(t, dir))
+			treesnap.Same(t, "the failed set", before, treesnap.Take(t, dir))
 		})
 	}
 }
@@ -200,7 +144,7 @@ func TestRenameFailureRestores(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a"), "old a")
 	write(t, filepath.Join(dir, "b"), "old b")
-	before := snapshot(t, dir)
+	before := treesnap.Take(t, dir)
 	n := 0
 	rename = func(from, to string) error {
 		if n++; n == 2 {
@@ -216,7 +160,7 @@ func TestRenameFailureRestores(t *testing.T) {
 	if err := s.Commit(context.Background()); err == nil || !strings.Contains(err.Error(), "input/output error") {
 		t.Fatalf("Commit = %v", err)
 	}
-	sameSnapshot(t, before, snapshot(t, dir))
+	treesnap.Same(t, "the failed set", before, treesnap.Take(t, dir))
 }
 
 func TestCommitSuccess(t *testing.T) {
@@ -242,7 +186,7 @@ func TestCommitSuccess(t *testing.T) {
 	if err := s.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got := snapshot(t, dir)
+	got := treesnap.Take(t, dir)
 	want := map[string]string{
 		".": "dir", "real.md": "file:new md", "link.md": "link:real.md",
 		"sub": "dir", "sub/dir": "dir", "sub/dir/r.json": "file:{}",
@@ -250,7 +194,7 @@ func TestCommitSuccess(t *testing.T) {
 	if null != "/dev/null" {
 		want["null"] = "special:Dc---------"
 	}
-	sameSnapshot(t, want, got)
+	treesnap.Same(t, "the failed set", want, got)
 	info, err := os.Stat(filepath.Join(dir, "real.md"))
 	if err != nil || info.Mode().Perm() != 0o640 {
 		t.Fatalf("mode of the replaced file = %v, %v; want 0640 kept", info.Mode(), err)
