@@ -468,6 +468,18 @@ func (c *changing) Batches(ctx context.Context, yield func(matrix.Matrix) error)
 	})
 }
 
+// newStore is an empty in-memory ("mem") or local-disk ("local") store.
+func newStore(t *testing.T, kind string) store.Store {
+	if kind == "mem" {
+		return mem.New()
+	}
+	st, err := local.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // noMove hides a store's Move, as an object store has none, so the
 // two-pass write path runs.
 type noMove struct{ store.Store }
@@ -491,13 +503,7 @@ func (f failing) Batches(ctx context.Context, yield func(matrix.Matrix) error) e
 // mid-stream leaves no object behind.
 func TestSinglePassWrite(t *testing.T) {
 	for _, name := range []string{"mem", "local"} {
-		var st store.Store = mem.New()
-		if name == "local" {
-			var err error
-			if st, err = local.Open(t.TempDir()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		st := newStore(t, name)
 		if _, ok := st.(store.Mover); !ok {
 			t.Fatalf("%s store has no Move", name)
 		}
@@ -542,15 +548,8 @@ func TestSinglePassWrite(t *testing.T) {
 // committed under a digest it does not have.
 func TestSourceChangingBetweenPasses(t *testing.T) {
 	for _, name := range []string{"mem", "local"} {
-		var st store.Store = mem.New()
-		if name == "local" {
-			var err error
-			if st, err = local.Open(t.TempDir()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		st = noMove{st}
-		s := New(st)
+		st := newStore(t, name)
+		s := New(noMove{st})
 		err := s.WriteArray(ctx, "k", &changing{generated: generated{10, 4}}, map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), "source changed") {
 			t.Fatalf("%s: got %v", name, err)
