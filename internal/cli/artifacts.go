@@ -19,8 +19,8 @@ import (
 	"github.com/vertebrae-eval/vertebrae/artifact"
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/extract"
-	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/report"
@@ -42,6 +42,26 @@ type artifactFlags struct {
 func (a *artifactFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&a.store, "store", DefaultStore, "artifact store: a path, file://, s3://bucket/prefix, gs://bucket/prefix or mem://")
 	cmd.Flags().StringVar(&a.outputJSON, "output-json", "", "write the command's JSON document to PATH instead of stdout")
+	// Targets are checked before any work (SPEC §6.1, exit 2).
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+		set := a.outputs(cmd)
+		if a.outputJSON != "" && a.outputJSON != "-" {
+			set.Add("--output-json", a.outputJSON, nil)
+		}
+		return set.Check()
+	}
+}
+
+// outputs is an empty output set guarding the files the command reads
+// (--spec, --plan, --config) against being overwritten by an output.
+func (a *artifactFlags) outputs(cmd *cobra.Command) *outputset.Set {
+	var set outputset.Set
+	for _, name := range []string{"spec", "plan", "config"} {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			set.Input(f.Value.String())
+		}
+	}
+	return &set
 }
 
 func (a *artifactFlags) open(ctx context.Context) (*artifact.Store, func(), error) {
@@ -52,8 +72,9 @@ func (a *artifactFlags) open(ctx context.Context) (*artifact.Store, func(), erro
 	return artifact.New(st), func() { _ = st.Close() }, nil
 }
 
-// print writes doc as one JSON document: 2-space indent, sorted keys.
-func (a *artifactFlags) print(doc any, stdout io.Writer) error {
+// print writes doc as one JSON document (2-space indent, sorted keys) to
+// stdout or, through the output set, to --output-json.
+func (a *artifactFlags) print(cmd *cobra.Command, doc any, stdout io.Writer) error {
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return err
@@ -62,11 +83,21 @@ func (a *artifactFlags) print(doc any, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if a.outputJSON != "" {
-		return atomicfile.Write(a.outputJSON, out)
+	return a.commit(cmd, a.outputs(cmd), out, stdout)
+}
+
+// commit writes set, plus doc at --output-json (or doc to stdout), as one
+// all-or-nothing set (SPEC §6.1).
+func (a *artifactFlags) commit(cmd *cobra.Command, set *outputset.Set, doc []byte, stdout io.Writer) error {
+	if a.outputJSON == "" || a.outputJSON == "-" {
+		if err := set.Commit(cmd.Context()); err != nil {
+			return err
+		}
+		_, err := stdout.Write(doc)
+		return err
 	}
-	_, err = stdout.Write(out)
-	return err
+	set.AddBytes("--output-json", a.outputJSON, doc)
+	return set.Commit(cmd.Context())
 }
 
 // newArtifactCmds returns the §6.8 commands.
@@ -100,7 +131,7 @@ func newLsCmd(stdout io.Writer) *cobra.Command {
 				}
 				keys = append(keys, k)
 			}
-			return af.print(map[string]any{"keys": keys}, stdout)
+			return af.print(cmd, map[string]any{"keys": keys}, stdout)
 		},
 	}
 	af.register(cmd)
@@ -192,7 +223,7 @@ func newWriteRelevanceCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return af.print(map[string]any{"artifact_type": artifact.TypeRelevance, "key": key,
+			return af.print(cmd, map[string]any{"artifact_type": artifact.TypeRelevance, "key": key,
 				"dataset_identity_key": doc.DatasetIdentityKey, "protocol_fingerprint": doc.ProtocolFingerprint,
 				"n_queries": doc.NQueries, "n_gallery": doc.NGallery, "n_exclusions": len(doc.Exclusions)}, stdout)
 		},
@@ -306,7 +337,7 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 				_, _, err := sc.extractor(ctx, only, onnxLib)
 				return err
 			}
-			return af.print(p, stdout)
+			return af.print(cmd, p, stdout)
 		},
 	}
 	af.register(cmd)
@@ -454,7 +485,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 				"endpoint_key": ep.OutputKey, "cache_status": ep.CacheStatus}
 			if ep.CacheStatus == artifact.CacheHit {
 				out["key"] = nil
-				return af.print(out, stdout)
+				return af.print(cmd, out, stdout)
 			}
 			i, err := shardIndex(cmd, index, len(ep.Shards))
 			if err != nil {
@@ -503,7 +534,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 			}
 			out["key"] = sh.OutputKey
 			out["shard_index"], out["total_shards"], out["rows"] = sh.ShardIndex, sh.TotalShards, m.Rows()
-			return af.print(out, stdout)
+			return af.print(cmd, out, stdout)
 		},
 	}
 	af.register(cmd)
@@ -679,7 +710,7 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 			out := map[string]any{"artifact_type": artifact.TypeEmbedding, "extractor": name, "side": side,
 				"key": ep.OutputKey, "cache_status": ep.CacheStatus, "n_shards": len(ep.Shards)}
 			if ep.CacheStatus == artifact.CacheHit {
-				return af.print(out, stdout)
+				return af.print(cmd, out, stdout)
 			}
 			st, done, err := af.open(ctx)
 			if err != nil {
@@ -696,7 +727,7 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			out["shape"] = []int{src.Rows(), src.Cols()}
-			return af.print(out, stdout)
+			return af.print(cmd, out, stdout)
 		},
 	}
 	af.register(cmd)
@@ -832,7 +863,7 @@ func newCompressArtifactCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			cm := sum.CompressionMetadata
-			return af.print(map[string]any{"artifact_type": artifact.TypeCompression, "key": sum.OutputKey,
+			return af.print(cmd, map[string]any{"artifact_type": artifact.TypeCompression, "key": sum.OutputKey,
 				"query_output_key": sum.QueryOutputKey, "gallery_output_key": sum.GalleryOutputKey,
 				"applied": cm["applied"], "warnings": cm["warnings"], "cache_status": sum.CacheStatus}, stdout)
 		},
@@ -909,7 +940,7 @@ func newScoreCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return af.print(map[string]any{"artifact_type": artifact.TypeEvaluation, "key": res.Key,
+			return af.print(cmd, map[string]any{"artifact_type": artifact.TypeEvaluation, "key": res.Key,
 				"primary_score": res.Doc.PrimaryScore, "protocol_fingerprint": res.Doc.ProtocolFingerprint,
 				"evaluation_fingerprint": res.Doc.EvaluationFingerprint, "cache_status": res.Doc.CacheStatus}, stdout)
 		},
@@ -945,10 +976,21 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 			if err := checkKeys(append([]string{outputKey}, keys...)...); err != nil {
 				return err
 			}
-			for _, p := range []struct{ flag, path string }{{"--json", jsonPath}, {"--markdown", mdPath}, {"--csv", csvPath}} {
+			reports := []struct{ flag, path string }{{"--json", jsonPath}, {"--markdown", mdPath}, {"--csv", csvPath}}
+			check := af.outputs(cmd)
+			for _, p := range reports {
 				if p.path == "-" {
 					return usagef("%s writes a file; the JSON report goes to stdout (or --output-json)", p.flag)
 				}
+				if p.path != "" {
+					check.Add(p.flag, p.path, nil)
+				}
+			}
+			if af.outputJSON != "" {
+				check.Add("--output-json", af.outputJSON, nil)
+			}
+			if err := check.Check(); err != nil { // before any work (SPEC §6.1)
+				return err
 			}
 			st, done, err := af.open(ctx)
 			if err != nil {
@@ -964,27 +1006,19 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			type file struct {
-				path string
-				data []byte
-			}
-			var files []file
+			set := af.outputs(cmd)
 			if jsonPath != "" {
-				files = append(files, file{jsonPath, jsonData})
+				set.AddBytes("--json", jsonPath, jsonData)
 			}
 			if mdPath != "" {
 				md, err := rc.Markdown()
 				if err != nil {
 					return err
 				}
-				files = append(files, file{mdPath, md})
+				set.AddBytes("--markdown", mdPath, md)
 			}
 			if csvPath != "" {
-				var buf strings.Builder
-				if err := report.CSV(&buf, rc.Benchmark()); err != nil {
-					return err
-				}
-				files = append(files, file{csvPath, []byte(buf.String())})
+				set.Add("--csv", csvPath, func(w io.Writer) error { return report.CSV(w, rc.Benchmark()) })
 			}
 			if outputKey != "" {
 				var doc map[string]any
@@ -997,16 +1031,7 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 					return err
 				}
 			}
-			for _, f := range files {
-				if err := atomicfile.Write(f.path, f.data); err != nil {
-					return err
-				}
-			}
-			if af.outputJSON != "" {
-				return atomicfile.Write(af.outputJSON, jsonData)
-			}
-			_, err = stdout.Write(jsonData)
-			return err
+			return af.commit(cmd, set, jsonData, stdout)
 		},
 	}
 	af.register(cmd)

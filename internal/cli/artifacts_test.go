@@ -15,8 +15,10 @@ import (
 	"testing"
 
 	"github.com/x448/float16"
+	"golang.org/x/sys/unix"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
+	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/store"
 	"github.com/vertebrae-eval/vertebrae/store/location"
@@ -464,4 +466,76 @@ func withoutCacheStatus(rep map[string]any) map[string]any {
 		delete(r.(map[string]any), "cache_status")
 	}
 	return rep
+}
+
+// The artifact commands' outputs obey SPEC §6.1 like run's: targets are
+// checked before any work (an input or a duplicate target is refused with
+// exit 2 and nothing changes), from-artifacts commits its reports and
+// --output-json as one set, and a device target stays a device.
+func TestArtifactOutputTargets(t *testing.T) {
+	dir := t.TempDir()
+	spec := artifactDataset(t, dir, artifactCase{name: "tgt", dtype: "float32", similarity: "cosine"}, 4, 6)
+	st := "mem://" + t.Name()
+	_, key := runArtifactFlow(t, st, spec, 1)
+	specBefore, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := treesnap.Take(t, out)
+	for _, c := range []struct {
+		args []string
+		frag string
+	}{
+		{[]string{"retrieval", "write-relevance", "--spec", spec, "--output-json", spec}, "input"},
+		{[]string{"retrieval", "plan", "--spec", spec, "--total-shards", "1", "--output-json", spec}, "input"},
+		{[]string{"retrieval", "from-artifacts", "--score-key", key, "--json", filepath.Join(out, "r"), "--markdown", filepath.Join(out, "r")}, "--markdown"},
+		{[]string{"retrieval", "from-artifacts", "--score-key", key, "--csv", filepath.Join(out, "c"), "--output-json", filepath.Join(out, "c")}, "--output-json"},
+		{[]string{"retrieval", "from-artifacts", "--score-key", key, "--json", out}, "directory"},
+	} {
+		code, stdout, stderr := run(t, append(c.args, "--store", st)...)
+		if code != 2 || !strings.Contains(stderr, c.frag) || stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %s", c.args, code, stdout, stderr)
+		}
+	}
+	if after, _ := os.ReadFile(spec); !bytes.Equal(after, specBefore) {
+		t.Error("the run file was changed")
+	}
+	treesnap.Same(t, "a refused command", before, treesnap.Take(t, out))
+
+	// One set: the reports and the JSON document all land.
+	code, _, stderr := run(t, "retrieval", "from-artifacts", "--score-key", key, "--store", st,
+		"--json", filepath.Join(out, "r.json"), "--markdown", filepath.Join(out, "r.md"), "--output-json", filepath.Join(out, "doc.json"))
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, n := range []string{"r.json", "r.md", "doc.json"} {
+		if fi, err := os.Stat(filepath.Join(out, n)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+
+	// A device node given as --output-json is written directly (the old
+	// code renamed a regular file over it); a FIFO without mknod rights.
+	dev := filepath.Join(dir, "null")
+	if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		if err := unix.Mkfifo(dev, 0o666); err != nil {
+			t.Skipf("neither mknod nor mkfifo: %v", err)
+		}
+		go func() { // drain the FIFO so the writer can finish
+			if f, err := os.Open(dev); err == nil {
+				_, _ = io.Copy(io.Discard, f)
+				f.Close()
+			}
+		}()
+	}
+	if code, _, stderr := run(t, "retrieval", "ls", "--store", st, "--output-json", dev); code != 0 {
+		t.Fatal(stderr)
+	}
+	if fi, err := os.Lstat(dev); err != nil || fi.Mode().IsRegular() {
+		t.Fatalf("%s is no longer a device or FIFO: %v %v", dev, fi.Mode(), err)
+	}
 }
