@@ -56,16 +56,25 @@ func shardDataset(t *testing.T, dir, similarity string, bidirectional bool, nq, 
 	for j := range ng {
 		fmt.Fprintf(&gids, "g%d\n", j)
 	}
+	seen := map[[2]int]bool{}
+	rel := func(q, g, grade int) {
+		if !seen[[2]int{q, g}] {
+			seen[[2]int{q, g}] = true
+			fmt.Fprintf(&qrels, "q%d 0 g%d %d\n", q, g, grade)
+		}
+	}
 	for j := range ng {
-		fmt.Fprintf(&qrels, "q%d 0 g%d %d\n", j%nq, j, 1+j%3)
+		rel(j%nq, j, 1+j%3)
 	}
 	for i := range nq {
-		fmt.Fprintf(&qrels, "q%d 0 g%d 2\n", i, (i+3)%ng)
-		fmt.Fprintf(&qrels, "q%d 0 g%d 1\n", i, (i+7)%ng)
+		rel(i, (i+3)%ng, 2)
+		rel(i, (i+7)%ng, 1)
 	}
-	// Rows 1, 3 and 7 are equal: three tied positives of q5 (odd queries
-	// have no exclusions), whose ranks only the index tie rule decides.
-	fmt.Fprintf(&qrels, "q5 0 g1 2\nq5 0 g3 1\nq5 0 g7 3\n")
+	// Rows 1, 3 and 7 are equal: tied positives of q5 (odd queries have no
+	// exclusions), whose ranks only the index tie rule decides.
+	rel(5, 1, 2)
+	rel(5, 3, 1)
+	rel(5, 7, 3)
 	for i := 0; i < nq; i += 2 {
 		fmt.Fprintf(&excl, "q%d g%d\n", i, (i+7)%ng) // an excluded positive
 		fmt.Fprintf(&excl, "q%d g%d\n", i, (i+1)%ng) // an excluded negative (or positive)
@@ -198,4 +207,115 @@ func TestShardedScoreMatchesLocalRun(t *testing.T) {
 			})
 		}
 	}
+}
+
+// finalize fails (exit 1) naming the partial key when a partial is
+// missing, was scored for another evaluation (different fingerprint), for
+// another shard count or with another layout; nothing is written at the
+// score key then.
+func TestFinalizeRejectsMissingAndForeignPartials(t *testing.T) {
+	dir := t.TempDir()
+	spec := shardDataset(t, dir, "cosine", true, 6, 11)
+	st := "mem://" + t.Name()
+	q, g, r := artifactKeys(t, st, spec, 1)
+	other := writeFile(t, dir, "other.yaml", strings.Replace(mustRead(t, spec), "ks: [1, 3, 5]", "ks: [1, 2, 5]", 1))
+	score := func(config, key string, total int, extra ...string) []string {
+		return append([]string{"retrieval", "score", "--query-key", q, "--gallery-key", g, "--relevance-key", r,
+			"--config", config, "--output-key", key, "--total-shards", fmt.Sprint(total), "--store", st}, extra...)
+	}
+	part := func(key string, i, n int) string { return fmt.Sprintf("%s/partials/%05d-of-%05d", key, i, n) }
+	for _, c := range []struct {
+		name  string
+		setup [][]string // shard runs before finalize
+		final []string
+		frag  string
+	}{
+		{"missing", [][]string{score(spec, "s/missing", 3, "--shard-index", "0"), score(spec, "s/missing", 3, "--shard-index", "2")},
+			score(spec, "s/missing", 3, "--finalize"), part("s/missing", 1, 3) + ": missing partial"},
+		{"foreign fingerprint", [][]string{score(spec, "s/foreign", 2, "--shard-index", "0"), score(other, "s/foreign", 2, "--shard-index", "1")},
+			score(spec, "s/foreign", 2, "--finalize"), part("s/foreign", 1, 2) + ": foreign partial: evaluation fingerprint"},
+		{"other total", [][]string{score(spec, "s/total", 3, "--shard-index", "0"), score(spec, "s/total", 3, "--shard-index", "1"), score(spec, "s/total", 3, "--shard-index", "2")},
+			score(spec, "s/total", 2, "--finalize"), part("s/total", 0, 2) + ": missing partial"},
+		{"mixed layouts", [][]string{score(spec, "s/layout", 2, "--shard-index", "0"), score(spec, "s/layout", 2, "--shard-index", "1", "--shard-by", "modulo")},
+			score(spec, "s/layout", 2, "--finalize"), part("s/layout", 1, 2) + ": foreign partial: shard_by \"modulo\""},
+		{"other layout", [][]string{score(spec, "s/want", 1, "--shard-index", "0")},
+			score(spec, "s/want", 1, "--finalize", "--shard-by", "modulo"), part("s/want", 0, 1) + ": foreign partial: shard_by \"contiguous\""},
+	} {
+		for _, args := range c.setup {
+			if code, _, stderr := run(t, args...); code != 0 {
+				t.Fatalf("%s: %v: %s", c.name, args, stderr)
+			}
+		}
+		code, _, stderr := run(t, c.final...)
+		if code != 1 || !strings.Contains(stderr, c.frag) {
+			t.Errorf("%s: exit %d, %s", c.name, code, stderr)
+		}
+		key := c.final[slicesIndex(c.final, "--output-key")+1]
+		if code, _, _ := run(t, "retrieval", "from-artifacts", "--score-key", key, "--store", st); code != 1 {
+			t.Errorf("%s: a failed finalize left a score artifact at %s", c.name, key)
+		}
+	}
+}
+
+func slicesIndex(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// Re-running a shard (as a job array does after a crash) rewrites identical
+// content, and the shard index comes from JOB_COMPLETION_INDEX or
+// SLURM_ARRAY_TASK_ID when --shard-index is absent.
+func TestScoreShardIdempotentAndIndexFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	spec := shardDataset(t, dir, "dot", true, 6, 11)
+	st := filepath.Join(dir, "store")
+	q, g, r := artifactKeys(t, st, spec, 1)
+	base := []string{"retrieval", "score", "--query-key", q, "--gallery-key", g, "--relevance-key", r, "--config", spec,
+		"--total-shards", "3", "--shard-by", "modulo", "--store", st}
+	t.Setenv("JOB_COMPLETION_INDEX", "0")
+	for _, env := range []struct{ k8s, slurm, want string }{{"0", "", "00000-of-00003"}, {"", "1", "00001-of-00003"}, {"", "", "00002-of-00003"}} {
+		t.Setenv("JOB_COMPLETION_INDEX", env.k8s)
+		t.Setenv("SLURM_ARRAY_TASK_ID", env.slurm)
+		args := base
+		if env.k8s == "" && env.slurm == "" {
+			args = append(args, "--shard-index", "2")
+		}
+		code, out, stderr := run(t, args...)
+		if code != 0 || !strings.Contains(out, env.want) {
+			t.Fatalf("%+v: exit %d %s %s", env, code, out, stderr)
+		}
+	}
+	snap := storeSnapshot(t, st)
+	if code, _, stderr := run(t, append(base, "--shard-index", "1")...); code != 0 {
+		t.Fatal(stderr)
+	}
+	if again := storeSnapshot(t, st); !reflect.DeepEqual(snap, again) {
+		t.Error("re-running shard 1 changed the store")
+	}
+	fin := append(slicesWithout(base, "--shard-by", "modulo"), "--finalize")
+	code, out1, stderr := run(t, fin...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	snap = storeSnapshot(t, st)
+	if code, out2, _ := run(t, fin...); code != 0 || out1 != out2 || !reflect.DeepEqual(snap, storeSnapshot(t, st)) {
+		t.Error("re-running finalize changed its output or the store")
+	}
+}
+
+// slicesWithout drops the flag and its value.
+func slicesWithout(s []string, flag, value string) []string {
+	var out []string
+	for i := 0; i < len(s); i++ {
+		if s[i] == flag && i+1 < len(s) && s[i+1] == value {
+			i++
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return out
 }
