@@ -319,3 +319,41 @@ func slicesWithout(s []string, flag, value string) []string {
 	}
 	return out
 }
+
+// Storage types and precisions: float16, float32 and CSR endpoints, the
+// float32 working precision, sharded in both layouts, equal `retrieval run`.
+func TestShardedScoreStorageTypes(t *testing.T) {
+	for _, c := range []struct {
+		ac        artifactCase
+		precision string
+	}{
+		{artifactCase{name: "f16-cosine", dtype: "float16", similarity: "cosine"}, "float64"},
+		{artifactCase{name: "f32-dot-bidir", dtype: "float32", similarity: "dot", bidirectional: true}, "float32"},
+		{artifactCase{name: "csr-cosine-bidir", dtype: "csr", similarity: "cosine", bidirectional: true}, "float64"},
+		{artifactCase{name: "csr-l2-f32", dtype: "csr", similarity: "squared_l2"}, "float32"},
+	} {
+		t.Run(c.ac.name, func(t *testing.T) {
+			dir := t.TempDir()
+			spec := artifactDataset(t, dir, c.ac, 7, 11)
+			spec = writeFile(t, dir, "run.yaml", strings.Replace(mustRead(t, spec), "worst_queries: 3}", "worst_queries: 3, precision: "+c.precision+"}", 1))
+			if !strings.Contains(mustRead(t, spec), "precision: "+c.precision) {
+				t.Fatal("the run file has no precision")
+			}
+			local := filepath.Join(dir, "local.json")
+			if code, _, stderr := run(t, "retrieval", "run", "--spec", spec, "--json", local, "--quiet"); code != 0 {
+				t.Fatal(stderr)
+			}
+			want := withoutCacheStatus(reportOf(t, mustRead(t, local)))
+			st := "mem://" + t.Name()
+			q, g, r := artifactKeys(t, st, spec, 2)
+			for _, layout := range []string{"contiguous", "modulo"} {
+				key := "scores/" + layout
+				scoreSharded(t, st, spec, [3]string{q, g, r}, key, 3, layout)
+				rep := reportOf(t, mustCLI(t, st, "retrieval", "from-artifacts", "--score-key", key))
+				if !reflect.DeepEqual(rep["extractor_results"], want["extractor_results"]) {
+					t.Fatalf("%s: extractor results differ from the local run", layout)
+				}
+			}
+		})
+	}
+}
