@@ -304,7 +304,14 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 		return part, nil // an empty shard: nothing precedes, no negatives
 	}
 
-	subQ, subG := rowsOf(pr.p.Queries, qrows), rowsOf(pr.p.Gallery, grows)
+	subQ, err := rowsOf(pr.p.Queries, qrows)
+	if err != nil {
+		return nil, err
+	}
+	subG, err := rowsOf(pr.p.Gallery, grows)
+	if err != nil {
+		return nil, err
+	}
 	sub := Problem{Queries: subQ, Gallery: subG, QueryIDs: pr.p.QueryIDs[t.QueryLo:t.QueryHi], GalleryIDs: make([]string, len(grows))}
 	for l, g := range grows {
 		sub.GalleryIDs[l] = pr.p.GalleryIDs[g]
@@ -448,24 +455,24 @@ func (s *source) subset(m matrix.Matrix, rows []int) *source {
 
 // rowsOf returns the given rows (ascending) of m as a matrix of the same
 // storage type: a view when they are contiguous, else a copy.
-func rowsOf(m matrix.Matrix, rows []int) matrix.Matrix {
+func rowsOf(m matrix.Matrix, rows []int) (matrix.Matrix, error) {
 	contiguous := len(rows) > 0 && rows[len(rows)-1]-rows[0] == len(rows)-1
 	switch x := m.(type) {
 	case *matrix.Dense:
 		if contiguous {
-			return x.RowSlice(rows[0], rows[0]+len(rows))
+			return x.RowSlice(rows[0], rows[0]+len(rows)), nil
 		}
 		return gatherDense(x, rows)
 	case *matrix.CSR:
 		if contiguous {
-			return x.RowSlice(rows[0], rows[0]+len(rows))
+			return x.RowSlice(rows[0], rows[0]+len(rows)), nil
 		}
 		return gatherCSR(x, rows)
 	}
-	return &rowView{m: m, rows: rows}
+	return &rowView{m: m, rows: rows}, nil
 }
 
-func gatherDense(m *matrix.Dense, rows []int) *matrix.Dense {
+func gatherDense(m *matrix.Dense, rows []int) (*matrix.Dense, error) {
 	d := m.Cols()
 	var out *matrix.Dense
 	var err error
@@ -489,13 +496,10 @@ func gatherDense(m *matrix.Dense, rows []int) *matrix.Dense {
 		}
 		out, err = matrix.NewDense64(len(rows), d, dst)
 	}
-	if err != nil {
-		panic(err) // shapes follow from a valid matrix
-	}
-	return out
+	return out, err
 }
 
-func gatherCSR(m *matrix.CSR, rows []int) *matrix.CSR {
+func gatherCSR(m *matrix.CSR, rows []int) (*matrix.CSR, error) {
 	indptr, indices := m.Components()
 	ptr := make([]int64, len(rows)+1)
 	for i, r := range rows {
@@ -520,10 +524,7 @@ func gatherCSR(m *matrix.CSR, rows []int) *matrix.CSR {
 		}
 		out, err = matrix.NewCSR64(len(rows), m.Cols(), ptr, idx, dst)
 	}
-	if err != nil {
-		panic(err) // components follow from a valid CSR
-	}
-	return out
+	return out, err
 }
 
 // rowView presents rows of another matrix (any implementation).
