@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -128,6 +130,9 @@ func sameResults(a, b []QueryResult) string {
 func TestShardedEqualsUnsharded(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 1))
 	iters := 60
+	if n := os.Getenv("VERTEBRAE_SHARD_ITERS"); n != "" {
+		iters, _ = strconv.Atoi(n)
+	}
 	if testing.Short() {
 		iters = 20
 	}
@@ -171,7 +176,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 // near-ties, duplicated rows and extreme magnitudes.
 func TestShardedScreenedCases(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 2))
-	for _, c := range screenCases(r, 9, 7, 40) {
+	for _, c := range append(screenCases(r, 9, 7, 40), screenCases(r, 33, 5, 70)...) {
 		p := denseProblem(t, c, r)
 		for _, sim := range []Similarity{Dot, Cosine} {
 			o := Options{Similarity: sim, QueryBatch: 3, GalleryBatch: 8, Threads: 2}
