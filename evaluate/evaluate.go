@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/comparison"
@@ -351,6 +350,9 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		Similarity: sim, Precision: prec, QueryBatch: cfg.QueryBatchSize, GalleryBatch: cfg.GalleryBatchSize,
 		Threads: threads, MaxPairwise: cfg.MaxPairwiseComparisons,
 		TopN: max(runDepth, 0), FullRanking: runDepth == 0,
+		// Label relevance (every grade 1): ranks come ascending and no
+		// per-positive lists are built (SPEC §2.7).
+		SortedRanks: p.Classes != nil,
 	}
 	nq := 0
 	if p.Queries != nil { // otherwise the scorer's checks fail
@@ -364,25 +366,23 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	// Each query's result is folded in as soon as it is final (the scorer
 	// calls back from several workers), so only the pooled positive scores
 	// (SPEC §4.7) outlive it; they land at fixed offsets, in query order.
-	var once sync.Once
-	var offsets []int
-	var posScores []float64
+	// Each query's positive scores are kept as the scorer hands them over
+	// (the scorer retains nothing), not copied into one pooled list.
+	posScores := make([][]float64, nq)
 	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
 	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
-		once.Do(func() { // the problem has passed the scorer's checks
-			counts := p.EligibleCounts()
-			offsets = make([]int, nq+1)
-			for i, c := range counts {
-				offsets[i+1] = offsets[i] + c
+		var m metrics.Values
+		if opts.SortedRanks {
+			m = metrics.QueryUniformSorted(r.Ranks, 1, cfg.Ks, gain)
+		} else {
+			grades := make([]float64, len(r.Positives))
+			for i, x := range r.Positives {
+				grades[i] = x.Grade
 			}
-			posScores = make([]float64, offsets[nq])
-		})
-		grades := make([]float64, len(r.Positives))
-		for i, x := range r.Positives {
-			grades[i] = x.Grade
+			m = metrics.Query(r.Ranks, grades, cfg.Ks, gain)
 		}
-		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: metrics.Query(r.Ranks, grades, cfg.Ks, gain)}
-		copy(posScores[offsets[q]:offsets[q+1]], r.Scores)
+		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: m}
+		posScores[q] = r.Scores
 		nn[q], hasNeg[q], maxPos[q] = r.NearestNegative, r.HasNegative, slices.Max(r.Scores)
 		if top != nil {
 			top[q] = r.Top
@@ -418,7 +418,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	res := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
 		Diagnostics: results.Diagnostics{
-			PositiveSimilarity:        metrics.SummariseInPlace(posScores),
+			PositiveSimilarity:        metrics.SummariseChunks(posScores),
 			NearestNegativeSimilarity: metrics.Summarise(nearest),
 			RetrievalMargin:           metrics.Summarise(margins),
 			EligibleQueries:           nq,

@@ -372,6 +372,9 @@ func keepCandidate(part *partial, q int, v float64, g int) {
 
 // classResult assembles query q's result; it releases the per-query state.
 func (s *scorer) classResult(q int) QueryResult {
+	if s.o.SortedRanks {
+		return s.classResultSorted(q)
+	}
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
 	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
@@ -409,6 +412,55 @@ func (s *scorer) classResult(q int) QueryResult {
 	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
 	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
 	return res
+}
+
+// classResultSorted is classResult under Options.SortedRanks: the ranks come
+// out of the rank-ordered positives already ascending, and a query without
+// negatives needs no order at all (its positives rank 1..P).
+func (s *scorer) classResultSorted(q int) QueryResult {
+	st, c := s.cls, s.p.Classes
+	members := c.Members(int(c.Query[q]))
+	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
+	var ranks []int
+	var sc []float64 // member order, excluded slots included
+	if os == nil {
+		sc = st.scores[q]
+		n := len(sc)
+		if ex != nil {
+			n = 0
+			for _, e := range ex {
+				if !e {
+					n++
+				}
+			}
+		}
+		ranks = make([]int, n)
+		for i := range ranks {
+			ranks[i] = 1 + i
+		}
+	} else {
+		sc = make([]float64, len(members))
+		ranks = make([]int, len(oi))
+		count := 0
+		for r, g := range oi {
+			count += int(beaten[r])
+			ranks[r] = 1 + r + count
+			sc[st.memberPos[g]] = os[r]
+		}
+	}
+	if ex != nil { // drop the excluded members' slots, in place
+		n := 0
+		for m, v := range sc {
+			if !ex[m] {
+				sc[n] = v
+				n++
+			}
+		}
+		sc = sc[:n]
+	}
+	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
+	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
+	return QueryResult{Ranks: ranks, Scores: sc}
 }
 
 var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}

@@ -266,3 +266,45 @@ func TestProgressReportsEveryPair(t *testing.T) {
 		}
 	}
 }
+
+// Options.SortedRanks gives the materialised results with each query's
+// ranks sorted ascending and no positive list, on the implicit path and on
+// the materialised fallback alike; explicit problems are unaffected.
+func TestClassesSortedRanks(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 24 {
+		nq, ng := 1+r.IntN(30), 6+r.IntN(60)
+		nc := []int{1, 2, 10, 1000}[trial%4]
+		p := classProblem(r, nq, ng, 1+r.IntN(7), nc, trial%3 == 0, trial%2 == 0, false)
+		for _, sim := range []Similarity{Cosine, Dot, SquaredL2} {
+			o := Options{Similarity: sim, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20), Threads: 1 + trial%2}
+			want := scoreMaterialised(t, p, o)
+			for q := range want {
+				slices.Sort(want[q].Ranks)
+				want[q].Positives = nil
+			}
+			o.SortedRanks = true
+			got, err := Score(context.Background(), p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("trial %d (%d classes) sim %d:\n got %+v\nwant %+v", trial, nc, sim, got, want)
+			}
+			if fallback := scoreMaterialised(t, p, o); !reflect.DeepEqual(fallback, want) {
+				t.Fatalf("trial %d: materialised fallback differs under SortedRanks", trial)
+			}
+			explicit := p
+			explicit.Relevance, explicit.Classes = p.Classes.Materialise(), nil
+			a, err := Score(context.Background(), explicit, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.SortedRanks = false
+			b, _ := Score(context.Background(), explicit, o)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("trial %d: SortedRanks changed an explicit problem", trial)
+			}
+		}
+	}
+}

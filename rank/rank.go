@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,14 @@ type Options struct {
 	// Stats, when set, receives the phase timings and screening counts of
 	// the run (for `vertebrae bench`).
 	Stats *Stats
+	// SortedRanks changes the results of a Classes problem (label-derived
+	// relevance, every grade 1): Ranks lists the eligible positives' ranks
+	// in ascending order instead of by positive, Positives is nil and
+	// Scores holds the positives' scores in ascending gallery order. With
+	// thousands of positives per query this saves the per-positive
+	// permutation and lists; metrics.QueryUniformSorted takes it as it is.
+	// Problems with explicit Relevance are unaffected.
+	SortedRanks bool
 }
 
 // Stats describes one scoring run.
@@ -202,6 +211,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	if err := checkMemory(ctx, p, o, threads); err != nil { // before any input-sized scratch (SPEC §6.1)
 		return err
 	}
+	sortedRanks := o.SortedRanks && p.Classes != nil
 	if p.Classes != nil && (qs.csr != nil || gs.csr != nil || forceMaterialisedClasses) {
 		// Sparse endpoints keep the explicit path (documented fallback):
 		// the pairs are materialised here, after every check.
@@ -215,7 +225,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
 		}
 	}
-	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
+	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads, sortedRanks: sortedRanks}
 	s.sparse = qs.csr != nil && gs.csr != nil
 	// A dense query endpoint is held in working precision (it is the
 	// small side); gallery blocks, and the blocks of a sparse query
@@ -329,6 +339,9 @@ type scorer struct {
 	screen   *screenState
 	stats    *Stats
 	emit     func(q int, r QueryResult) error
+	// sortedRanks: Options.SortedRanks for a Classes problem (also when it
+	// is scored through the materialised pairs).
+	sortedRanks bool
 }
 
 // queryInfo is what every worker reads about a query: its eligible
@@ -1026,6 +1039,10 @@ func (s *scorer) mergeQuery(q int, parts []*partial) error {
 				count += p.beaten[qi.off+k]
 			}
 			r.Ranks[slot] = 1 + count
+		}
+		if s.sortedRanks {
+			slices.Sort(r.Ranks)
+			r.Positives = nil
 		}
 		s.qs[q] = queryInfo{}
 	}
