@@ -15,7 +15,7 @@ func TestSummariseChunksEqualsInPlace(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	gens := []func() float64{
 		func() float64 { return r.NormFloat64() },
-		func() float64 { return float64(r.IntN(7)-3) / 4 }, // ties, zeros
+		func() float64 { return float64(r.IntN(7)-3) / 4 },             // ties, zeros
 		func() float64 { return 0.5 + float64(r.IntN(1<<20))*0x1p-60 }, // one 2^-40 wide cluster
 		func() float64 { return math.Ldexp(r.Float64()-0.5, r.IntN(200)-100) },
 		func() float64 { return 0.25 },
