@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"math"
-	"math/bits"
 	"slices"
 	"sync"
 )
@@ -25,9 +24,12 @@ func QueryUniformSorted(sorted []int, grade float64, ks []int, gain Gain) Values
 // come from a radix selection over order-preserving keys, which finds the
 // same values a quickselect does. Values are finite.
 func SummariseChunks(chunks [][]float64) Summary {
+	// One ordered pass for the sum and the extremes, which also counts the
+	// keys' top 16 bits for the selection.
 	n := 0
 	var sum float64
 	var lo, hi float64
+	top := make([]int, 1<<digitBits)
 	for _, c := range chunks {
 		for _, v := range c {
 			if n == 0 {
@@ -36,6 +38,7 @@ func SummariseChunks(chunks [][]float64) Summary {
 			n++
 			sum += v
 			lo, hi = min(lo, v), max(hi, v)
+			top[orderKey(v)>>(64-digitBits)]++
 		}
 	}
 	if n == 0 {
@@ -43,22 +46,16 @@ func SummariseChunks(chunks [][]float64) Summary {
 	}
 	var med float64
 	if n%2 == 0 {
-		var below float64
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			below = selectChunks(chunks, n/2-1, lo, hi)
-		}()
-		med = selectChunks(chunks, n/2, lo, hi)
-		wg.Wait()
-		med = (below + med) / 2
+		v := selectChunks(chunks, []int{n/2 - 1, n / 2}, top)
+		med = (v[0] + v[1]) / 2
 	} else {
-		med = selectChunks(chunks, n/2, lo, hi)
+		med = selectChunks(chunks, []int{n / 2}, top)[0]
 	}
 	mean := sum / float64(n)
 	return Summary{Mean: &mean, Median: &med, Min: &lo, Max: &hi}
 }
+
+const digitBits = 16
 
 // orderKey maps a finite float64 to a uint64 whose unsigned order is the
 // numeric order; −0 and +0 (equal numbers) share +0's key.
@@ -77,58 +74,120 @@ func keyValue(k uint64) float64 {
 	return math.Float64frombits(^k)
 }
 
-// selectChunks returns the k-th smallest (0-based) of the pooled values,
-// whose minimum and maximum are lo and hi. Each pass fixes the next 16 bits
-// of the key (below the bits every value shares); once few values remain
-// with the fixed prefix they are collected and sorted.
-func selectChunks(chunks [][]float64, k int, lo, hi float64) float64 {
-	klo, khi := orderKey(lo), orderKey(hi)
-	if klo == khi {
-		return keyValue(klo)
+// selectTarget is one order statistic being selected: the values whose key
+// starts with prefix (fixed bits long) hold it as their rank-th smallest.
+type selectTarget struct {
+	rank   int
+	prefix uint64
+	fixed  uint
+	count  int // values with the prefix
+}
+
+// selectChunks returns the ks-th smallest (0-based) pooled values, given
+// the histogram of the keys' top 16 bits. Each further pass fixes the next
+// 16 bits of every target's key (one scan serves targets that share a
+// prefix, as the two middle values nearly always do; scans are split over
+// two goroutines); once few values remain with a target's prefix they are
+// collected and sorted.
+func selectChunks(chunks [][]float64, ks []int, top []int) []float64 {
+	ts := make([]selectTarget, len(ks))
+	for i, k := range ks {
+		d := 0
+		for ; k >= top[d]; d++ {
+			k -= top[d]
+		}
+		ts[i] = selectTarget{rank: k, prefix: uint64(d), fixed: digitBits, count: top[d]}
 	}
-	fixed := uint(bits.LeadingZeros64(klo ^ khi)) // bits shared by every key
-	prefix := klo >> (64 - fixed)
-	if fixed == 0 {
-		prefix = 0
-	}
-	matches := func(key uint64) bool { return fixed == 0 || key>>(64-fixed) == prefix }
-	remaining := -1 // values with the fixed prefix (unknown before the first pass)
-	const digit = 16
-	var count [1 << digit]int
-	for fixed < 64 {
-		if remaining >= 0 && remaining <= 1<<12 {
+	const few = 1 << 12
+	for {
+		// Distinct prefixes still too crowded.
+		var open []int
+		for i, t := range ts {
+			if t.fixed < 64 && t.count > few && (len(open) == 0 || ts[open[0]].prefix != t.prefix || ts[open[0]].fixed != t.fixed) {
+				open = append(open, i)
+			}
+		}
+		if len(open) == 0 {
 			break
 		}
-		w := min(uint(digit), 64-fixed)
-		shift := 64 - fixed - w
-		clear(count[:])
+		hists := scanChunks(chunks, func(h [][]int, key uint64) {
+			for j, i := range open {
+				t := &ts[i]
+				if key>>(64-t.fixed) == t.prefix {
+					w := min(digitBits, 64-t.fixed)
+					h[j][(key>>(64-t.fixed-w))&(1<<w-1)]++
+				}
+			}
+		}, len(open))
+		for i := range ts {
+			t := &ts[i]
+			j := -1
+			for jj, o := range open {
+				if ts[o].prefix == t.prefix && ts[o].fixed == t.fixed {
+					j = jj
+				}
+			}
+			if j < 0 {
+				continue
+			}
+			h := hists[j]
+			d := 0
+			for ; t.rank >= h[d]; d++ {
+				t.rank -= h[d]
+			}
+			w := min(digitBits, 64-t.fixed)
+			t.prefix, t.fixed, t.count = t.prefix<<w|uint64(d), t.fixed+w, h[d]
+		}
+	}
+	out := make([]float64, len(ts))
+	for i, t := range ts {
+		if t.fixed == 64 {
+			out[i] = keyValue(t.prefix)
+			continue
+		}
+		keys := make([]uint64, 0, t.count)
 		for _, c := range chunks {
 			for _, v := range c {
-				key := orderKey(v)
-				if matches(key) {
-					count[(key>>shift)&(1<<w-1)]++
+				if key := orderKey(v); key>>(64-t.fixed) == t.prefix {
+					keys = append(keys, key)
 				}
 			}
 		}
-		d := 0
-		for ; k >= count[d]; d++ {
-			k -= count[d]
+		slices.Sort(keys)
+		out[i] = keyValue(keys[t.rank])
+	}
+	return out
+}
+
+// scanChunks calls count for every value's key, on two goroutines with
+// their own nh histograms of 2^16 counters, and returns the summed
+// histograms.
+func scanChunks(chunks [][]float64, count func(h [][]int, key uint64), nh int) [][]int {
+	const workers = 2
+	hs := make([][][]int, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		hs[w] = make([][]int, nh)
+		for j := range hs[w] {
+			hs[w][j] = make([]int, 1<<digitBits)
 		}
-		remaining = count[d]
-		prefix = prefix<<w | uint64(d)
-		fixed += w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ci := w; ci < len(chunks); ci += workers {
+				for _, v := range chunks[ci] {
+					count(hs[w], orderKey(v))
+				}
+			}
+		}()
 	}
-	if fixed == 64 {
-		return keyValue(prefix)
-	}
-	keys := make([]uint64, 0, remaining)
-	for _, c := range chunks {
-		for _, v := range c {
-			if key := orderKey(v); matches(key) {
-				keys = append(keys, key)
+	wg.Wait()
+	for w := 1; w < workers; w++ {
+		for j := range hs[0] {
+			for d, c := range hs[w][j] {
+				hs[0][j][d] += c
 			}
 		}
 	}
-	slices.Sort(keys)
-	return keyValue(keys[k])
+	return hs[0]
 }
