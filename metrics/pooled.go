@@ -24,25 +24,65 @@ func QueryUniformSorted(sorted []int, grade float64, ks []int, gain Gain) Values
 // come from a radix selection over order-preserving keys, which finds the
 // same values a quickselect does. Values are finite.
 func SummariseChunks(chunks [][]float64) Summary {
-	// One ordered pass for the sum and the extremes, which also counts the
-	// keys' top 16 bits for the selection.
+	// The ordered sum is one dependency chain; the extremes and the count
+	// of the keys' top 16 bits (the selection's first pass) are taken on
+	// two other goroutines meanwhile.
 	n := 0
 	var sum float64
-	var lo, hi float64
-	top := make([]int, 1<<digitBits)
+	const workers = 2
+	type part struct {
+		lo, hi float64
+		n      int
+		top    []int
+	}
+	parts := make([]part, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := part{top: make([]int, 1<<digitBits)}
+			for ci := w; ci < len(chunks); ci += workers {
+				for _, v := range chunks[ci] {
+					if p.n == 0 {
+						p.lo, p.hi = v, v
+					}
+					p.n++
+					p.lo, p.hi = min(p.lo, v), max(p.hi, v)
+					p.top[orderKey(v)>>(64-digitBits)]++
+				}
+			}
+			parts[w] = p
+		}()
+	}
 	for _, c := range chunks {
 		for _, v := range c {
-			if n == 0 {
-				lo, hi = v, v
-			}
-			n++
 			sum += v
-			lo, hi = min(lo, v), max(hi, v)
-			top[orderKey(v)>>(64-digitBits)]++
 		}
+		n += len(c)
 	}
+	wg.Wait()
 	if n == 0 {
 		return Summary{}
+	}
+	// min and max do not depend on the order they are taken in (Go's min
+	// and max put −0 below +0).
+	var lo, hi float64
+	top := parts[0].top
+	first := true
+	for _, p := range parts {
+		if p.n == 0 {
+			continue
+		}
+		if first {
+			lo, hi, first = p.lo, p.hi, false
+		}
+		lo, hi = min(lo, p.lo), max(hi, p.hi)
+	}
+	for _, p := range parts[1:] {
+		for d, c := range p.top {
+			top[d] += c
+		}
 	}
 	var med float64
 	if n%2 == 0 {
