@@ -30,9 +30,18 @@ type source struct {
 
 // newSource checks an endpoint (zero norms under cosine, float32 range) and
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
-func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int) (*source, error) {
+// sc, when set, is the endpoint's fused scan (its norms are used as they
+// are).
+func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan) (*source, error) {
 	s := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
 	s.csr, _ = m.(*matrix.CSR)
+	if s.cosine && sc != nil && sc.norms != nil {
+		s.norms = sc.norms
+		if len(sc.zeros) > 0 {
+			return s, &Error{Msg: ZeroNormMessage(endpoint, sc.zeros, ids)}
+		}
+		return s, nil
+	}
 	if s.cosine {
 		return s, s.computeNorms(ids, endpoint, threads)
 	}

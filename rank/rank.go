@@ -165,7 +165,8 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	if err := check(p, o, threads); err != nil {
+	scans, err := check(p, o, threads)
+	if err != nil {
 		return err
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
@@ -200,11 +201,11 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads)
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0])
 	if err != nil {
 		return err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads)
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1])
 	if err != nil {
 		return err
 	}
@@ -262,18 +263,30 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 // against.
 var forceMaterialisedClasses = false
 
-func check(p Problem, o Options, threads int) error {
-	for _, e := range []struct {
+// check tests the preconditions of SPEC §4.9 in order. The finiteness
+// check of a dense float32/float64 endpoint is the fused pass of fused.go,
+// whose norms newSource then uses.
+func check(p Problem, o Options, threads int) (scans [2]*endpointScan, err error) {
+	for i, e := range []struct {
 		name string
 		m    matrix.Matrix
 	}{{"Query", p.Queries}, {"Gallery", p.Gallery}} {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
-			return errorf("%s embeddings must be a 2D array with at least one row", e.name)
+			return scans, errorf("%s embeddings must be a 2D array with at least one row", e.name)
 		}
-		if r, c, bad := firstNonFinite(e.m, threads); bad {
-			return errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
+		if sc := scanEndpoint(e.m, o.Similarity == Cosine, threads); sc != nil {
+			scans[i] = sc
+			if sc.bad {
+				return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, sc.badRow, sc.badCol)
+			}
+		} else if r, c, bad := firstNonFinite(e.m, threads); bad {
+			return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
 		}
 	}
+	return scans, checkRest(p, o)
+}
+
+func checkRest(p Problem, o Options) error {
 	if p.Queries.Cols() != p.Gallery.Cols() {
 		return errorf("Query and gallery embedding dimensions must match; got %d and %d", p.Queries.Cols(), p.Gallery.Cols())
 	}
