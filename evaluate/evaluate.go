@@ -136,7 +136,6 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	}()
 	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
-		DatasetSummary: ds.Summary(),
 		Metadata: results.Metadata{
 			RetrievalConfig:    cfg,
 			CompressionConfigs: compressionConfigs,
@@ -164,6 +163,9 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	if err != nil {
 		return nil, err
 	}
+	// The summary names the identity key, which may still have been
+	// hashed while the backbones ran.
+	bench.DatasetSummary = ds.Summary()
 	bench.Metadata.ProtocolFingerprint = fp
 	if err := bench.Finalize(); err != nil {
 		return nil, err

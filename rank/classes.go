@@ -50,6 +50,10 @@ type classState struct {
 	beaten [][]int32
 	// excluded[q][m] marks excluded member positions (nil: none).
 	excluded [][]bool
+	// ranks is 1..(largest class size), shared by the SortedRanks results
+	// of queries without negatives.
+	ranksOnce sync.Once
+	ranks     []int
 }
 
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
@@ -414,6 +418,23 @@ func (s *scorer) classResult(q int) QueryResult {
 	return res
 }
 
+// oneToN returns the ranks 1..n of a query without negatives, as a view of
+// one slice shared by all such queries (results are read-only): thousands
+// of queries with 20,000 positives each allocate nothing for their ranks.
+func (st *classState) oneToN(n int) []int {
+	st.ranksOnce.Do(func() {
+		most := 0
+		for k := range st.c.NumClasses() {
+			most = max(most, len(st.c.Members(k)))
+		}
+		st.ranks = make([]int, most)
+		for i := range st.ranks {
+			st.ranks[i] = 1 + i
+		}
+	})
+	return st.ranks[:n:n]
+}
+
 // classResultSorted is classResult under Options.SortedRanks: the ranks come
 // out of the rank-ordered positives already ascending, and a query without
 // negatives needs no order at all (its positives rank 1..P).
@@ -434,10 +455,7 @@ func (s *scorer) classResultSorted(q int) QueryResult {
 				}
 			}
 		}
-		ranks = make([]int, n)
-		for i := range ranks {
-			ranks[i] = 1 + i
-		}
+		ranks = s.cls.oneToN(n)
 	} else {
 		sc = make([]float64, len(members))
 		ranks = make([]int, len(oi))

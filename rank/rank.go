@@ -101,6 +101,7 @@ type Options struct {
 	// Scores holds the positives' scores in ascending gallery order. With
 	// thousands of positives per query this saves the per-positive
 	// permutation and lists; metrics.QueryUniformSorted takes it as it is.
+	// The Ranks slices are read-only: queries may share one.
 	// Problems with explicit Relevance are unaffected.
 	SortedRanks bool
 }

@@ -72,7 +72,7 @@ type Dataset struct {
 	nExclusions      int
 	metadata         map[string]any
 	identity         Identity
-	identityKey      string
+	key              *pendingKey // the identity key, possibly still being hashed
 }
 
 // NewDataset validates inputs and relevance in the order of SPEC §2.10 and
@@ -196,10 +196,38 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	// (9) identity key.
 	d.identity = in.Identity
-	if d.identityKey, err = in.Identity.resolve(d); err != nil {
+	if in.Identity.deferrable(d) {
+		// Hashing a large content identity (every stored value and
+		// relevance pair) cannot fail here: it runs while the caller goes
+		// on (scoring), and the key's readers wait for it.
+		d.key = &pendingKey{done: make(chan struct{})}
+		go func() {
+			d.key.key, d.key.err = in.Identity.resolve(d)
+			close(d.key.done)
+		}()
+		return d, nil
+	}
+	key, err := in.Identity.resolve(d)
+	if err != nil {
 		return nil, err
 	}
+	d.key = &pendingKey{key: key}
 	return d, nil
+}
+
+// pendingKey is a dataset identity key; done (nil when the key was known at
+// construction) closes once it is.
+type pendingKey struct {
+	done chan struct{}
+	key  string
+	err  error
+}
+
+func (p *pendingKey) get() (string, error) {
+	if p.done != nil {
+		<-p.done
+	}
+	return p.key, p.err
 }
 
 func cloneItems(it Items) Items {
@@ -538,7 +566,11 @@ func (d *Dataset) Metadata() map[string]any {
 }
 
 // IdentityKey is the 64-hex dataset identity key (SPEC §2.9).
-func (d *Dataset) IdentityKey() string { return d.identityKey }
+// It waits for a content identity that is still being hashed.
+func (d *Dataset) IdentityKey() string {
+	k, _ := d.key.get()
+	return k
+}
 
 // EligibleRelevance returns per query the eligible positives (read-only use:
 // the slices may be shared with the dataset; callers must not modify them).
