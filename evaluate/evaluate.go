@@ -355,6 +355,9 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		// Label relevance (every grade 1): ranks come ascending and no
 		// per-positive lists are built (SPEC §2.7).
 		SortedRanks: p.Classes != nil,
+		// The pooled positive scores are summarised by the scorer, which
+		// need not hold them all (SPEC §4.7).
+		Pooled: &rank.Pooled{},
 	}
 	nq := 0
 	if p.Queries != nil { // otherwise the scorer's checks fail
@@ -368,9 +371,6 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	// Each query's result is folded in as soon as it is final (the scorer
 	// calls back from several workers), so only the pooled positive scores
 	// (SPEC §4.7) outlive it; they land at fixed offsets, in query order.
-	// Each query's positive scores are kept as the scorer hands them over
-	// (the scorer retains nothing), not copied into one pooled list.
-	posScores := make([][]float64, nq)
 	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
 	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
 		var m metrics.Values
@@ -384,8 +384,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 			m = metrics.Query(r.Ranks, grades, cfg.Ks, gain)
 		}
 		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: m}
-		posScores[q] = r.Scores
-		nn[q], hasNeg[q], maxPos[q] = r.NearestNegative, r.HasNegative, slices.Max(r.Scores)
+		nn[q], hasNeg[q], maxPos[q] = r.NearestNegative, r.HasNegative, r.MaxPositive
 		if top != nil {
 			top[q] = r.Top
 		}
@@ -420,7 +419,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	res := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
 		Diagnostics: results.Diagnostics{
-			PositiveSimilarity:        metrics.SummariseChunks(posScores),
+			PositiveSimilarity:        opts.Pooled.Summary,
 			NearestNegativeSimilarity: metrics.Summarise(nearest),
 			RetrievalMargin:           metrics.Summarise(margins),
 			EligibleQueries:           nq,

@@ -20,6 +20,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -104,6 +105,9 @@ type Options struct {
 	// The Ranks slices are read-only: queries may share one.
 	// Problems with explicit Relevance are unaffected.
 	SortedRanks bool
+	// Pooled, when set, receives the summary of the pooled positive
+	// scores (pooled.go); results then have MaxPositive instead of Scores.
+	Pooled *Pooled
 }
 
 // Stats describes one scoring run.
@@ -135,6 +139,9 @@ type QueryResult struct {
 	NearestNegative float64
 	HasNegative     bool
 	Top             []Candidate // rank order (TopN or FullRanking)
+	// MaxPositive is the largest positive score (set under Options.Pooled,
+	// which leaves Scores nil).
+	MaxPositive float64
 }
 
 // Score runs exact retrieval after checking the preconditions of SPEC §4.9 in
@@ -241,13 +248,36 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 		}
 	}
 	s.emit = fn
+	var chunks [][]float64
+	if o.Pooled != nil && !(p.Classes != nil && s.sortedRanks && s.pooledStreamable()) {
+		// Stored path: the scores are kept per query and summarised at
+		// the end.
+		chunks = make([][]float64, nq)
+		s.emit = func(q int, r QueryResult) error {
+			chunks[q], r.MaxPositive, r.Scores = r.Scores, slices.Max(r.Scores), nil
+			return fn(q, r)
+		}
+	}
 	s.meter = newMeter(ctx, int64(nq)*int64(ng))
 	s.stats = o.Stats
 	if s.stats == nil {
 		s.stats = &Stats{}
 	}
 	s.stats.Prepare = time.Since(t0)
-	if p.Classes != nil {
+	if err := s.score(ctx); err != nil {
+		return err
+	}
+	if chunks != nil {
+		o.Pooled.Summary = metrics.SummariseChunks(chunks)
+	}
+	return nil
+}
+
+func (s *scorer) score(ctx context.Context) error {
+	if s.p.Classes != nil {
+		if s.o.Pooled != nil && s.pooledStreamable() {
+			return s.scorePooledClasses(ctx)
+		}
 		return s.scoreClasses(ctx)
 	}
 	t1 := time.Now()
@@ -552,6 +582,7 @@ type workspace struct {
 	near          []int32   // screening: nearest-negative candidates of one row
 	hits          []int32   // screening: candidates of a run that may precede a positive
 	kernel, fold  time.Duration
+	id            int // the worker's index, where a pass keeps per-worker state
 }
 
 // partial is one worker's view of every query over the gallery blocks it
