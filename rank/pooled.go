@@ -79,8 +79,10 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			}
 		}
 	}
-	qBlock := max(1, min(256, (1<<20)/max(1, most)))
-	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock}
+	// Every task converts the members of its queries' classes once, so blocks
+	// are large: 32 MiB of scores per worker.
+	qBlock := max(1, min(1024, (1<<22)/max(1, most)))
+	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
 
 	// The window: exact scores of a sample of whole queries.
 	step := max(1, s.nq/16)
@@ -301,6 +303,7 @@ type pooledScan struct {
 	s        *scorer
 	excluded [][]bool
 	qBlock   int
+	slabs    [][]float64 // per worker: the score rows of its current task
 }
 
 // galleryIndex finds the gallery index of the first non-finite value of a
@@ -338,13 +341,23 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 		byClass[k] = append(byClass[k], q)
 	}
 	f64 := s.o.Precision == Float64
+	// The rows of every query of the call live in the worker's slab (valid
+	// until its next call).
+	total := 0
+	for _, q := range qs {
+		total += len(c.Members(int(c.Query[q])))
+	}
+	if cap(ps.slabs[w.id]) < total {
+		ps.slabs[w.id] = make([]float64, total)
+	}
+	slab := ps.slabs[w.id][:total]
 	for _, k := range order {
 		part := byClass[k]
 		members := c.Members(int(k))
 		qn := len(part)
 		rows := make([][]float64, qn)
 		for a := range rows {
-			rows[a] = make([]float64, len(members))
+			rows[a], slab = slab[:len(members):len(members)], slab[len(members):]
 		}
 		if f64 {
 			w.q64 = growTo(w.q64, qn*d)
