@@ -212,4 +212,3 @@ func (c *Classes) labelTriples() canonjson.Array {
 		return err
 	}}
 }
-
