@@ -103,7 +103,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	lo := sample[int(math.Floor(float64(len(sample)-1)*(0.5-delta)))]
 	hi := sample[int(math.Ceil(float64(len(sample)-1)*(0.5+delta)))]
 
-	// The main pass: ordered sum, extremes, top-digit counts, the values
+	// The main pass: ordered sum, extremes, the counts of the values
 	// below and inside the window, each query's best positive.
 	maxPos := make([]float64, s.nq)
 	type part struct {
@@ -111,12 +111,11 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		seen   bool
 		below  int
 		window []uint64
-		top    []int
 		bad    struct{ g, q int }
 	}
 	parts := make([]*part, max(1, s.threads))
 	for i := range parts {
-		parts[i] = &part{top: make([]int, 1<<16)}
+		parts[i] = &part{}
 		parts[i].bad.g, parts[i].bad.q = -1, -1
 	}
 	nextWorker := 0
@@ -183,7 +182,6 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 				p.lo, p.hi = min(p.lo, v), max(p.hi, v)
 				best = max(best, v)
 				k := orderKey(v)
-				p.top[k>>48]++
 				switch {
 				case k < lo:
 					p.below++
@@ -216,7 +214,6 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	}
 	var min_, max_ float64
 	seen := false
-	top := make([]int, 1<<16)
 	below := 0
 	var window []uint64
 	for _, p := range parts {
@@ -225,9 +222,6 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 				min_, max_, seen = p.lo, p.hi, true
 			}
 			min_, max_ = min(min_, p.lo), max(max_, p.hi)
-		}
-		for d, c := range p.top {
-			top[d] += c
 		}
 		below += p.below
 		window = append(window, p.window...)
@@ -244,7 +238,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		}
 	} else {
 		window = nil
-		if vals, err = ps.rescanSelect(ctx, ks, top); err != nil {
+		if vals, err = ps.rescanSelect(ctx, ks, n); err != nil {
 			return err
 		}
 	}
@@ -454,10 +448,10 @@ func (ps *pooledScan) rescan(ctx context.Context, visit func(w int, vals []float
 	})
 }
 
-// rescanSelect finds the ks-th smallest pooled scores by re-scoring: each
-// pass fixes 16 more bits of every target's key, until few enough values
-// share a target's prefix to be collected.
-func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, top []int) ([]float64, error) {
+// rescanSelect finds the ks-th smallest of the n pooled scores by
+// re-scoring: each pass fixes 16 more bits of every target's key, until few
+// enough values share a target's prefix to be collected.
+func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, n int) ([]float64, error) {
 	type target struct {
 		rank   int
 		prefix uint64
@@ -466,11 +460,7 @@ func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, top []int) ([]
 	}
 	ts := make([]target, len(ks))
 	for i, k := range ks {
-		d := 0
-		for ; k >= top[d]; d++ {
-			k -= top[d]
-		}
-		ts[i] = target{rank: k, prefix: uint64(d), fixed: 16, count: top[d]}
+		ts[i] = target{rank: k, count: n} // no bit fixed yet (k>>64 is 0 in Go)
 	}
 	threads := ps.s.threads
 	for {
