@@ -277,10 +277,7 @@ func (s *scorer) pooledExclusionsFinite() error {
 	if s.p.Exclusions == nil {
 		return nil
 	}
-	gb := min(s.o.GalleryBatch, s.ng)
-	if s.g.direct64 == nil && s.g.direct32 == nil {
-		gb = s.blockRows(gb)
-	}
+	gb := s.galleryBlock()
 	w := &workspace{}
 	for g0 := 0; g0 < s.ng; g0 += gb {
 		if err := s.skippedTileExclusions(0, s.nq, g0, min(g0+gb, s.ng), w); err != nil {

@@ -656,10 +656,7 @@ func (s *scorer) blockRows(want int) int {
 // working precision and scores every query block against it while it is
 // hot, folding each score row into its partial result at once.
 func (s *scorer) run(ctx context.Context) error {
-	gb := min(s.o.GalleryBatch, s.ng)
-	if !s.sparse && s.g.direct64 == nil && s.g.direct32 == nil {
-		gb = s.blockRows(gb)
-	}
+	gb := s.galleryBlock()
 	qb := min(s.o.QueryBatch, s.nq)
 	if !s.sparse && s.q64 == nil && s.q32 == nil {
 		qb = s.blockRows(qb)
@@ -726,6 +723,21 @@ func (s *scorer) run(ctx context.Context) error {
 	err = s.merge(ctx, parts)
 	s.stats.Merge = time.Since(t1)
 	return err
+}
+
+// galleryBlock is the number of gallery rows of one task of the pass.
+func (s *scorer) galleryBlock() int {
+	gb := min(s.o.GalleryBatch, s.ng)
+	if !s.sparse && s.g.direct64 == nil && s.g.direct32 == nil {
+		gb = s.blockRows(gb)
+	}
+	// Every worker needs gallery blocks: a gallery of one block (the demo's
+	// 5,000 rows under the default 10,000) would be scored on one thread.
+	// At least 8 blocks, of at least 64 rows. Block sizes never change a
+	// result (SPEC §4.2); the split does not depend on the thread count,
+	// so neither does which failing pair an error names.
+	const minBlocks = 8
+	return max(min(gb, (s.ng+minBlocks-1)/minBlocks), min(gb, 64))
 }
 
 // denseBlock scores gallery rows [g0, g1) against every query with the
