@@ -38,7 +38,8 @@ type DatasetInputs struct {
 	Metadata   map[string]any
 	Identity   Identity
 
-	materialiseLabels bool
+	materialiseLabels  bool
+	backgroundIdentity bool
 }
 
 // Option adjusts dataset construction.
@@ -57,6 +58,13 @@ func WithMetadata(m map[string]any) Option { return func(in *DatasetInputs) { in
 // same either way (SPEC §2.7); the option exists so tests can compare the
 // two representations.
 func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.materialiseLabels = true } }
+
+// WithBackgroundIdentity lets a content identity over embedding endpoints
+// be hashed in the background: NewDataset returns once everything is
+// validated, and IdentityKey (and what uses it) waits for the hash. The
+// caller must keep the endpoints' storage (file mappings) alive until
+// WaitIdentity returns.
+func WithBackgroundIdentity() Option { return func(in *DatasetInputs) { in.backgroundIdentity = true } }
 
 // WithIdentity sets the identity policy.
 func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
@@ -196,7 +204,7 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	// (9) identity key.
 	d.identity = in.Identity
-	if in.Identity.deferrable(d) {
+	if in.backgroundIdentity && in.Identity.deferrable(d) {
 		// Hashing a large content identity (every stored value and
 		// relevance pair) cannot fail here: it runs while the caller goes
 		// on (scoring), and the key's readers wait for it.
@@ -563,6 +571,14 @@ func (d *Dataset) Exclusions(q int) []int { return slices.Clone(d.exclusions[q])
 func (d *Dataset) Metadata() map[string]any {
 	m, _ := copyMetadata(d.metadata)
 	return m
+}
+
+// WaitIdentity waits until the identity key is known (see
+// WithBackgroundIdentity); it is safe to call on a nil dataset.
+func (d *Dataset) WaitIdentity() {
+	if d != nil {
+		_, _ = d.key.get()
+	}
 }
 
 // IdentityKey is the 64-hex dataset identity key (SPEC §2.9).

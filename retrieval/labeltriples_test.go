@@ -11,7 +11,7 @@ import (
 // content identity key, the relevance and protocol fingerprints agree for
 // query counts whose indices cross digit-width boundaries (templates per
 // width), one to several classes, and batches of 64 queries (pipelined
-// formatting) ending anywhere.
+// formatting) ending anywhere; a background identity gives the same key.
 func TestLabelTriplesHashAsMaterialised(t *testing.T) {
 	for _, nq := range []int{1, 9, 10, 11, 64, 65, 99, 100, 101, 129, 1001} {
 		for _, nc := range []int{1, 3} {
@@ -47,7 +47,8 @@ func TestLabelTriplesHashAsMaterialised(t *testing.T) {
 			if a.Classes() == nil || b.Classes() != nil {
 				t.Fatal("representations not as requested")
 			}
-			if a.IdentityKey() != b.IdentityKey() {
+			bg := build(WithBackgroundIdentity()) // hashed while the test goes on
+			if a.IdentityKey() != b.IdentityKey() || bg.IdentityKey() != a.IdentityKey() || bg.Summary().Identity["key"] != a.IdentityKey() {
 				t.Fatalf("nq %d, %d classes: identity keys differ", nq, nc)
 			}
 			fa, err1 := a.ProtocolFingerprint(DefaultConfig())

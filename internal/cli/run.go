@@ -307,13 +307,17 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 		return err
 	}
 	var closers []func() error
+	var ds *retrieval.Dataset
 	defer func() {
+		// The identity may still be hashed from the mappings (background
+		// identity): it finishes first.
+		ds.WaitIdentity()
 		// Mappings and spill files: closing releases them; nothing to lose.
 		for i := len(closers) - 1; i >= 0; i-- {
 			_ = closers[i]()
 		}
 	}()
-	ds, err := fl.loadDataset(ctx, budget, &closers)
+	ds, err = fl.loadDataset(ctx, budget, &closers)
 	if err != nil {
 		return err
 	}
@@ -386,7 +390,9 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 			return nil, err
 		}
 	}
-	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl)}
+	// Background identity: hashed while scoring runs; runRetrieval waits
+	// for it before it releases the mappings.
+	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity()}
 	if fl.leaveOneOut {
 		labels, err := readLabels(fl.queryLabels)
 		if err != nil {
