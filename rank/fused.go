@@ -2,7 +2,6 @@ package rank
 
 import (
 	"math"
-	"runtime"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
@@ -93,15 +92,4 @@ func scanRows[T float32 | float64](data []T, rows, cols int, cosine bool, thread
 		sc.zeros = append(sc.zeros, z...)
 	}
 	return sc
-}
-
-// FirstNonFinite is matrix.FirstNonFinite split over threads row chunks
-// (0 = GOMAXPROCS): the same entry, the first in row-major order, found
-// in a fraction of the time on a large endpoint (the CLI checks every
-// loaded file before the dataset is built).
-func FirstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	return firstNonFinite(m, threads)
 }

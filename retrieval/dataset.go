@@ -271,7 +271,7 @@ func checkEndpoint(side string, it Items, ids []string) error {
 	if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 		return invalid("%s embeddings must be a 2D array with at least one row and one column", side)
 	}
-	if r, c, bad := matrix.FirstNonFinite(e.m); bad {
+	if r, c, bad := matrix.FirstNonFiniteParallel(e.m, 0); bad {
 		id := strconv.Itoa(r)
 		if r < len(ids) {
 			id = ids[r]

@@ -19,7 +19,6 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
-	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -474,7 +473,7 @@ func checkAligned(side, idPath string, ids []string, embPath string, m matrix.Ma
 
 // checkFinite reports the first NaN/Inf of a file with its row, ID and column.
 func checkFinite(path, endpoint string, m matrix.Matrix, ids []string) error {
-	r, c, bad := rank.FirstNonFinite(m, 0) // parallel: the scan of a large file is on the critical path
+	r, c, bad := matrix.FirstNonFiniteParallel(m, 0) // the scan of a large file is on the critical path
 	if !bad {
 		return nil
 	}
