@@ -71,10 +71,14 @@ func scoreMaterialised(t *testing.T, p Problem, o Options) []QueryResult {
 // every rank, positive score, nearest negative and kept candidate, for
 // 1, few and many classes, contiguous and interleaved classes, exclusions
 // of positives and of negatives, ties, every similarity and precision, and
-// every block shape (single-class tiles are skipped).
+// every block shape (single-class tiles are skipped), with per-worker and
+// with shared counters.
 func TestClassesEqualMaterialisedPairs(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
+	defer func(b int) { maxLocalCounterBytes = b }(maxLocalCounterBytes)
 	for trial := range 40 {
+		// Per-worker counters, and (odd trials) the shared atomic ones.
+		maxLocalCounterBytes = []int{64 << 20, 0}[trial%2]
 		nq, ng := 1+r.IntN(30), 6+r.IntN(60)
 		nc := []int{1, 2, 10, 1000}[trial%4]
 		p := classProblem(r, nq, ng, 1+r.IntN(7), nc, trial%3 == 0, trial%2 == 0, trial%5 == 1)

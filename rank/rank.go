@@ -595,6 +595,7 @@ type partial struct {
 	top     []topHeap
 	all     [][]Candidate
 	hits    []int32 // scratch for consume
+	cbeaten []int32 // implicit classes, per-worker counters (classState.local)
 }
 
 // parallel runs task(0..n-1) on s.threads workers, tasks handed out in
@@ -831,7 +832,10 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 func (s *scorer) newPartial() *partial {
 	p := &partial{beaten: make([]int, s.nBeaten), best: make([]float64, s.nq), hasBest: make([]bool, s.nq)}
 	if s.cls != nil {
-		p.beaten = nil // shared counters in classState
+		p.beaten = nil // counters in classState, or per worker:
+		if s.cls.local {
+			p.cbeaten = make([]int32, s.cls.nLocal)
+		}
 	}
 	if s.o.FullRanking {
 		p.all = make([][]Candidate, s.nq)
@@ -1085,7 +1089,7 @@ func (s *scorer) mergeQuery(q int, parts []*partial) error {
 	var res QueryResult
 	r := &res
 	if s.cls != nil {
-		res = s.classResult(q)
+		res = s.classResult(q, parts)
 	} else {
 		qi := &s.qs[q]
 		r.Positives, r.Scores = qi.pos, qi.scores
