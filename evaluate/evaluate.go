@@ -369,8 +369,8 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		top = make([][]rank.Candidate, nq)
 	}
 	// Each query's result is folded in as soon as it is final (the scorer
-	// calls back from several workers), so only the pooled positive scores
-	// (SPEC §4.7) outlive it; they land at fixed offsets, in query order.
+	// calls back from several workers); the pooled positive-score summary
+	// (SPEC §4.7) comes from the scorer (opts.Pooled).
 	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
 	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
 		var m metrics.Values

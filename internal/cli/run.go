@@ -389,7 +389,7 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 			return nil, err
 		}
 	}
-	// Background identity: hashed while scoring runs; runRetrieval waits
+	// Background identity: hashed while scoring runs; evaluatePairs waits
 	// for it before it releases the mappings.
 	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity()}
 	if fl.leaveOneOut {
