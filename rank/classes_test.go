@@ -249,14 +249,18 @@ func TestProgressReportsEveryPair(t *testing.T) {
 	sg, _ := randomSparseRows(r, 70, 30, 4)
 	sparse := dense
 	sparse.Queries, sparse.Gallery = sq, sg
-	for name, p := range map[string]Problem{"dense": dense, "classes": cls, "sparse": sparse} {
+	for name, p := range map[string]Problem{"dense": dense, "classes": cls, "sparse": sparse, "classes-streamed": cls} {
 		var calls []int64
 		var total int64
 		ctx := WithProgress(context.Background(), func(done, tot int64) {
 			calls = append(calls, done)
 			total = tot
 		})
-		if _, err := Score(ctx, p, Options{Similarity: Dot, QueryBatch: 4, GalleryBatch: 16, Threads: 2}); err != nil {
+		o := Options{Similarity: Dot, QueryBatch: 4, GalleryBatch: 16, Threads: 2}
+		if name == "classes-streamed" { // one class: the pooled streaming path
+			o.SortedRanks, o.Pooled = true, &Pooled{}
+		}
+		if _, err := Score(ctx, p, o); err != nil {
 			t.Fatal(err)
 		}
 		want := int64(p.Queries.Rows() * p.Gallery.Rows())

@@ -195,6 +195,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			}
 			maxPos[q] = best
 		}
+		s.meter.add(int64(q1-q0) * int64(s.ng)) // progress: every pair of these queries is decided
 		return nil
 	})
 	if err != nil {
