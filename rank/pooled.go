@@ -59,7 +59,9 @@ var pooledWindowCap = 1 << 21
 func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	t1 := time.Now()
 	c := s.p.Classes
-	excluded := make([][]bool, s.nq) // per query, by member position
+	// Per query, the member positions of its excluded members, ascending
+	// (a few per query: leave-one-out excludes one), not a flag per pair.
+	excluded := make([][]int32, s.nq)
 	n, most := 0, 0
 	for q := range s.nq {
 		m := c.Members(int(c.Query[q]))
@@ -69,13 +71,10 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			ex = s.p.Exclusions[q]
 		}
 		n += c.EligibleCount(q, ex)
-		for _, g := range ex {
+		for _, g := range ex { // ascending gallery index, so ascending position
 			if c.Gallery[g] == c.Query[q] {
-				if excluded[q] == nil {
-					excluded[q] = make([]bool, len(m))
-				}
 				i, _ := slices.BinarySearch(m, int32(g))
-				excluded[q][i] = true
+				excluded[q] = append(excluded[q], int32(i))
 			}
 		}
 	}
@@ -252,16 +251,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	s.stats.Positives = time.Since(t1)
 	st := &classState{c: c}
 	for q := range s.nq {
-		np := c.Members(int(c.Query[q]))
-		cnt := len(np)
-		if excluded[q] != nil {
-			cnt = 0
-			for _, e := range excluded[q] {
-				if !e {
-					cnt++
-				}
-			}
-		}
+		cnt := len(c.Members(int(c.Query[q]))) - len(excluded[q])
 		if err := s.emit(q, QueryResult{Ranks: st.oneToN(cnt), MaxPositive: maxPos[q]}); err != nil {
 			return err
 		}
@@ -293,7 +283,7 @@ func (s *scorer) pooledExclusionsFinite() error {
 // pooled summary.
 type pooledScan struct {
 	s        *scorer
-	excluded [][]bool
+	excluded [][]int32 // per query: excluded member positions, ascending
 	qBlock   int
 	slabs    [][]float64 // per worker: the score rows of its current task
 }
@@ -303,9 +293,11 @@ type pooledScan struct {
 func (ps *pooledScan) galleryIndex(q int, vals []float64) int {
 	c := ps.s.p.Classes
 	m := c.Members(int(c.Query[q]))
+	ex := ps.excluded[q]
 	j := 0
 	for i, g := range m {
-		if ps.excluded[q] != nil && ps.excluded[q][i] {
+		if len(ex) > 0 && int(ex[0]) == i {
+			ex = ex[1:]
 			continue
 		}
 		if vals[j]-vals[j] != 0 {
@@ -411,13 +403,15 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 		}
 		for a, q := range part {
 			row := rows[a]
-			if ex := ps.excluded[q]; ex != nil {
-				n := 0
-				for i, v := range row {
-					if !ex[i] {
-						row[n] = v
-						n++
+			if ex := ps.excluded[q]; len(ex) > 0 {
+				// Close the gaps of the excluded members, run by run.
+				n := int(ex[0])
+				for k, e := range ex {
+					end := len(row)
+					if k+1 < len(ex) {
+						end = int(ex[k+1])
 					}
+					n += copy(row[n:], row[int(e)+1:end])
 				}
 				row = row[:n]
 			}
