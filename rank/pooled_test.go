@@ -2,11 +2,9 @@ package rank
 
 import (
 	"context"
-	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
-
-	"math/rand/v2"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/metrics"
@@ -126,5 +124,21 @@ func TestPooledStreamingErrorsMatchStored(t *testing.T) {
 			t.Fatalf("exclusions %v: error %v, want %v", ex, gerr, werr)
 		}
 	}
-	_ = math.Inf
+}
+
+// A cancelled streaming run returns the context's error and leaves no
+// worker waiting for its turn in the ordered sum (several query blocks).
+func TestPooledStreamingCancel(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	nq, ng := 1000, 20000 // 209 queries per block: 5 blocks
+	p := randomProblem(r, nq, ng, 2, false)
+	p.Relevance, p.Exclusions = nil, nil
+	p.Classes = retrieval.NewClasses(make([]int32, nq), make([]int32, ng))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = WithProgress(ctx, func(done, total int64) { cancel() })
+	_, err := Score(ctx, p, Options{Similarity: Dot, QueryBatch: 64, GalleryBatch: 1000, Threads: 2, SortedRanks: true, Pooled: &Pooled{}})
+	if err != context.Canceled {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
 }
