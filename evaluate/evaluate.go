@@ -137,7 +137,6 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	}()
 	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
-		DatasetSummary: ds.Summary(),
 		Metadata: results.Metadata{
 			RetrievalConfig:    cfg,
 			CompressionConfigs: compressionConfigs,
@@ -165,6 +164,9 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	if err != nil {
 		return nil, err
 	}
+	// The summary names the identity key, which may still have been
+	// hashed while the backbones ran.
+	bench.DatasetSummary = ds.Summary()
 	bench.Metadata.ProtocolFingerprint = fp
 	if err := bench.Finalize(); err != nil {
 		return nil, err
@@ -344,6 +346,12 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	if err != nil {
 		return nil, err
 	}
+	// Label relevance (every grade 1): ranks come ascending and no
+	// per-positive lists are built (SPEC §2.7).
+	opts.SortedRanks = p.Classes != nil
+	// The pooled positive scores are summarised by the scorer, which need
+	// not hold them all (SPEC §4.7).
+	opts.Pooled = &rank.Pooled{}
 	nq, ng := 0, 0
 	if p.Queries != nil { // otherwise the scorer's checks fail
 		nq = p.Queries.Rows()
@@ -351,7 +359,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	if p.Gallery != nil {
 		ng = p.Gallery.Rows()
 	}
-	return direction(p, cfg, runDepth, nq, ng, p.EligibleCounts, func(fn func(q int, r rank.QueryResult) error) error {
+	return direction(p, cfg, runDepth, nq, ng, opts.SortedRanks, opts.Pooled, nil, func(fn func(q int, r rank.QueryResult) error) error {
 		return rank.ScoreEach(ctx, p, opts, fn)
 	})
 }
@@ -375,11 +383,17 @@ func DirectionOptions(cfg retrieval.Config, threads, runDepth int) (rank.Options
 }
 
 // direction builds a score result from per-query results, which each
-// delivers (once per query, in any order, possibly concurrently); counts
-// gives the eligible positives per query once the first result arrives.
-// Local scoring and finished gallery-shard partials (SPEC §11.3) share it,
-// so their results are bit-identical.
-func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, counts func() []int, each func(fn func(q int, r rank.QueryResult) error) error) (*results.ScoreResult, error) {
+// delivers (once per query, in any order, possibly concurrently). Local
+// scoring and finished gallery-shard partials (SPEC §11.3) share it, so
+// their results are bit-identical.
+//
+// sortedRanks says the results' ranks come ascending with every grade 1
+// (label relevance). The pooled positive scores (SPEC §4.7) come either
+// summarised by the scorer (pooled != nil, after each returns; results
+// carry MaxPositive) or in each result's Scores, which are then kept at
+// fixed offsets in query order (counts gives the eligible positives per
+// query once the first result arrives).
+func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, sortedRanks bool, pooled *rank.Pooled, counts func() []int, each func(fn func(q int, r rank.QueryResult) error) error) (*results.ScoreResult, error) {
 	gain := metrics.Exponential
 	if cfg.Gain == retrieval.GainLinear {
 		gain = metrics.Linear
@@ -391,27 +405,38 @@ func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, count
 	}
 	// Each query's result is folded in as soon as it is final (the scorer
 	// calls back from several workers), so only the pooled positive scores
-	// (SPEC §4.7) outlive it; they land at fixed offsets, in query order.
+	// outlive it.
 	var once sync.Once
 	var offsets []int
 	var posScores []float64
 	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
 	err := each(func(q int, r rank.QueryResult) error {
-		once.Do(func() { // the problem has passed the scorer's checks
-			counts := counts()
-			offsets = make([]int, nq+1)
-			for i, c := range counts {
-				offsets[i+1] = offsets[i] + c
+		var m metrics.Values
+		if sortedRanks {
+			m = metrics.QueryUniformSorted(r.Ranks, 1, cfg.Ks, gain)
+		} else {
+			grades := make([]float64, len(r.Positives))
+			for i, x := range r.Positives {
+				grades[i] = x.Grade
 			}
-			posScores = make([]float64, offsets[nq])
-		})
-		grades := make([]float64, len(r.Positives))
-		for i, x := range r.Positives {
-			grades[i] = x.Grade
+			m = metrics.Query(r.Ranks, grades, cfg.Ks, gain)
 		}
-		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: metrics.Query(r.Ranks, grades, cfg.Ks, gain)}
-		copy(posScores[offsets[q]:offsets[q+1]], r.Scores)
-		nn[q], hasNeg[q], maxPos[q] = r.NearestNegative, r.HasNegative, slices.Max(r.Scores)
+		rows[q] = results.QueryRow{QueryID: p.QueryIDs[q], Metrics: m}
+		nn[q], hasNeg[q] = r.NearestNegative, r.HasNegative
+		if pooled != nil {
+			maxPos[q] = r.MaxPositive
+		} else {
+			once.Do(func() { // the problem has passed the scorer's checks
+				counts := counts()
+				offsets = make([]int, nq+1)
+				for i, c := range counts {
+					offsets[i+1] = offsets[i] + c
+				}
+				posScores = make([]float64, offsets[nq])
+			})
+			copy(posScores[offsets[q]:offsets[q+1]], r.Scores)
+			maxPos[q] = slices.Max(r.Scores)
+		}
 		if top != nil {
 			top[q] = r.Top
 		}
@@ -419,6 +444,12 @@ func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, count
 	})
 	if err != nil {
 		return nil, err
+	}
+	var positive metrics.Summary
+	if pooled != nil {
+		positive = pooled.Summary
+	} else {
+		positive = metrics.SummariseInPlace(posScores)
 	}
 	var nearest, margins []float64
 	var warnings []string
@@ -446,7 +477,7 @@ func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, count
 	res := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
 		Diagnostics: results.Diagnostics{
-			PositiveSimilarity:        metrics.SummariseInPlace(posScores),
+			PositiveSimilarity:        positive,
 			NearestNegativeSimilarity: metrics.Summarise(nearest),
 			RetrievalMargin:           metrics.Summarise(margins),
 			EligibleQueries:           nq,

@@ -138,7 +138,7 @@ func DirectionFromPartials(p rank.Problem, cfg retrieval.Config, runDepth int, b
 		}
 		return out
 	}
-	return direction(p, cfg, runDepth, nq, ng, counts, func(fn func(q int, r rank.QueryResult) error) error {
+	return direction(p, cfg, runDepth, nq, ng, false, nil, counts, func(fn func(q int, r rank.QueryResult) error) error {
 		return rank.Results(p, blocks, fn)
 	})
 }

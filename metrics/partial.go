@@ -111,7 +111,11 @@ func uniformGrades(grades, missing []float64) bool {
 // permutation: a plain sort of the ranks gives the same sums in the same
 // order, bit for bit.
 func computeUniform(out Values, ranks []int, grade float64, p int, ks []int, gain Gain) Values {
-	sorted := sortRanks(ranks)
+	return computeUniformSorted(out, sortRanks(ranks), grade, p, ks, gain)
+}
+
+// computeUniformSorted is computeUniform with the ranks already ascending.
+func computeUniformSorted(out Values, sorted []int, grade float64, p int, ks []int, gain Gain) Values {
 	out.Vals[0] = 1 / float64(sorted[0])
 	var ap float64
 	for i, r := range sorted {

@@ -46,10 +46,18 @@ type classState struct {
 	memberPos []int32
 	excl      [][]int // the problem's exclusions
 	// beaten[q][r]: negatives that precede the positive in rank slot r but
-	// not the one in slot r−1; shared by all workers (atomic adds).
+	// not the one in slot r−1; shared by all workers (atomic adds), unless
+	// local: then each worker's partial counts them in cbeaten[off[q]+r].
 	beaten [][]int32
+	local  bool
+	off    []int
+	nLocal int
 	// excluded[q][m] marks excluded member positions (nil: none).
 	excluded [][]bool
+	// ranks is 1..(largest class size), shared by the SortedRanks results
+	// of queries without negatives.
+	ranksOnce sync.Once
+	ranks     []int
 }
 
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
@@ -113,8 +121,40 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// Counters per worker, added without atomics, when they are small
+	// (the demo: 1,000 queries × 500 positives); otherwise one shared set
+	// of atomic counters (memory independent of the thread count).
+	st.off = make([]int, s.nq)
+	for q, b := range st.beaten {
+		st.off[q] = st.nLocal
+		st.nLocal += len(b)
+	}
+	if st.nLocal*s.threads*4 <= maxLocalCounterBytes {
+		st.local = true
+		clear(st.beaten)
+	}
 	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
+}
+
+// maxLocalCounterBytes bounds the per-worker copies of the positives'
+// counters (a variable for tests).
+var maxLocalCounterBytes = 64 << 20
+
+// beatenOf returns query q's counters, summed over the workers' partials
+// when they are per worker.
+func (st *classState) beatenOf(q int, parts []*partial) []int32 {
+	if !st.local || st.ordScore[q] == nil {
+		return st.beaten[q]
+	}
+	n := len(st.ordScore[q]) + 1
+	out := make([]int32, n)
+	for _, p := range parts {
+		for r, c := range p.cbeaten[st.off[q] : st.off[q]+n] {
+			out[r] += c
+		}
+	}
+	return out
 }
 
 // negatives is the number of query q's eligible negatives (nm = the size of
@@ -351,7 +391,11 @@ func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, ro
 		}
 		if v > lastScore || (v == lastScore && g < lastIndex) {
 			lo := firstPreceded(os, oi, st.buckets[q], v, g)
-			atomic.AddInt32(&beaten[lo], 1)
+			if part.cbeaten != nil {
+				part.cbeaten[st.off[q]+lo]++
+			} else {
+				atomic.AddInt32(&beaten[lo], 1)
+			}
 		}
 		if keep {
 			keepCandidate(part, q, v, g)
@@ -371,10 +415,13 @@ func keepCandidate(part *partial, q int, v float64, g int) {
 }
 
 // classResult assembles query q's result; it releases the per-query state.
-func (s *scorer) classResult(q int) QueryResult {
+func (s *scorer) classResult(q int, parts []*partial) QueryResult {
+	if s.o.SortedRanks {
+		return s.classResultSorted(q, parts)
+	}
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
-	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beaten[q], st.excluded[q]
+	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beatenOf(q, parts), st.excluded[q]
 	rankOf := make([]int, len(members))
 	var n int
 	var sc []float64 // member order
@@ -409,6 +456,69 @@ func (s *scorer) classResult(q int) QueryResult {
 	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
 	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
 	return res
+}
+
+// oneToN returns the ranks 1..n of a query without negatives, as a view of
+// one slice shared by all such queries (results are read-only): thousands
+// of queries with 20,000 positives each allocate nothing for their ranks.
+func (st *classState) oneToN(n int) []int {
+	st.ranksOnce.Do(func() {
+		most := 0
+		for k := range st.c.NumClasses() {
+			most = max(most, len(st.c.Members(k)))
+		}
+		st.ranks = make([]int, most)
+		for i := range st.ranks {
+			st.ranks[i] = 1 + i
+		}
+	})
+	return st.ranks[:n:n]
+}
+
+// classResultSorted is classResult under Options.SortedRanks: the ranks come
+// out of the rank-ordered positives already ascending, and a query without
+// negatives needs no order at all (its positives rank 1..P).
+func (s *scorer) classResultSorted(q int, parts []*partial) QueryResult {
+	st, c := s.cls, s.p.Classes
+	members := c.Members(int(c.Query[q]))
+	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beatenOf(q, parts), st.excluded[q]
+	var ranks []int
+	var sc []float64 // member order, excluded slots included
+	if os == nil {
+		sc = st.scores[q]
+		n := len(sc)
+		if ex != nil {
+			n = 0
+			for _, e := range ex {
+				if !e {
+					n++
+				}
+			}
+		}
+		ranks = s.cls.oneToN(n)
+	} else {
+		sc = make([]float64, len(members))
+		ranks = make([]int, len(oi))
+		count := 0
+		for r, g := range oi {
+			count += int(beaten[r])
+			ranks[r] = 1 + r + count
+			sc[st.memberPos[g]] = os[r]
+		}
+	}
+	if ex != nil { // drop the excluded members' slots, in place
+		n := 0
+		for m, v := range sc {
+			if !ex[m] {
+				sc[n] = v
+				n++
+			}
+		}
+		sc = sc[:n]
+	}
+	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
+	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
+	return QueryResult{Ranks: ranks, Scores: sc}
 }
 
 var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}

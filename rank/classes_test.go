@@ -71,10 +71,14 @@ func scoreMaterialised(t *testing.T, p Problem, o Options) []QueryResult {
 // every rank, positive score, nearest negative and kept candidate, for
 // 1, few and many classes, contiguous and interleaved classes, exclusions
 // of positives and of negatives, ties, every similarity and precision, and
-// every block shape (single-class tiles are skipped).
+// every block shape (single-class tiles are skipped), with per-worker and
+// with shared counters.
 func TestClassesEqualMaterialisedPairs(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
+	defer func(b int) { maxLocalCounterBytes = b }(maxLocalCounterBytes)
 	for trial := range 40 {
+		// Per-worker counters, and (odd trials) the shared atomic ones.
+		maxLocalCounterBytes = []int{64 << 20, 0}[trial%2]
 		nq, ng := 1+r.IntN(30), 6+r.IntN(60)
 		nc := []int{1, 2, 10, 1000}[trial%4]
 		p := classProblem(r, nq, ng, 1+r.IntN(7), nc, trial%3 == 0, trial%2 == 0, trial%5 == 1)
@@ -245,14 +249,18 @@ func TestProgressReportsEveryPair(t *testing.T) {
 	sg, _ := randomSparseRows(r, 70, 30, 4)
 	sparse := dense
 	sparse.Queries, sparse.Gallery = sq, sg
-	for name, p := range map[string]Problem{"dense": dense, "classes": cls, "sparse": sparse} {
+	for name, p := range map[string]Problem{"dense": dense, "classes": cls, "sparse": sparse, "classes-streamed": cls} {
 		var calls []int64
 		var total int64
 		ctx := WithProgress(context.Background(), func(done, tot int64) {
 			calls = append(calls, done)
 			total = tot
 		})
-		if _, err := Score(ctx, p, Options{Similarity: Dot, QueryBatch: 4, GalleryBatch: 16, Threads: 2}); err != nil {
+		o := Options{Similarity: Dot, QueryBatch: 4, GalleryBatch: 16, Threads: 2}
+		if name == "classes-streamed" { // one class: the pooled streaming path
+			o.SortedRanks, o.Pooled = true, &Pooled{}
+		}
+		if _, err := Score(ctx, p, o); err != nil {
 			t.Fatal(err)
 		}
 		want := int64(p.Queries.Rows() * p.Gallery.Rows())
@@ -262,6 +270,48 @@ func TestProgressReportsEveryPair(t *testing.T) {
 		for i := 1; i < len(calls); i++ {
 			if calls[i] <= calls[i-1] {
 				t.Fatalf("%s: progress went from %d to %d", name, calls[i-1], calls[i])
+			}
+		}
+	}
+}
+
+// Options.SortedRanks gives the materialised results with each query's
+// ranks sorted ascending and no positive list, on the implicit path and on
+// the materialised fallback alike; explicit problems are unaffected.
+func TestClassesSortedRanks(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 24 {
+		nq, ng := 1+r.IntN(30), 6+r.IntN(60)
+		nc := []int{1, 2, 10, 1000}[trial%4]
+		p := classProblem(r, nq, ng, 1+r.IntN(7), nc, trial%3 == 0, trial%2 == 0, false)
+		for _, sim := range []Similarity{Cosine, Dot, SquaredL2} {
+			o := Options{Similarity: sim, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20), Threads: 1 + trial%2}
+			want := scoreMaterialised(t, p, o)
+			for q := range want {
+				slices.Sort(want[q].Ranks)
+				want[q].Positives = nil
+			}
+			o.SortedRanks = true
+			got, err := Score(context.Background(), p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("trial %d (%d classes) sim %d:\n got %+v\nwant %+v", trial, nc, sim, got, want)
+			}
+			if fallback := scoreMaterialised(t, p, o); !reflect.DeepEqual(fallback, want) {
+				t.Fatalf("trial %d: materialised fallback differs under SortedRanks", trial)
+			}
+			explicit := p
+			explicit.Relevance, explicit.Classes = p.Classes.Materialise(), nil
+			a, err := Score(context.Background(), explicit, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.SortedRanks = false
+			b, _ := Score(context.Background(), explicit, o)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("trial %d: SortedRanks changed an explicit problem", trial)
 			}
 		}
 	}

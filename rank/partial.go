@@ -176,7 +176,8 @@ func prepareProblem(ctx context.Context, p Problem, o Options) (*prepared, error
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	if err := check(p, o, threads); err != nil {
+	scans, err := check(p, o, threads)
+	if err != nil {
 		return nil, err
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
@@ -201,11 +202,11 @@ func prepareProblem(ctx context.Context, p Problem, o Options) (*prepared, error
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads)
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0])
 	if err != nil {
 		return nil, err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads)
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1])
 	if err != nil {
 		return nil, err
 	}

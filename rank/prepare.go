@@ -30,9 +30,18 @@ type source struct {
 
 // newSource checks an endpoint (zero norms under cosine, float32 range) and
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
-func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int) (*source, error) {
+// sc, when set, is the endpoint's fused scan (its norms are used as they
+// are).
+func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan) (*source, error) {
 	s := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
 	s.csr, _ = m.(*matrix.CSR)
+	if s.cosine && sc != nil && sc.norms != nil {
+		s.norms = sc.norms
+		if len(sc.zeros) > 0 {
+			return s, &Error{Msg: ZeroNormMessage(endpoint, sc.zeros, ids)}
+		}
+		return s, nil
+	}
 	if s.cosine {
 		return s, s.computeNorms(ids, endpoint, threads)
 	}
@@ -177,23 +186,7 @@ func parallelChunks(n, size, threads int, fn func(c, lo, hi int)) {
 // firstNonFinite is matrix.FirstNonFinite over row chunks in parallel: the
 // reported entry is the first in row-major order, as the serial scan finds.
 func firstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
-	d, ok := m.(*matrix.Dense)
-	if !ok || threads <= 1 {
-		return matrix.FirstNonFinite(m)
-	}
-	const chunk = 4096
-	chunks := (d.Rows() + chunk - 1) / chunk
-	rows, cols, hit := make([]int, chunks), make([]int, chunks), make([]bool, chunks)
-	parallelChunks(d.Rows(), chunk, threads, func(c, lo, hi int) {
-		r, cc, b := matrix.FirstNonFinite(d.RowSlice(lo, hi))
-		rows[c], cols[c], hit[c] = lo+r, cc, b
-	})
-	for c := range hit {
-		if hit[c] {
-			return rows[c], cols[c], true
-		}
-	}
-	return 0, 0, false
+	return matrix.FirstNonFiniteParallel(m, threads)
 }
 
 // block64 returns rows [lo, hi) in float64 working values, using buf when

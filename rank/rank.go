@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -94,6 +96,18 @@ type Options struct {
 	// Stats, when set, receives the phase timings and screening counts of
 	// the run (for `vertebrae bench`).
 	Stats *Stats
+	// SortedRanks changes the results of a Classes problem (label-derived
+	// relevance, every grade 1): Ranks lists the eligible positives' ranks
+	// in ascending order instead of by positive, Positives is nil and
+	// Scores holds the positives' scores in ascending gallery order. With
+	// thousands of positives per query this saves the per-positive
+	// permutation and lists; metrics.QueryUniformSorted takes it as it is.
+	// The Ranks slices are read-only: queries may share one.
+	// Problems with explicit Relevance are unaffected.
+	SortedRanks bool
+	// Pooled, when set, receives the summary of the pooled positive
+	// scores (pooled.go); results then have MaxPositive instead of Scores.
+	Pooled *Pooled
 }
 
 // Stats describes one scoring run.
@@ -125,6 +139,9 @@ type QueryResult struct {
 	NearestNegative float64
 	HasNegative     bool
 	Top             []Candidate // rank order (TopN or FullRanking)
+	// MaxPositive is the largest positive score (set under Options.Pooled,
+	// which leaves Scores nil).
+	MaxPositive float64
 }
 
 // Score runs exact retrieval after checking the preconditions of SPEC §4.9 in
@@ -156,7 +173,8 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	if err := check(p, o, threads); err != nil {
+	scans, err := check(p, o, threads)
+	if err != nil {
 		return err
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
@@ -191,17 +209,18 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads)
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0])
 	if err != nil {
 		return err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads)
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1])
 	if err != nil {
 		return err
 	}
 	if err := checkMemory(ctx, p, o, threads); err != nil { // before any input-sized scratch (SPEC §6.1)
 		return err
 	}
+	sortedRanks := o.SortedRanks && p.Classes != nil
 	if p.Classes != nil && (qs.csr != nil || gs.csr != nil || forceMaterialisedClasses) {
 		// Sparse endpoints keep the explicit path (documented fallback):
 		// the pairs are materialised here, after every check.
@@ -215,7 +234,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
 		}
 	}
-	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads}
+	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads, sortedRanks: sortedRanks}
 	s.sparse = qs.csr != nil && gs.csr != nil
 	// A dense query endpoint is held in working precision (it is the
 	// small side); gallery blocks, and the blocks of a sparse query
@@ -229,13 +248,36 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 		}
 	}
 	s.emit = fn
+	var chunks [][]float64
+	if o.Pooled != nil && !(p.Classes != nil && s.sortedRanks && s.pooledStreamable()) {
+		// Stored path: the scores are kept per query and summarised at
+		// the end.
+		chunks = make([][]float64, nq)
+		s.emit = func(q int, r QueryResult) error {
+			chunks[q], r.MaxPositive, r.Scores = r.Scores, slices.Max(r.Scores), nil
+			return fn(q, r)
+		}
+	}
 	s.meter = newMeter(ctx, int64(nq)*int64(ng))
 	s.stats = o.Stats
 	if s.stats == nil {
 		s.stats = &Stats{}
 	}
 	s.stats.Prepare = time.Since(t0)
-	if p.Classes != nil {
+	if err := s.score(ctx); err != nil {
+		return err
+	}
+	if chunks != nil {
+		o.Pooled.Summary = metrics.SummariseChunks(chunks)
+	}
+	return nil
+}
+
+func (s *scorer) score(ctx context.Context) error {
+	if s.p.Classes != nil {
+		if s.o.Pooled != nil && s.pooledStreamable() {
+			return s.scorePooledClasses(ctx)
+		}
 		return s.scoreClasses(ctx)
 	}
 	t1 := time.Now()
@@ -252,18 +294,30 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 // against.
 var forceMaterialisedClasses = false
 
-func check(p Problem, o Options, threads int) error {
-	for _, e := range []struct {
+// check tests the preconditions of SPEC §4.9 in order. The finiteness
+// check of a dense float32/float64 endpoint is the fused pass of fused.go,
+// whose norms newSource then uses.
+func check(p Problem, o Options, threads int) (scans [2]*endpointScan, err error) {
+	for i, e := range []struct {
 		name string
 		m    matrix.Matrix
 	}{{"Query", p.Queries}, {"Gallery", p.Gallery}} {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
-			return errorf("%s embeddings must be a 2D array with at least one row", e.name)
+			return scans, errorf("%s embeddings must be a 2D array with at least one row", e.name)
 		}
-		if r, c, bad := firstNonFinite(e.m, threads); bad {
-			return errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
+		if sc := scanEndpoint(e.m, o.Similarity == Cosine, threads); sc != nil {
+			scans[i] = sc
+			if sc.bad {
+				return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, sc.badRow, sc.badCol)
+			}
+		} else if r, c, bad := firstNonFinite(e.m, threads); bad {
+			return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
 		}
 	}
+	return scans, checkRest(p, o)
+}
+
+func checkRest(p Problem, o Options) error {
 	if p.Queries.Cols() != p.Gallery.Cols() {
 		return errorf("Query and gallery embedding dimensions must match; got %d and %d", p.Queries.Cols(), p.Gallery.Cols())
 	}
@@ -329,6 +383,9 @@ type scorer struct {
 	screen   *screenState
 	stats    *Stats
 	emit     func(q int, r QueryResult) error
+	// sortedRanks: Options.SortedRanks for a Classes problem (also when it
+	// is scored through the materialised pairs).
+	sortedRanks bool
 }
 
 // queryInfo is what every worker reads about a query: its eligible
@@ -525,6 +582,7 @@ type workspace struct {
 	near          []int32   // screening: nearest-negative candidates of one row
 	hits          []int32   // screening: candidates of a run that may precede a positive
 	kernel, fold  time.Duration
+	id            int // the worker's index, where a pass keeps per-worker state
 }
 
 // partial is one worker's view of every query over the gallery blocks it
@@ -537,6 +595,7 @@ type partial struct {
 	top     []topHeap
 	all     [][]Candidate
 	hits    []int32 // scratch for consume
+	cbeaten []int32 // implicit classes, per-worker counters (classState.local)
 }
 
 // parallel runs task(0..n-1) on s.threads workers, tasks handed out in
@@ -598,10 +657,7 @@ func (s *scorer) blockRows(want int) int {
 // working precision and scores every query block against it while it is
 // hot, folding each score row into its partial result at once.
 func (s *scorer) run(ctx context.Context) error {
-	gb := min(s.o.GalleryBatch, s.ng)
-	if !s.sparse && s.g.direct64 == nil && s.g.direct32 == nil {
-		gb = s.blockRows(gb)
-	}
+	gb := s.galleryBlock()
 	qb := min(s.o.QueryBatch, s.nq)
 	if !s.sparse && s.q64 == nil && s.q32 == nil {
 		qb = s.blockRows(qb)
@@ -668,6 +724,21 @@ func (s *scorer) run(ctx context.Context) error {
 	err = s.merge(ctx, parts)
 	s.stats.Merge = time.Since(t1)
 	return err
+}
+
+// galleryBlock is the number of gallery rows of one task of the pass.
+func (s *scorer) galleryBlock() int {
+	gb := min(s.o.GalleryBatch, s.ng)
+	if !s.sparse && s.g.direct64 == nil && s.g.direct32 == nil {
+		gb = s.blockRows(gb)
+	}
+	// Every worker needs gallery blocks: a gallery of one block (the demo's
+	// 5,000 rows under the default 10,000) would be scored on one thread.
+	// At least 8 blocks, of at least 64 rows. Block sizes never change a
+	// result (SPEC §4.2); the split does not depend on the thread count,
+	// so neither does which failing pair an error names.
+	const minBlocks = 8
+	return max(min(gb, (s.ng+minBlocks-1)/minBlocks), min(gb, 64))
 }
 
 // denseBlock scores gallery rows [g0, g1) against every query with the
@@ -761,7 +832,10 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 func (s *scorer) newPartial() *partial {
 	p := &partial{beaten: make([]int, s.nBeaten), best: make([]float64, s.nq), hasBest: make([]bool, s.nq)}
 	if s.cls != nil {
-		p.beaten = nil // shared counters in classState
+		p.beaten = nil // counters in classState, or per worker:
+		if s.cls.local {
+			p.cbeaten = make([]int32, s.cls.nLocal)
+		}
 	}
 	if s.o.FullRanking {
 		p.all = make([][]Candidate, s.nq)
@@ -1015,7 +1089,7 @@ func (s *scorer) mergeQuery(q int, parts []*partial) error {
 	var res QueryResult
 	r := &res
 	if s.cls != nil {
-		res = s.classResult(q)
+		res = s.classResult(q, parts)
 	} else {
 		qi := &s.qs[q]
 		r.Positives, r.Scores = qi.pos, qi.scores
@@ -1026,6 +1100,10 @@ func (s *scorer) mergeQuery(q int, parts []*partial) error {
 				count += p.beaten[qi.off+k]
 			}
 			r.Ranks[slot] = 1 + count
+		}
+		if s.sortedRanks {
+			slices.Sort(r.Ranks)
+			r.Positives = nil
 		}
 		s.qs[q] = queryInfo{}
 	}

@@ -122,62 +122,93 @@ func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
 // forms, SPEC §10.3).
 func (c *Classes) labelTriples() canonjson.Array {
 	// One element per query with positives: its triples as one
-	// comma-separated run. Every class's member text ("g,1]") is formatted
-	// once, and batches of queries are formatted in parallel while the
-	// hash consumes them in order (the text is that of the explicit forms).
-	text := make([][]byte, len(c.members))
-	offs := make([][]int32, len(c.members))
+	// comma-separated run "[q,g,1],[q,g,1],…". The run of a query depends
+	// on its class and its own digits only, so each (class, width of q)
+	// has one template with the query digits left blank, and a query's
+	// text is a copy of its template with its digits stored into the
+	// blanks. Batches of queries are formatted in parallel, the next batch
+	// while the hash consumes the current one.
+	type key struct{ k, w int32 }
+	type template struct {
+		text  []byte
+		slots []int32 // offsets of the query-digit blanks
+	}
+	templates := map[key]*template{}
 	var qs []int32
 	for q, k := range c.Query {
 		if len(c.members[k]) == 0 {
 			continue
 		}
 		qs = append(qs, int32(q))
-		if text[k] != nil {
+		kw := key{k, int32(len(strconv.Itoa(q)))}
+		if templates[kw] != nil {
 			continue
 		}
-		offs[k] = make([]int32, 0, len(c.members[k])+1)
-		text[k] = []byte{}
-		for _, g := range c.members[k] {
-			offs[k] = append(offs[k], int32(len(text[k])))
-			text[k] = strconv.AppendInt(text[k], int64(g), 10)
-			text[k] = append(text[k], ",1]"...)
+		t := &template{slots: make([]int32, 0, len(c.members[k]))}
+		for i, g := range c.members[k] {
+			if i > 0 {
+				t.text = append(t.text, ',')
+			}
+			t.text = append(t.text, '[')
+			t.slots = append(t.slots, int32(len(t.text)))
+			for range kw.w {
+				t.text = append(t.text, '0')
+			}
+			t.text = append(t.text, ',')
+			t.text = strconv.AppendInt(t.text, int64(g), 10)
+			t.text = append(t.text, ",1]"...)
 		}
-		offs[k] = append(offs[k], int32(len(text[k])))
+		templates[kw] = t
 	}
 	format := func(buf []byte, q int32) []byte {
-		k := c.Query[q]
-		prefix := strconv.AppendInt([]byte("["), int64(q), 10)
-		prefix = append(prefix, ',')
-		buf = buf[:0]
-		for i := range c.members[k] {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = append(buf, prefix...)
-			buf = append(buf, text[k][offs[k][i]:offs[k][i+1]]...)
+		var digits [12]byte
+		d := strconv.AppendInt(digits[:0], int64(q), 10)
+		t := templates[key{c.Query[q], int32(len(d))}]
+		buf = append(buf[:0], t.text...)
+		for _, off := range t.slots {
+			copy(buf[off:int(off)+len(d)], d)
 		}
 		return buf
 	}
 	const batch = 64
 	workers := max(1, runtime.GOMAXPROCS(0))
-	bufs := make([][]byte, batch)
-	return canonjson.Array{N: len(qs), Elem: func(i int, w canonjson.Writer) error {
-		if i%batch == 0 {
-			part := qs[i:min(i+batch, len(qs))]
+	type batchBufs struct {
+		bufs [][]byte
+		done chan struct{}
+	}
+	sets := [2]*batchBufs{{bufs: make([][]byte, batch)}, {bufs: make([][]byte, batch)}}
+	start := func(bi int) {
+		set := sets[bi%2]
+		set.done = make(chan struct{})
+		part := qs[bi*batch : min((bi+1)*batch, len(qs))]
+		go func() {
+			defer close(set.done)
 			var wg sync.WaitGroup
 			for t := range min(workers, len(part)) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					for b := t; b < len(part); b += workers {
-						bufs[b] = format(bufs[b], part[b])
+						set.bufs[b] = format(set.bufs[b], part[b])
 					}
 				}()
 			}
 			wg.Wait()
+		}()
+	}
+	return canonjson.Array{N: len(qs), Elem: func(i int, w canonjson.Writer) error {
+		bi := i / batch
+		set := sets[bi%2]
+		if i%batch == 0 {
+			if bi == 0 {
+				start(0)
+			}
+			<-set.done
+			if (bi+1)*batch < len(qs) {
+				start(bi + 1) // the other set: its batch was written already
+			}
 		}
-		_, err := w.Write(bufs[i%batch])
+		_, err := w.Write(set.bufs[i%batch])
 		return err
 	}}
 }

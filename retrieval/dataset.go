@@ -38,7 +38,8 @@ type DatasetInputs struct {
 	Metadata   map[string]any
 	Identity   Identity
 
-	materialiseLabels bool
+	materialiseLabels  bool
+	backgroundIdentity bool
 }
 
 // Option adjusts dataset construction.
@@ -58,6 +59,13 @@ func WithMetadata(m map[string]any) Option { return func(in *DatasetInputs) { in
 // two representations.
 func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.materialiseLabels = true } }
 
+// WithBackgroundIdentity lets a content identity over embedding endpoints
+// be hashed in the background: NewDataset returns once everything is
+// validated, and IdentityKey (and what uses it) waits for the hash. The
+// caller must keep the endpoints' storage (file mappings) alive until
+// WaitIdentity returns.
+func WithBackgroundIdentity() Option { return func(in *DatasetInputs) { in.backgroundIdentity = true } }
+
 // WithIdentity sets the identity policy.
 func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
 
@@ -72,7 +80,7 @@ type Dataset struct {
 	nExclusions      int
 	metadata         map[string]any
 	identity         Identity
-	identityKey      string
+	key              *pendingKey // the identity key, possibly still being hashed
 }
 
 // NewDataset validates inputs and relevance in the order of SPEC §2.10 and
@@ -196,10 +204,38 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	// (9) identity key.
 	d.identity = in.Identity
-	if d.identityKey, err = in.Identity.resolve(d); err != nil {
+	if in.backgroundIdentity && in.Identity.deferrable(d) {
+		// Hashing a large content identity (every stored value and
+		// relevance pair) cannot fail here: it runs while the caller goes
+		// on (scoring), and the key's readers wait for it.
+		d.key = &pendingKey{done: make(chan struct{})}
+		go func() {
+			d.key.key, d.key.err = in.Identity.resolve(d)
+			close(d.key.done)
+		}()
+		return d, nil
+	}
+	key, err := in.Identity.resolve(d)
+	if err != nil {
 		return nil, err
 	}
+	d.key = &pendingKey{key: key}
 	return d, nil
+}
+
+// pendingKey is a dataset identity key; done (nil when the key was known at
+// construction) closes once it is.
+type pendingKey struct {
+	done chan struct{}
+	key  string
+	err  error
+}
+
+func (p *pendingKey) get() (string, error) {
+	if p.done != nil {
+		<-p.done
+	}
+	return p.key, p.err
 }
 
 func cloneItems(it Items) Items {
@@ -235,7 +271,7 @@ func checkEndpoint(side string, it Items, ids []string) error {
 	if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 		return invalid("%s embeddings must be a 2D array with at least one row and one column", side)
 	}
-	if r, c, bad := matrix.FirstNonFinite(e.m); bad {
+	if r, c, bad := matrix.FirstNonFiniteParallel(e.m, 0); bad {
 		id := strconv.Itoa(r)
 		if r < len(ids) {
 			id = ids[r]
@@ -537,8 +573,20 @@ func (d *Dataset) Metadata() map[string]any {
 	return m
 }
 
+// WaitIdentity waits until the identity key is known (see
+// WithBackgroundIdentity); it is safe to call on a nil dataset.
+func (d *Dataset) WaitIdentity() {
+	if d != nil {
+		_, _ = d.key.get()
+	}
+}
+
 // IdentityKey is the 64-hex dataset identity key (SPEC §2.9).
-func (d *Dataset) IdentityKey() string { return d.identityKey }
+// It waits for a content identity that is still being hashed.
+func (d *Dataset) IdentityKey() string {
+	k, _ := d.key.get()
+	return k
+}
 
 // EligibleRelevance returns per query the eligible positives (read-only use:
 // the slices may be shared with the dataset; callers must not modify them).

@@ -72,6 +72,28 @@ func (id Identity) payload() map[string]any {
 	return p
 }
 
+// deferrable reports whether resolving the identity of d can be left to
+// run in the background: a content identity over dense or sparse embedding
+// endpoints, whose hashing cannot fail once d is validated (every value is
+// encodable: IDs, digests, finite grades, checked metadata).
+func (id Identity) deferrable(d *Dataset) bool {
+	if id.err != nil || id.mode != "content" {
+		return false
+	}
+	for _, it := range []Items{d.queries, d.gallery} {
+		e, ok := it.(EmbeddingItems)
+		if !ok {
+			return false
+		}
+		switch e.m.(type) {
+		case *matrix.Dense, *matrix.CSR:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func (id Identity) resolve(d *Dataset) (string, error) {
 	if id.err != nil {
 		return "", invalid("dataset identity: %v", id.err)
@@ -292,7 +314,7 @@ func (d *Dataset) Summary() Summary {
 	for q := range d.queryIDs {
 		pairs += d.eligibleCount(q)
 	}
-	ident := map[string]any{"schema_version": 2, "mode": d.identity.mode, "key": d.identityKey}
+	ident := map[string]any{"schema_version": 2, "mode": d.identity.mode, "key": d.IdentityKey()}
 	switch d.identity.mode {
 	case "declared":
 		ident["dataset_id"], ident["revision"] = d.identity.datasetID, d.identity.revision
@@ -308,7 +330,11 @@ func (d *Dataset) Summary() Summary {
 
 // RelevanceFingerprint is the relevance fingerprint of SPEC §10.3.
 func (d *Dataset) RelevanceFingerprint() (string, error) {
-	return RelevanceFingerprintOf(d.identityKey, d.queryIDs, d.galleryIDs, d.relevanceTriples())
+	key, err := d.key.get()
+	if err != nil {
+		return "", err
+	}
+	return RelevanceFingerprintOf(key, d.queryIDs, d.galleryIDs, d.relevanceTriples())
 }
 
 // ProtocolFingerprint is the protocol fingerprint of SPEC §10.3 for cfg.

@@ -306,13 +306,17 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 		return err
 	}
 	var closers []func() error
+	var ds *retrieval.Dataset
 	defer func() {
+		// The identity may still be hashed from the mappings (background
+		// identity): it finishes first.
+		ds.WaitIdentity()
 		// Mappings and spill files: closing releases them; nothing to lose.
 		for i := len(closers) - 1; i >= 0; i-- {
 			_ = closers[i]()
 		}
 	}()
-	ds, err := fl.loadDataset(ctx, budget, &closers)
+	ds, err = fl.loadDataset(ctx, budget, &closers)
 	if err != nil {
 		return err
 	}
@@ -385,7 +389,9 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 			return nil, err
 		}
 	}
-	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl)}
+	// Background identity: hashed while scoring runs; evaluatePairs waits
+	// for it before it releases the mappings.
+	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity()}
 	if fl.leaveOneOut {
 		labels, err := readLabels(fl.queryLabels)
 		if err != nil {
@@ -467,7 +473,7 @@ func checkAligned(side, idPath string, ids []string, embPath string, m matrix.Ma
 
 // checkFinite reports the first NaN/Inf of a file with its row, ID and column.
 func checkFinite(path, endpoint string, m matrix.Matrix, ids []string) error {
-	r, c, bad := matrix.FirstNonFinite(m)
+	r, c, bad := matrix.FirstNonFiniteParallel(m, 0) // the scan of a large file is on the critical path
 	if !bad {
 		return nil
 	}

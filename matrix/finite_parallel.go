@@ -1,0 +1,44 @@
+package matrix
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// FirstNonFiniteParallel is FirstNonFinite split over row chunks scanned by
+// threads goroutines (0 = GOMAXPROCS): the entry found is the same, the
+// first in row-major order. A large endpoint is checked at load, at dataset
+// construction and before scoring, so the scan is on the critical path.
+func FirstNonFiniteParallel(m Matrix, threads int) (row, col int, ok bool) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	d, isDense := m.(*Dense)
+	if !isDense || threads <= 1 || d.Rows() < 2 {
+		return FirstNonFinite(m)
+	}
+	chunk := max(1, min(4096, d.Rows()/(4*threads)))
+	chunks := (d.Rows() + chunk - 1) / chunk
+	rows, cols, hit := make([]int, chunks), make([]int, chunks), make([]bool, chunks)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(threads, chunks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := int(next.Add(1) - 1); c < chunks; c = int(next.Add(1) - 1) {
+				lo := c * chunk
+				r, cc, b := FirstNonFinite(d.RowSlice(lo, min(lo+chunk, d.Rows())))
+				rows[c], cols[c], hit[c] = lo+r, cc, b
+			}
+		}()
+	}
+	wg.Wait()
+	for c := range hit {
+		if hit[c] {
+			return rows[c], cols[c], true
+		}
+	}
+	return 0, 0, false
+}
