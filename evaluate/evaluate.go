@@ -304,12 +304,12 @@ func Pair(ctx context.Context, p rank.Problem, cfg retrieval.Config, compression
 // Reverse swaps the roles of queries and gallery (SPEC §4.8): relevance is
 // transposed and exclusions are swapped.
 func Reverse(p rank.Problem) rank.Problem {
-	return reverseRows(p, p.Gallery.Rows())
+	return ReverseRows(p, p.Gallery.Rows())
 }
 
-// reverseRows is Reverse for a problem of ng gallery rows whose matrices
-// may be absent (finishing sharded partials reads no embeddings).
-func reverseRows(p rank.Problem, ng int) rank.Problem {
+// ReverseRows is Reverse for a problem of ng gallery rows whose matrices
+// may be absent (finishing gallery-shard partials reads no embeddings).
+func ReverseRows(p rank.Problem, ng int) rank.Problem {
 	var rel [][]retrieval.Positive
 	var classes *retrieval.Classes
 	if p.Classes != nil {

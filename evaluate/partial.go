@@ -99,7 +99,7 @@ func PairFromPartials(p rank.Problem, cfg retrieval.Config, compressionWarnings 
 		return nil, fmt.Errorf("%w: the reverse partials must be present exactly when the config is bidirectional", rank.ErrPartialMismatch)
 	}
 	if cfg.Bidirectional {
-		r, err := DirectionFromPartials(reverseRows(p, fwd[0].NGallery), cfg, -1, rev)
+		r, err := DirectionFromPartials(ReverseRows(p, fwd[0].NGallery), cfg, -1, rev)
 		if err != nil {
 			return nil, err
 		}

@@ -154,3 +154,27 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 		}
 	}
 }
+
+func FuzzPairPartialUnmarshal(f *testing.F) {
+	r := rand.New(rand.NewPCG(12, 11))
+	p := pairProblem(r, 3, 5, 2, false)
+	cfg := retrieval.DefaultConfig()
+	cfg.Bidirectional = true
+	pp, err := PairShard(context.Background(), p, cfg, 1, -1, rank.Shard{Index: 1, Total: 2})
+	if err != nil {
+		f.Fatal(err)
+	}
+	enc, _ := pp.MarshalBinary()
+	f.Add(enc)
+	f.Add(enc[:len(enc)/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var x PairPartial
+		if err := x.UnmarshalBinary(data); err != nil {
+			return
+		}
+		again, err := x.MarshalBinary()
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("accepted input does not re-encode to itself: %v", err)
+		}
+	})
+}

@@ -37,7 +37,13 @@ func sharded(t *testing.T, r *rand.Rand, p Problem, o Options, total int, layout
 	for b := 0; b+1 < len(cuts); b++ {
 		var parts []*Partial
 		for i := range total {
-			pt, err := ScoreShard(ctx, p, o, pos, ShardTask{QueryLo: cuts[b], QueryHi: cuts[b+1], Gallery: Shard{Index: i, Total: total, Layout: layout}})
+			use := pos
+			if r.IntN(2) == 0 { // as received by another process: no prepared problem to reuse
+				cp := *pos
+				cp.prep = nil
+				use = &cp
+			}
+			pt, err := ScoreShard(ctx, p, o, use, ShardTask{QueryLo: cuts[b], QueryHi: cuts[b+1], Gallery: Shard{Index: i, Total: total, Layout: layout}})
 			if err != nil {
 				return nil, err
 			}
