@@ -2,99 +2,71 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
-	"github.com/vertebrae-eval/vertebrae/compress"
-	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/rank"
-	"github.com/vertebrae-eval/vertebrae/results"
-	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
-// prepared is one extractor's scoring problem as the score artifact sees
-// it: endpoints and relevance read back from the store (SPEC §10.7).
-type prepared struct {
-	problem             rank.Problem
-	config              retrieval.Config
-	compressionWarnings []string
-	compression         map[string]any
-	qm, gm              *artifact.EndpointMeta
-	prot                *artifact.Protocol
-	pair                Pair
-	key, fingerprint    string
-}
-
-func prepare(ctx context.Context, st *artifact.Store, job *Job, name string) (*prepared, error) {
+// scoreJob is the §10.7-checked score request of one extractor
+// (artifact.PrepareScore: the same checks, fingerprints and key as
+// `vertebrae retrieval score`).
+func scoreJob(ctx context.Context, st *artifact.Store, job *Job, name string) (*artifact.ScoreJob, error) {
 	cfg, err := job.config()
 	if err != nil {
 		return nil, err
 	}
-	pair := job.Endpoints[name]
-	pr := &prepared{config: cfg, pair: pair, compressionWarnings: []string{}}
-	if pr.qm, err = st.ReadEndpointMeta(ctx, pair.Query); err != nil {
-		return nil, err
+	pair, ok := job.Endpoints[name]
+	if !ok {
+		return nil, fmt.Errorf("the job has no extractor %q", name)
 	}
-	if pr.gm, err = st.ReadEndpointMeta(ctx, pair.Gallery); err != nil {
-		return nil, err
-	}
-	if pr.prot, err = st.ReadRelevance(ctx, job.RelevanceKey); err != nil {
-		return nil, err
-	}
-	q, _, err := st.ReadEndpoint(ctx, pair.Query)
+	sj, err := st.PrepareScore(ctx, artifact.ScoreRequest{QueryKey: pair.Query, GalleryKey: pair.Gallery, RelevanceKey: job.RelevanceKey, Config: cfg})
 	if err != nil {
 		return nil, err
 	}
-	g, _, err := st.ReadEndpoint(ctx, pair.Gallery)
-	if err != nil {
-		return nil, err
+	if !job.hasScoreKey(sj.Key()) {
+		return nil, fmt.Errorf("extractor %s: score key %s was not planned (%v)", name, sj.Key(), job.ScoreKeys)
 	}
-	res, err := compress.Apply(ctx, compress.Default(), q, g)
-	if err != nil {
-		return nil, err
-	}
-	pr.compression = res.Metadata
-	pr.problem = rank.Problem{Queries: q, Gallery: g, QueryIDs: pr.prot.Doc.QueryIDs, GalleryIDs: pr.prot.Doc.GalleryIDs,
-		Relevance: pr.prot.Positives, Exclusions: pr.prot.Exclusions}
-	if pr.fingerprint, err = artifact.EvaluationFingerprint(pair.Query, pair.Gallery, job.RelevanceKey, "", cfg.ProtocolFields()); err != nil {
-		return nil, err
-	}
-	pr.key = artifact.ScoreKey(pr.fingerprint)
-	return pr, nil
+	return sj, nil
 }
 
-// commit writes the retrieval_evaluation artifact of res.
-func commit(ctx context.Context, st *artifact.Store, pr *prepared, res *results.ExtractorResult) error {
-	excl := make([]any, len(pr.prot.Doc.Exclusions))
-	for i, p := range pr.prot.Doc.Exclusions {
-		excl[i] = []any{p[0], p[1]}
+// problems are one extractor's scoring problems with their matrices, per
+// direction, as scoreFn keeps them for its tasks.
+type problems struct {
+	job     *artifact.ScoreJob
+	forward rank.Problem
+	reverse rank.Problem
+}
+
+func loadProblems(ctx context.Context, st *artifact.Store, job *Job, name string) (*problems, error) {
+	sj, err := scoreJob(ctx, st, job, name)
+	if err != nil {
+		return nil, err
 	}
-	pf, err := retrieval.ProtocolFingerprintOf(pr.prot.Doc.ProtocolFingerprint, excl, pr.config)
+	p, err := st.LoadProblem(ctx, sj)
+	if err != nil {
+		return nil, err
+	}
+	return &problems{job: sj, forward: p, reverse: evaluate.Reverse(p)}, nil
+}
+
+// finish computes an extractor's result centrally from its complete query
+// blocks, in query order (evaluate.PairFromPartials, bit-identical to
+// evaluate.Pair), and commits the score artifact (artifact.CommitScore).
+func finish(ctx context.Context, st *artifact.Store, job *Job, name string, fwd, rev []*rank.Partial) error {
+	sj, err := scoreJob(ctx, st, job, name)
 	if err != nil {
 		return err
 	}
-	doc := &artifact.Evaluation{
-		Common:            artifact.Common{ArtifactType: artifact.TypeEvaluation, VertebraeVersion: version.Version, OutputKey: pr.key},
-		QueryEmbeddingKey: pr.pair.Query, GalleryEmbeddingKey: pr.pair.Gallery, RelevanceKey: pr.prot.Key,
-		PrimaryScore: res.PrimaryScore, QueryEndpoint: pr.qm.Raw, GalleryEndpoint: pr.gm.Raw,
-		RetrievalConfig: pr.config.AsMap(), ProtocolFingerprint: pf, EvaluationFingerprint: pr.fingerprint,
-		CacheEligible: pr.qm.CacheEligible && pr.gm.CacheEligible, CacheStatus: artifact.WeakestStatus(pr.qm.CacheStatus, pr.gm.CacheStatus),
-		CompressionMetadata: pr.compression,
-	}
-	if doc.Forward, err = json.Marshal(res.Forward); err != nil {
+	_, warnings, err := sj.Compression()
+	if err != nil {
 		return err
 	}
-	if doc.PerQuery.Forward, err = json.Marshal(res.Forward.PerQuery); err != nil {
-		return err
+	res, err := evaluate.PairFromPartials(sj.Problem(), sj.Config(), warnings, -1, fwd, rev)
+	if err != nil {
+		return fmt.Errorf("extractor %s: %w", name, err)
 	}
-	doc.Reverse, doc.PerQuery.Reverse = json.RawMessage("null"), json.RawMessage("null")
-	if res.Reverse != nil {
-		if doc.Reverse, err = json.Marshal(res.Reverse); err != nil {
-			return err
-		}
-		if doc.PerQuery.Reverse, err = json.Marshal(res.Reverse.PerQuery); err != nil {
-			return err
-		}
-	}
-	return st.WriteJSON(ctx, pr.key, doc)
+	_, err = st.CommitScore(ctx, sj, res)
+	return err
 }

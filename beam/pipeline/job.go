@@ -161,6 +161,15 @@ func Report(ctx context.Context, job *Job) ([]byte, error) {
 	return rc.MarshalReport()
 }
 
+func (j *Job) hasScoreKey(k string) bool {
+	for _, s := range j.ScoreKeys {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
 func (j *Job) config() (retrieval.Config, error) { return retrieval.ConfigFromJSON(j.Config) }
 
 func (j *Job) encode() string {

@@ -111,25 +111,25 @@ func tasksOf(name string, pair Pair, bidirectional bool, block, total int) []sco
 type scoreFn struct {
 	Job string
 	w   worker
-	pr  map[string]*prepared
+	pr  map[string]*problems
 	pos map[string]*rank.PositiveScores
 }
 
 func (f *scoreFn) Setup(ctx context.Context) error { return f.w.setup(ctx, f.Job) }
-func (f *scoreFn) Teardown()                       { f.w.teardown() }
+func (f *scoreFn) Teardown()                       { f.w.teardown(); f.pr, f.pos = nil, nil }
 
 func (f *scoreFn) ProcessElement(ctx context.Context, elem string, emit func(string, []byte)) error {
 	var t scoreTask
 	if err := json.Unmarshal([]byte(elem), &t); err != nil {
 		return fmt.Errorf("corrupt score task %q: %w", elem, err)
 	}
-	pr, err := f.prepared(ctx, t.Extractor)
+	pr, err := f.problems(ctx, t.Extractor)
 	if err != nil {
 		return err
 	}
-	p := pr.problem
+	p := pr.forward
 	if t.Direction == reverse {
-		p = evaluate.Reverse(p)
+		p = pr.reverse
 	}
 	layout, err := rank.ParseShardLayout(f.w.job.ShardBy)
 	if err != nil {
@@ -137,7 +137,7 @@ func (f *scoreFn) ProcessElement(ctx context.Context, elem string, emit func(str
 	}
 	// No ranking is kept (run depth -1): the score artifact holds metrics
 	// and per-query rows only, as `retrieval score` writes it.
-	opts, err := evaluate.DirectionOptions(pr.config, 0, -1)
+	opts, err := evaluate.DirectionOptions(pr.job.Config(), 0, -1)
 	if err != nil {
 		return err
 	}
@@ -165,14 +165,14 @@ func (f *scoreFn) ProcessElement(ctx context.Context, elem string, emit func(str
 	return nil
 }
 
-func (f *scoreFn) prepared(ctx context.Context, name string) (*prepared, error) {
+func (f *scoreFn) problems(ctx context.Context, name string) (*problems, error) {
 	if f.pr == nil {
-		f.pr = map[string]*prepared{}
+		f.pr = map[string]*problems{}
 	}
 	if pr := f.pr[name]; pr != nil {
 		return pr, nil
 	}
-	pr, err := prepare(ctx, f.w.st, f.w.job, name)
+	pr, err := loadProblems(ctx, f.w.st, f.w.job, name)
 	if err != nil {
 		return nil, err
 	}
@@ -258,15 +258,7 @@ func (f *finalizeFn) ProcessElement(ctx context.Context, name string, blocks fun
 			next = p.QueryHi()
 		}
 	}
-	pr, err := prepare(ctx, f.w.st, f.w.job, name)
-	if err != nil {
-		return err
-	}
-	res, err := evaluate.PairFromPartials(pr.problem, pr.config, pr.compressionWarnings, -1, fwd, rev)
-	if err != nil {
-		return fmt.Errorf("extractor %s: %w", name, err)
-	}
-	return commit(ctx, f.w.st, pr, res)
+	return finish(ctx, f.w.st, f.w.job, name, fwd, rev)
 }
 
 // scoreStages adds score → group by query block → merge → group by
