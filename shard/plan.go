@@ -86,17 +86,21 @@ func NewPlan(specPath string, specBytes []byte, ds *retrieval.Dataset, total int
 // shards (SPEC §11.2, §9.5): a cache-eligible endpoint that already exists
 // in st is a hit with no shards; streaming-safe extractors and branch
 // encoders get min(total, rows) shards, others one. batchSize is the run
-// file's embedding batch size.
+// file's embedding batch size. A same-modality Fitter must be a
+// StatefulFitter: it is fitted here, once, on the gallery, and its state
+// stored for the workers (LoadState).
 func PlanExtractor(ctx context.Context, st *artifact.Store, ds *retrieval.Dataset, name string, entry extract.Entry, batchSize int, p *Plan, total int) (Extractor, error) {
 	x := entry.Extractor
 	if err := extract.Check(entry, ds.Queries().Modality(), ds.Gallery().Modality()); err != nil {
 		return Extractor{}, err
 	}
-	if f, ok := x.(extract.Fitter); ok && entry.QueryBranch == "" {
-		if _, ok := f.(extract.StatefulFitter); !ok {
+	f, fits := fitter(x, entry)
+	var sf extract.StatefulFitter
+	if fits {
+		var ok bool
+		if sf, ok = f.(extract.StatefulFitter); !ok {
 			return Extractor{}, fmt.Errorf("Extractor %s cannot be distributed: fitted state is not serialisable", name)
 		}
-		return Extractor{}, fmt.Errorf("Extractor %s: fitted extractors are not supported by plan in this build", name)
 	}
 	recipe := x.Recipe()
 	rh, err := artifact.RecipeHash(recipe)
@@ -136,6 +140,14 @@ func PlanExtractor(ctx context.Context, st *artifact.Store, ds *retrieval.Datase
 			}
 		}
 		pe.Endpoints = append(pe.Endpoints, ep)
+	}
+	// Fit once, on the gallery, only when something is left to encode.
+	if sf != nil && (len(pe.Endpoints[0].Shards) > 0 || len(pe.Endpoints[1].Shards) > 0) {
+		key, err := fitOnce(ctx, st, ds, name, sf, p.DatasetIdentityKey, rh)
+		if err != nil {
+			return pe, err
+		}
+		pe.FittedStateKey = &key
 	}
 	return pe, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
+	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/internal/cli"
 	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store"
@@ -123,12 +124,36 @@ func mustJSON(v any) string {
 // embedFn encodes one extraction shard into the store (`embed-shard`,
 // SPEC §11.2) and emits (endpoint, shard index).
 type embedFn struct {
-	Job string
-	w   worker
+	Job     string
+	w       worker
+	entries map[string]extract.Entry
 }
 
 func (f *embedFn) Setup(ctx context.Context) error { return f.w.setup(ctx, f.Job) }
-func (f *embedFn) Teardown()                       { f.w.teardown() }
+func (f *embedFn) Teardown()                       { f.w.teardown(); f.entries = nil }
+
+// entry builds an extractor once per worker, checks its recipe against the
+// plan and loads its fitted state (workers never fit, SPEC §11.2).
+func (f *embedFn) entry(ctx context.Context, sess *cli.SpecSession, pe *shard.Extractor) (extract.Entry, error) {
+	if e, ok := f.entries[pe.Name]; ok {
+		return e, nil
+	}
+	entry, err := sess.Entry(ctx, pe.Name, f.w.job.ONNXRuntimeLib)
+	if err != nil {
+		return entry, err
+	}
+	if rh, err := artifact.RecipeHash(entry.Extractor.Recipe()); err != nil || rh != pe.RecipeHash {
+		return entry, fmt.Errorf("%s: the recipe of extractor %s changed since planning", f.w.job.Spec, pe.Name)
+	}
+	if err := shard.LoadState(ctx, f.w.st, pe, entry.Extractor); err != nil {
+		return entry, err
+	}
+	if f.entries == nil {
+		f.entries = map[string]extract.Entry{}
+	}
+	f.entries[pe.Name] = entry
+	return entry, nil
+}
 
 func (f *embedFn) ProcessElement(ctx context.Context, elem string, emit func(string, int)) error {
 	var t embedTask
@@ -147,12 +172,9 @@ func (f *embedFn) ProcessElement(ctx context.Context, elem string, emit func(str
 		if err != nil {
 			return err
 		}
-		entry, err := sess.Entry(ctx, t.Extractor, f.w.job.ONNXRuntimeLib)
+		entry, err := f.entry(ctx, sess, pe)
 		if err != nil {
 			return err
-		}
-		if rh, err := artifact.RecipeHash(entry.Extractor.Recipe()); err != nil || rh != pe.RecipeHash {
-			return fmt.Errorf("%s: the recipe of extractor %s changed since planning", f.w.job.Spec, t.Extractor)
 		}
 		sh := ep.Shards[t.Shard]
 		m, ids, err := shard.Encode(ctx, sess.Dataset(), entry, sess.Spec().Embedding.StreamingEnabled, t.Side, sh)

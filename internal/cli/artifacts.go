@@ -411,6 +411,9 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
+			if err := shard.LoadState(ctx, st, pe, x); err != nil { // workers never fit (SPEC §11.2)
+				return err
+			}
 			m, ids, err := shard.Encode(ctx, sc.ds, specEntry(e, x), sc.spec.Embedding.StreamingEnabled, side, sh)
 			if err != nil {
 				return err
