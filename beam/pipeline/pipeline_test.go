@@ -147,23 +147,41 @@ func TestPipelineOnPrismMatchesLocalRun(t *testing.T) {
 		similarity    string
 		bidirectional bool
 		shards, block int
+		shardBy       string
+		rerun         bool // run again on the same store: endpoints are cache hits
 	}{
-		{"cosine", false, 1, 0},
-		{"dot", true, 3, 2},
-		{"squared_l2", false, 3, 3},
-		{"cosine", true, 1, 4},
+		{"cosine", false, 1, 0, "contiguous", false},
+		{"dot", true, 3, 2, "contiguous", true},
+		{"squared_l2", false, 3, 3, "modulo", false},
+		{"cosine", true, 1, 4, "modulo", false},
+		{"cosine", true, 3, 0, "modulo", false},
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("%s-bidir=%v-N=%d", c.similarity, c.bidirectional, c.shards)
+		name := fmt.Sprintf("%s-bidir=%v-N=%d-block=%d-%s", c.similarity, c.bidirectional, c.shards, c.block, c.shardBy)
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			spec := dataset(t, dir, c.similarity, c.bidirectional, 7, 11)
 			want := decode(t, localRun(t, spec))
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			got, job, err := Run(ctx, "prism", Options{Spec: spec, Store: filepath.Join(dir, "store"), TotalShards: c.shards, QueryBlock: c.block})
+			opts := Options{Spec: spec, Store: filepath.Join(dir, "store"), TotalShards: c.shards, QueryBlock: c.block, ShardBy: c.shardBy}
+			got, job, err := Run(ctx, "prism", opts)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.rerun {
+				again, job2, err := Run(ctx, "prism", opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ep := range job2.Plan.Extractors[0].Endpoints {
+					if ep.CacheStatus != "hit" || len(ep.Shards) != 0 {
+						t.Errorf("rerun: %s endpoint %s with %d shards", ep.Side, ep.CacheStatus, len(ep.Shards))
+					}
+				}
+				if !reflect.DeepEqual(decode(t, again), decode(t, got)) {
+					t.Errorf("rerun on cached endpoints differs:\n%s\nfirst:\n%s", again, got)
+				}
 			}
 			if len(job.ScoreKeys) != 1 {
 				t.Fatalf("score keys %v", job.ScoreKeys)
