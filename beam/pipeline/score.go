@@ -194,6 +194,9 @@ func (f *mergeBlockFn) ProcessElement(ctx context.Context, block string, parts f
 		if err := p.UnmarshalBinary(b); err != nil {
 			return fmt.Errorf("query block %q: %w", block, err)
 		}
+		if len(p.Shards) == 0 {
+			return fmt.Errorf("query block %q: a partial of no gallery shard", block)
+		}
 		ps = append(ps, p)
 	}
 	// Merging is exact and order-free; sorting by shard only makes the
@@ -256,6 +259,9 @@ func (f *finalizeFn) ProcessElement(ctx context.Context, name string, blocks fun
 				return fmt.Errorf("extractor %s: query blocks do not cover the queries in order (block at %d, expected %d)", name, p.QueryLo, next)
 			}
 			next = p.QueryHi()
+		}
+		if len(bs) > 0 && next != bs[0].NQueries {
+			return fmt.Errorf("extractor %s: query blocks end at %d of %d queries", name, next, bs[0].NQueries)
 		}
 	}
 	return finish(ctx, f.w.st, f.w.job, name, fwd, rev)
