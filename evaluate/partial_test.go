@@ -178,3 +178,112 @@ func FuzzPairPartialUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// Label-derived relevance (implicit classes, many positives per query)
+// shards too, in both directions.
+func TestPairFromPartialsClasses(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 12))
+	ctx := context.Background()
+	for it := range 6 {
+		nq, ng := 9, 14
+		p := pairProblem(r, nq, ng, 3, false)
+		gc := make([]int32, ng)
+		for i := range gc {
+			gc[i] = int32(i % 3)
+		}
+		qc := make([]int32, nq)
+		for i := range qc {
+			qc[i] = int32(r.IntN(3))
+			if i < 6 {
+				qc[i] = int32(i % 3) // every class has queries (reverse coverage), some two
+			}
+		}
+		p.Relevance, p.Classes = nil, retrieval.NewClasses(qc, gc)
+		for q := range p.Exclusions {
+			p.Exclusions[q] = nil
+			if q >= 6 {
+				p.Exclusions[q] = []int{q % ng}
+			}
+		}
+		cfg := retrieval.DefaultConfig()
+		cfg.Similarity = []string{retrieval.Cosine, retrieval.Dot, retrieval.SquaredL2}[it%3]
+		cfg.Bidirectional = true
+		cfg.Ks, cfg.PrimaryMetric = []int{1, 5}, "map"
+		want, err := Pair(ctx, p, cfg, nil, 2, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []*PairPartial
+		for i := range 3 {
+			pp, err := PairShard(ctx, p, cfg, 2, -1, rank.Shard{Index: i, Total: 3, Layout: rank.ShardLayout(it % 2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, pp)
+		}
+		m, err := MergePairPartials(parts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := rank.Problem{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Classes: p.Classes, Exclusions: p.Exclusions}
+		got, err := PairFromPartials(bare, cfg, nil, -1, []*rank.Partial{m.Forward}, []*rank.Partial{m.Reverse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, g := resultJSON(t, want), resultJSON(t, got); !bytes.Equal(w, g) {
+			t.Fatalf("classes %d:\nwant %s\ngot  %s", it, w, g)
+		}
+	}
+}
+
+// Query blocks × gallery shards, merged per block and passed in query order,
+// give Direction's result (what the Beam pipeline does).
+func TestDirectionFromQueryBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	ctx := context.Background()
+	p := pairProblem(r, 9, 13, 3, false)
+	cfg := retrieval.DefaultConfig()
+	cfg.Ks, cfg.PrimaryMetric = []int{1, 4}, "ndcg@4"
+	for _, depth := range []int{-1, 3} {
+		want, err := Direction(ctx, p, cfg, 2, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := DirectionOptions(cfg, 2, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, err := rank.ScorePositives(ctx, p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocks []*rank.Partial
+		for _, b := range [][2]int{{0, 4}, {4, 5}, {5, 9}} {
+			var parts []*rank.Partial
+			for i := range 3 {
+				pt, err := rank.ScoreShard(ctx, p, o, pos, rank.ShardTask{QueryLo: b[0], QueryHi: b[1], Gallery: rank.Shard{Index: i, Total: 3, Layout: rank.Modulo}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, pt)
+			}
+			m, err := rank.MergePartials(parts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks = append(blocks, m)
+		}
+		got, err := DirectionFromPartials(p, cfg, depth, blocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := json.Marshal([]any{want, want.Run, want.Margins})
+		g, _ := json.Marshal([]any{got, got.Run, got.Margins})
+		if !bytes.Equal(w, g) {
+			t.Fatalf("depth %d:\nwant %s\ngot  %s", depth, w, g)
+		}
+		if _, err := DirectionFromPartials(p, cfg, depth, []*rank.Partial{blocks[0], blocks[2], blocks[1]}); err == nil {
+			t.Fatal("blocks out of query order accepted")
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -128,6 +130,9 @@ func sameResults(a, b []QueryResult) string {
 func TestShardedEqualsUnsharded(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 1))
 	iters := 60
+	if n := os.Getenv("VERTEBRAE_SHARD_ITERS"); n != "" {
+		iters, _ = strconv.Atoi(n)
+	}
 	if testing.Short() {
 		iters = 20
 	}
@@ -171,7 +176,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 // near-ties, duplicated rows and extreme magnitudes.
 func TestShardedScreenedCases(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 2))
-	for _, c := range screenCases(r, 9, 7, 40) {
+	for _, c := range append(screenCases(r, 9, 7, 40), screenCases(r, 33, 5, 70)...) {
 		p := denseProblem(t, c, r)
 		for _, sim := range []Similarity{Dot, Cosine} {
 			o := Options{Similarity: sim, QueryBatch: 3, GalleryBatch: 8, Threads: 2}
@@ -303,6 +308,62 @@ func FuzzPartialUnmarshal(f *testing.F) {
 	f.Add(enc[:len(enc)-3])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var x Partial
+		if err := x.UnmarshalBinary(data); err != nil {
+			return
+		}
+		again, err := x.MarshalBinary()
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("accepted input does not re-encode to itself: %v", err)
+		}
+	})
+}
+
+// Positive scores broadcast in binary form give the same shards.
+func TestPositiveScoresBinary(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 6))
+	p := randomProblem(r, 5, 12, 3, true)
+	o := Options{Similarity: Dot, QueryBatch: 2, GalleryBatch: 5}
+	ctx := context.Background()
+	pos, err := ScorePositives(ctx, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := pos.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec PositiveScores
+	if err := dec.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	if dec.prep != nil || !slices.Equal(dec.Offsets, pos.Offsets) || !slices.Equal(dec.Index, pos.Index) || !slices.Equal(dec.Scores, pos.Scores) {
+		t.Fatal("positive scores do not round-trip")
+	}
+	task := ShardTask{QueryLo: 0, QueryHi: 5, Gallery: Shard{Index: 1, Total: 3, Layout: Modulo}}
+	a, err := ScoreShard(ctx, p, o, pos, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ScoreShard(ctx, p, o, &dec, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, _ := a.MarshalBinary()
+	eb, _ := b.MarshalBinary()
+	if !bytes.Equal(ea, eb) {
+		t.Fatal("a shard differs with broadcast positive scores")
+	}
+}
+
+func FuzzPositiveScoresUnmarshal(f *testing.F) {
+	r := rand.New(rand.NewPCG(12, 7))
+	p := randomProblem(r, 3, 9, 2, false)
+	pos, _ := ScorePositives(context.Background(), p, Options{Similarity: Dot, QueryBatch: 2, GalleryBatch: 2})
+	enc, _ := pos.MarshalBinary()
+	f.Add(enc)
+	f.Add(enc[:20])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var x PositiveScores
 		if err := x.UnmarshalBinary(data); err != nil {
 			return
 		}

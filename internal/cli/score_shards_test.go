@@ -357,3 +357,22 @@ func TestShardedScoreStorageTypes(t *testing.T) {
 		})
 	}
 }
+
+// VERTEBRAE_SCREEN=off (exhaustive exact scoring in every shard) gives the
+// screened local run's numbers.
+func TestShardedScoreScreenOff(t *testing.T) {
+	dir := t.TempDir()
+	spec := shardDataset(t, dir, "dot", true, 8, 15)
+	local := filepath.Join(dir, "local.json")
+	if code, _, stderr := run(t, "retrieval", "run", "--spec", spec, "--json", local, "--quiet"); code != 0 {
+		t.Fatal(stderr)
+	}
+	want := withoutCacheStatus(reportOf(t, mustRead(t, local)))
+	t.Setenv("VERTEBRAE_SCREEN", "off")
+	st := "mem://" + t.Name()
+	q, g, r := artifactKeys(t, st, spec, 1)
+	scoreSharded(t, st, spec, [3]string{q, g, r}, "scores/off", 3, "modulo")
+	if rep := reportOf(t, mustCLI(t, st, "retrieval", "from-artifacts", "--score-key", "scores/off")); !reflect.DeepEqual(rep["extractor_results"], want["extractor_results"]) {
+		t.Fatal("exhaustive sharded scoring differs from the screened local run")
+	}
+}
