@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,15 +17,14 @@ import (
 	"github.com/vertebrae-eval/vertebrae/artifact"
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/extract"
-	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
-	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/report"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/runspec"
+	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store/location"
 )
 
@@ -236,47 +233,20 @@ func newWriteRelevanceCmd(stdout io.Writer) *cobra.Command {
 }
 
 // ---- plan / embed-shard / merge ----
+// The logic lives in package shard (engine-free, shared with the Beam
+// pipeline); these commands load the run file and print the documents.
 
 // Plan is the document `plan` writes (SPEC §11.2).
-type Plan struct {
-	PlanVersion        int             `json:"plan_version"`
-	Spec               string          `json:"spec"`
-	RunID              string          `json:"run_id"`
-	TotalShards        int             `json:"total_shards"`
-	DatasetIdentityKey string          `json:"dataset_identity_key"`
-	RelevanceKey       string          `json:"relevance_key"`
-	Extractors         []PlanExtractor `json:"extractors"`
-}
+type Plan = shard.Plan
 
 // PlanExtractor is one extractor of a plan.
-type PlanExtractor struct {
-	Name               string         `json:"name"`
-	ExtractorType      string         `json:"extractor_type"`
-	DatasetIdentityKey string         `json:"dataset_identity_key"`
-	RecipeHash         string         `json:"recipe_hash"`
-	FittedStateKey     *string        `json:"fitted_state_key"`
-	Endpoints          []PlanEndpoint `json:"endpoints"`
-}
+type PlanExtractor = shard.Extractor
 
 // PlanEndpoint is one endpoint of a plan extractor.
-type PlanEndpoint struct {
-	Side          string      `json:"side"`
-	Branch        string      `json:"branch"`
-	Modality      string      `json:"modality"`
-	NSamples      int         `json:"n_samples"`
-	OutputKey     string      `json:"output_key"`
-	CacheEligible bool        `json:"cache_eligible"`
-	CacheStatus   string      `json:"cache_status"`
-	Shards        []PlanShard `json:"shards"`
-}
+type PlanEndpoint = shard.Endpoint
 
 // PlanShard is one extraction shard.
-type PlanShard struct {
-	ShardIndex  int    `json:"shard_index"`
-	TotalShards int    `json:"total_shards"`
-	OutputKey   string `json:"output_key"`
-	BatchSize   int    `json:"batch_size"`
-}
+type PlanShard = shard.Shard
 
 func newPlanCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
@@ -307,16 +277,10 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dk := sc.ds.IdentityKey()
-			// One run id per plan, derived from the plan's inputs so that
-			// planning twice gives the same keys (idempotency, SPEC §6.8).
-			sum := sha256.Sum256(specBytes)
-			rid, err := canonjson.Hash(map[string]any{"spec_sha256": hex.EncodeToString(sum[:]), "dataset_identity_key": dk, "total_shards": total})
+			p, err := shard.NewPlan(abs, specBytes, sc.ds, total)
 			if err != nil {
 				return err
 			}
-			p := &Plan{PlanVersion: 1, Spec: abs, RunID: rid[:32], TotalShards: total, DatasetIdentityKey: dk,
-				RelevanceKey: artifact.RelevanceKey(dk)}
 			found := only == ""
 			for i := range sc.spec.Extractors {
 				e := &sc.spec.Extractors[i]
@@ -350,64 +314,12 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 }
 
 func planExtractor(ctx context.Context, st *artifact.Store, sc *specContext, e *runspec.Extractor, x extract.Extractor, p *Plan, total int) (PlanExtractor, error) {
-	entry := extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch}
-	if err := extract.Check(entry, sc.ds.Queries().Modality(), sc.ds.Gallery().Modality()); err != nil {
-		return PlanExtractor{}, err
-	}
-	if f, ok := x.(extract.Fitter); ok && e.QueryBranch == "" {
-		if _, ok := f.(extract.StatefulFitter); !ok {
-			return PlanExtractor{}, fmt.Errorf("Extractor %s cannot be distributed: fitted state is not serialisable", e.Name)
-		}
-		return PlanExtractor{}, fmt.Errorf("Extractor %s: fitted extractors are not supported by plan in this build", e.Name)
-	}
-	recipe := x.Recipe()
-	rh, err := artifact.RecipeHash(recipe)
-	if err != nil {
-		return PlanExtractor{}, err
-	}
-	eligible, status := extract.CacheEligibility(recipe, e.Cache)
-	pe := PlanExtractor{Name: e.Name, ExtractorType: typeOrUnknown(x.Type()), DatasetIdentityKey: p.DatasetIdentityKey, RecipeHash: rh}
-	batch := sc.spec.Embedding.BatchSize
-	for _, side := range []struct {
-		name, branch string
-		items        retrieval.Items
-	}{{artifact.SideQuery, e.QueryBranch, sc.ds.Queries()}, {artifact.SideGallery, e.GalleryBranch, sc.ds.Gallery()}} {
-		bk, err := artifact.BranchKey(side.branch)
-		if err != nil {
-			return pe, err
-		}
-		key := artifact.EndpointKey(p.DatasetIdentityKey, rh, side.name, bk)
-		if !eligible {
-			key = artifact.RunScopedKey(p.RunID, key)
-		}
-		ep := PlanEndpoint{Side: side.name, Branch: side.branch, Modality: side.items.Modality(), NSamples: side.items.Len(),
-			OutputKey: key, CacheEligible: eligible, CacheStatus: status, Shards: []PlanShard{}}
-		if eligible {
-			if _, err := st.ReadEndpointMeta(ctx, key); err == nil {
-				ep.CacheStatus = artifact.CacheHit
-			} else if !errors.Is(err, artifact.ErrNotFound) {
-				return pe, err
-			}
-		}
-		if ep.CacheStatus != artifact.CacheHit {
-			n := 1
-			if x.StreamingSafe() || e.QueryBranch != "" {
-				n = min(total, ep.NSamples)
-			}
-			for i := 0; i < n; i++ {
-				ep.Shards = append(ep.Shards, PlanShard{ShardIndex: i, TotalShards: n, OutputKey: artifact.ShardKey(key, i, n), BatchSize: batch})
-			}
-		}
-		pe.Endpoints = append(pe.Endpoints, ep)
-	}
-	return pe, nil
+	return shard.PlanExtractor(ctx, st, sc.ds, e.Name, specEntry(e, x), sc.spec.Embedding.BatchSize, p, total)
 }
 
-func typeOrUnknown(t string) string {
-	if t == "" {
-		return "unknown"
-	}
-	return t
+// specEntry is a run-file extractor as an extract.Entry.
+func specEntry(e *runspec.Extractor, x extract.Extractor) extract.Entry {
+	return extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch, NoCache: !e.Cache}
 }
 
 func readPlan(path string) (*Plan, error) {
@@ -418,31 +330,17 @@ func readPlan(path string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read plan: %w", path, err)
 	}
-	p := &Plan{}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(p); err != nil || p.PlanVersion != 1 {
-		return nil, fmt.Errorf("%s: not a vertebrae plan (plan_version 1): %v", path, err)
-	}
-	return p, nil
+	return shard.ParsePlan(path, data)
 }
 
-func (p *Plan) endpoint(name, side string) (*PlanExtractor, *PlanEndpoint, error) {
-	if side != artifact.SideQuery && side != artifact.SideGallery {
-		return nil, nil, usagef("--side must be query or gallery; got %q", side)
+// planEndpoint is (*Plan).Endpoint with its errors as usage errors.
+func planEndpoint(p *Plan, name, side string) (*PlanExtractor, *PlanEndpoint, error) {
+	pe, ep, err := p.Endpoint(name, side)
+	var ee *shard.EndpointError
+	if errors.As(err, &ee) {
+		return nil, nil, &UsageError{Msg: ee.Msg}
 	}
-	for i := range p.Extractors {
-		pe := &p.Extractors[i]
-		if pe.Name != name {
-			continue
-		}
-		for j := range pe.Endpoints {
-			if pe.Endpoints[j].Side == side {
-				return pe, &pe.Endpoints[j], nil
-			}
-		}
-	}
-	return nil, nil, usagef("the plan has no extractor %q", name)
+	return pe, ep, err
 }
 
 // shardIndex resolves --shard-index, JOB_COMPLETION_INDEX, then
@@ -478,7 +376,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pe, ep, err := p.endpoint(name, side)
+			pe, ep, err := planEndpoint(p, name, side)
 			if err != nil {
 				return err
 			}
@@ -513,24 +411,14 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
-			m, ids, err := encodeShard(ctx, sc, e, x, side, sh)
+			if err := shard.LoadState(ctx, st, pe, x); err != nil { // workers never fit (SPEC §11.2)
+				return err
+			}
+			m, ids, err := shard.Encode(ctx, sc.ds, specEntry(e, x), sc.spec.Embedding.StreamingEnabled, side, sh)
 			if err != nil {
 				return err
 			}
-			idsSum, err := artifact.IDsSHA256(ids)
-			if err != nil {
-				return err
-			}
-			meta := &artifact.EmbeddingShard{
-				Common: artifact.Common{ArtifactType: artifact.TypeEmbeddingShard, VertebraeVersion: version.Version, OutputKey: sh.OutputKey},
-				EndpointIdentity: artifact.EndpointIdentity{DatasetIdentityKey: pe.DatasetIdentityKey, ExtractorRecipe: x.Recipe(),
-					RecipeHash: pe.RecipeHash, Side: side, Branch: ep.Branch, Modality: ep.Modality, IDsSHA256: idsSum,
-					CacheEligible: ep.CacheEligible, CacheStatus: ep.CacheStatus},
-				Shard: artifact.ShardInfo{TotalShards: sh.TotalShards, ShardIndex: sh.ShardIndex}, EndpointRows: ep.NSamples, BatchSize: sh.BatchSize,
-			}
-			src := artifact.FromMatrix(m)
-			meta.ArrayInfo = artifact.ArrayInfoOf(src, artifact.NNZOf(m))
-			if err := st.WriteArray(ctx, sh.OutputKey, src, meta); err != nil {
+			if err := shard.Write(ctx, st, pe, ep, sh, x.Recipe(), m, ids); err != nil {
 				return err
 			}
 			out["key"] = sh.OutputKey
@@ -548,151 +436,6 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// encodeShard encodes rows {r : r mod N = i} of one endpoint in ascending
-// order: consecutive rows in batches of the plan's batch size when the
-// shard is the whole endpoint, one row per call otherwise.
-func encodeShard(ctx context.Context, sc *specContext, e *runspec.Extractor, x extract.Extractor, side string, sh PlanShard) (matrix.Matrix, []string, error) {
-	items, allIDs := sc.ds.Queries(), sc.ds.QueryIDs()
-	branch := e.QueryBranch
-	if side == artifact.SideGallery {
-		items, allIDs, branch = sc.ds.Gallery(), sc.ds.GalleryIDs(), e.GalleryBranch
-	}
-	n := items.Len()
-	step := 1
-	if sh.TotalShards == 1 {
-		step = n
-		if sc.spec.Embedding.StreamingEnabled && (x.StreamingSafe() || branch != "") {
-			step = max(1, sh.BatchSize)
-		}
-	}
-	var parts []matrix.Matrix
-	var ids []string
-	encodeRange := func(lo, hi int) error {
-		b := extract.Batch{Side: side, Start: lo, Items: items.Slice(lo, hi), IDs: allIDs[lo:hi]}
-		var m matrix.Matrix
-		var err error
-		if branch != "" {
-			m, err = x.(extract.BranchEncoder).EncodeBranch(ctx, b, branch)
-		} else {
-			m, err = x.(extract.Encoder).Encode(ctx, b)
-		}
-		if err != nil {
-			return fmt.Errorf("Retriever '%s' %s embeddings: %w", x.Name(), side, err)
-		}
-		if m == nil || m.Rows() != hi-lo {
-			return fmt.Errorf("Retriever '%s' %s embeddings returned a batch of the wrong size for rows [%d, %d)", x.Name(), side, lo, hi)
-		}
-		parts = append(parts, m)
-		ids = append(ids, allIDs[lo:hi]...)
-		return nil
-	}
-	if sh.TotalShards == 1 {
-		for lo := 0; lo < n; lo += step {
-			if err := encodeRange(lo, min(n, lo+step)); err != nil {
-				return nil, nil, err
-			}
-		}
-	} else {
-		for r := sh.ShardIndex; r < n; r += sh.TotalShards {
-			if err := encodeRange(r, r+1); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	m, err := concatRows(parts)
-	// ids_sha256 of a shard is H of its endpoint's ID list, so the merged
-	// endpoint carries the hash the scorer checks against the relevance IDs.
-	return m, allIDs, err
-}
-
-// concatRows stacks row batches of one kind and element type.
-func concatRows(parts []matrix.Matrix) (matrix.Matrix, error) {
-	if len(parts) == 0 {
-		return nil, errors.New("no rows to store")
-	}
-	first := parts[0]
-	rows := 0
-	for _, p := range parts {
-		if p.Sparse() != first.Sparse() || p.DType() != first.DType() || p.Cols() != first.Cols() {
-			return nil, fmt.Errorf("encoder batches differ in kind, dtype or width (%s %d×%d vs %s %d×%d)",
-				first.DType(), first.Rows(), first.Cols(), p.DType(), p.Rows(), p.Cols())
-		}
-		rows += p.Rows()
-	}
-	return gatherRows(parts, rows, func(r int) (int, int) {
-		for i, p := range parts {
-			if r < p.Rows() {
-				return i, r
-			}
-			r -= p.Rows()
-		}
-		return -1, -1
-	})
-}
-
-// gatherRows builds a rows×cols matrix whose row r is row j of part i for
-// (i, j) = at(r); rows are visited in order.
-func gatherRows(parts []matrix.Matrix, rows int, at func(r int) (int, int)) (matrix.Matrix, error) {
-	first := parts[0]
-	cols := first.Cols()
-	if first.Sparse() {
-		indptr := make([]int64, 1, rows+1)
-		var indices []int32
-		var vals []float64
-		var buf []float64
-		for r := 0; r < rows; r++ {
-			i, j := at(r)
-			c, ok := parts[i].(*matrix.CSR)
-			if !ok {
-				return nil, fmt.Errorf("unsupported sparse matrix type %T", parts[i])
-			}
-			var idx []int32
-			idx, buf = c.RowEntries(j, buf)
-			indices = append(indices, idx...)
-			vals = append(vals, buf...)
-			indptr = append(indptr, int64(len(indices)))
-		}
-		if first.DType() == matrix.Float32 {
-			v32 := make([]float32, len(vals))
-			for k, v := range vals {
-				v32[k] = float32(v)
-			}
-			return matrix.NewCSR32(rows, cols, indptr, indices, v32)
-		}
-		return matrix.NewCSR64(rows, cols, indptr, indices, vals)
-	}
-	dense := make([]*matrix.Dense, len(parts))
-	for i, p := range parts {
-		d, ok := p.(*matrix.Dense)
-		if !ok {
-			return nil, fmt.Errorf("unsupported dense matrix type %T", p)
-		}
-		dense[i] = d
-	}
-	switch first.DType() {
-	case matrix.Float16:
-		out := make([]uint16, 0, rows*cols)
-		for r := 0; r < rows; r++ {
-			i, j := at(r)
-			out = append(out, dense[i].Float16Bits()[j*cols:(j+1)*cols]...)
-		}
-		return matrix.NewDense16(rows, cols, out)
-	case matrix.Float32:
-		out := make([]float32, 0, rows*cols)
-		for r := 0; r < rows; r++ {
-			i, j := at(r)
-			out = append(out, dense[i].Float32Data()[j*cols:(j+1)*cols]...)
-		}
-		return matrix.NewDense32(rows, cols, out)
-	}
-	out := make([]float64, 0, rows*cols)
-	for r := 0; r < rows; r++ {
-		i, j := at(r)
-		out = append(out, dense[i].Float64Data()[j*cols:(j+1)*cols]...)
-	}
-	return matrix.NewDense64(rows, cols, out)
-}
-
 func newMergeCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var planPath, name, side string
@@ -704,7 +447,7 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pe, ep, err := p.endpoint(name, side)
+			pe, ep, err := planEndpoint(p, name, side)
 			if err != nil {
 				return err
 			}
@@ -718,16 +461,11 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
-			meta, src, nnz, cleanup, err := mergeShards(ctx, st, pe, ep)
+			rows, cols, err := shard.WriteMerged(ctx, st, pe, ep)
 			if err != nil {
 				return err
 			}
-			defer cleanup()
-			meta.ArrayInfo = artifact.ArrayInfoOf(src, nnz)
-			if err := st.WriteArray(ctx, ep.OutputKey, src, meta); err != nil {
-				return err
-			}
-			out["shape"] = []int{src.Rows(), src.Cols()}
+			out["shape"] = []int{rows, cols}
 			return af.print(cmd, out, stdout)
 		},
 	}
@@ -737,98 +475,6 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 	f.StringVar(&name, "extractor", "", "extractor name")
 	f.StringVar(&side, "side", "", "query or gallery")
 	return cmd
-}
-
-// mergeShards checks every shard of an endpoint against the plan and the
-// others (SPEC §11.2), then re-verifies each while copying its rows to
-// their endpoint indices: dense shards stream into a preallocated file
-// (artifact.RowAssembler), CSR shards are gathered in memory. The returned
-// source is valid until cleanup.
-func mergeShards(ctx context.Context, st *artifact.Store, pe *PlanExtractor, ep *PlanEndpoint) (*artifact.Embedding, artifact.Source, *int64, func(), error) {
-	n := len(ep.Shards)
-	if n == 0 {
-		return nil, nil, nil, nil, fmt.Errorf("endpoint %s has no shards to merge", ep.OutputKey)
-	}
-	var first *artifact.EndpointMeta
-	keys := make([]string, n)
-	for i, sh := range ep.Shards {
-		em, err := st.ReadEndpointMeta(ctx, sh.OutputKey)
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		bad := func(format string, args ...any) error {
-			return &artifact.Error{Key: sh.OutputKey, Msg: fmt.Sprintf(format, args...), Err: artifact.ErrCheck}
-		}
-		if em.ArtifactType != artifact.TypeEmbeddingShard || em.Shard == nil || em.Shard.ShardIndex != i || em.Shard.TotalShards != n {
-			return nil, nil, nil, nil, bad("is not shard %d of %d of %s", i, n, ep.OutputKey)
-		}
-		if want := (ep.NSamples - i + n - 1) / n; em.NSamples != want {
-			return nil, nil, nil, nil, bad("shard %d of %d has %d rows; the modulo rule gives %d", i, n, em.NSamples, want)
-		}
-		if first == nil {
-			first = em
-		} else if em.RecipeHash != first.RecipeHash || em.DatasetIdentityKey != first.DatasetIdentityKey || em.Side != first.Side ||
-			em.Branch != first.Branch || em.Modality != first.Modality || em.DType != first.DType || em.Sparse != first.Sparse || em.EmbeddingDim != first.EmbeddingDim {
-			return nil, nil, nil, nil, bad("shard disagrees with shard 0 on recipe, dataset identity, side, branch, modality, dtype, sparsity or width")
-		}
-		if em.RecipeHash != pe.RecipeHash || em.Side != ep.Side || em.DatasetIdentityKey != pe.DatasetIdentityKey {
-			return nil, nil, nil, nil, bad("shard does not belong to the planned endpoint %s", ep.OutputKey)
-		}
-		keys[i] = sh.OutputKey
-	}
-	meta := &artifact.Embedding{
-		Common:           artifact.Common{ArtifactType: artifact.TypeEmbedding, VertebraeVersion: version.Version, OutputKey: ep.OutputKey},
-		EndpointIdentity: first.EndpointIdentity, ShardKeys: keys, NShards: n,
-	}
-	if first.Sparse {
-		parts := make([]matrix.Matrix, n)
-		for i, sh := range ep.Shards {
-			m, _, err := st.ReadEndpoint(ctx, sh.OutputKey)
-			if err != nil {
-				return nil, nil, nil, nil, err
-			}
-			parts[i] = m
-		}
-		m, err := gatherRows(parts, ep.NSamples, func(r int) (int, int) { return r % n, r / n })
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		return meta, artifact.FromMatrix(m), artifact.NNZOf(m), func() {}, nil
-	}
-	dt, err := matrix.ParseDType(first.DType)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	asm, err := artifact.NewRowAssembler("", ep.NSamples, first.EmbeddingDim, dt)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	cleanup := func() { _ = asm.Close() }
-	for i, sh := range ep.Shards {
-		k := 0
-		_, err := st.StreamArray(ctx, sh.OutputKey, func(b matrix.Matrix) error {
-			d, ok := b.(*matrix.Dense)
-			if !ok {
-				return fmt.Errorf("shard batch is not dense")
-			}
-			idx := make([]int, d.Rows())
-			for j := range idx {
-				idx[j] = i + n*(k+j)
-			}
-			k += d.Rows()
-			return asm.Put(idx, d)
-		})
-		if err != nil {
-			cleanup()
-			return nil, nil, nil, nil, err
-		}
-	}
-	src, err := asm.Source()
-	if err != nil {
-		cleanup()
-		return nil, nil, nil, nil, err
-	}
-	return meta, src, nil, cleanup, nil
 }
 
 // ---- compress ----
