@@ -22,10 +22,10 @@ mkdir -p "$VERTEBRAE_WORK/state" "$VERTEBRAE_WORK/logs"
 sb=(sbatch --parsable --chdir="$VERTEBRAE_WORK" --output="$VERTEBRAE_WORK/logs/%x-%A_%a.out" "$@")
 
 plan=$(      "${sb[@]}" --job-name=vertebrae-plan                                                                   "$stage" plan)
-eq=$(        "${sb[@]}" --job-name=vertebrae-embed-query   --dependency="afterok:$plan"    --array="0-$((VERTEBRAE_EMBED_SHARDS - 1))" "$stage" embed-query)
 eg=$(        "${sb[@]}" --job-name=vertebrae-embed-gallery --dependency="afterok:$plan"    --array="0-$((VERTEBRAE_EMBED_SHARDS - 1))" "$stage" embed-gallery)
-merge=$(     "${sb[@]}" --job-name=vertebrae-merge         --dependency="afterok:$eq:$eg"                                   "$stage" merge)
+eq=$(        "${sb[@]}" --job-name=vertebrae-embed-query   --dependency="afterok:$plan"    --array="0-$((VERTEBRAE_EMBED_SHARDS - 1))" "$stage" embed-query)
+merge=$(     "${sb[@]}" --job-name=vertebrae-merge         --dependency="afterok:$eg:$eq"                                   "$stage" merge)
 score=$(     "${sb[@]}" --job-name=vertebrae-score         --dependency="afterok:$merge"   --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" score)
 finalize=$(  "${sb[@]}" --job-name=vertebrae-finalize      --dependency="afterok:$score"                                   "$stage" finalize)
 report=$(    "${sb[@]}" --job-name=vertebrae-report        --dependency="afterok:$finalize"                                "$stage" report)
-echo "submitted: plan $plan, embed $eq $eg, merge $merge, score $score, finalize $finalize, report $report"
+echo "submitted: plan $plan, embed $eg $eq, merge $merge, score $score, finalize $finalize, report $report"
