@@ -9,7 +9,9 @@ import (
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -35,6 +37,109 @@ func checkErr(key, msg string) error { return keyErr(key, ErrCheck, msg) }
 // reverse and primary_score are bit-identical to a local run on the same
 // matrices — and commits the retrieval_evaluation artifact.
 func (s *Store) Score(ctx context.Context, req ScoreRequest) (*Scored, error) {
+	job, err := s.PrepareScore(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	problem, err := s.LoadProblem(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	_, compWarnings, err := job.Compression()
+	if err != nil {
+		return nil, err
+	}
+	res, err := evaluate.Pair(ctx, problem, job.cfg, compWarnings, req.Threads, -1)
+	if err != nil {
+		return nil, err
+	}
+	return s.CommitScore(ctx, job, res)
+}
+
+// ScoreJob is a score request that passed the checks of SPEC §10.7 that
+// need no embedding values (sides, identities, relevance, IDs, widths,
+// compression run, eligible positives, bidirectional coverage), with its
+// fingerprints and score key. Gallery shards, their finalize step and
+// engines (Beam) share it.
+type ScoreJob struct {
+	req       ScoreRequest
+	cfg       retrieval.Config
+	qm, gm    *EndpointMeta
+	prot      *Protocol
+	exclPairs [][2]int
+	excl      [][]int
+	exclKey   *string
+	pf, ef    string
+	key       string
+}
+
+// Key is the score key: the request's OutputKey or
+// retrieval/scores/v2-<evaluation fingerprint>.
+func (j *ScoreJob) Key() string { return j.key }
+
+// EvaluationFingerprint is H of the SPEC §10.3 evaluation fields.
+func (j *ScoreJob) EvaluationFingerprint() string { return j.ef }
+
+// ProtocolFingerprint is the SPEC §10.3 protocol fingerprint.
+func (j *ScoreJob) ProtocolFingerprint() string { return j.pf }
+
+// Config is the validated retrieval config.
+func (j *ScoreJob) Config() retrieval.Config { return j.cfg.Clone() }
+
+// Problem is the scoring problem without its matrices (IDs, relevance,
+// exclusions): enough to finish gallery-shard partials.
+func (j *ScoreJob) Problem() rank.Problem {
+	return rank.Problem{QueryIDs: j.prot.Doc.QueryIDs, GalleryIDs: j.prot.Doc.GalleryIDs,
+		Relevance: j.prot.Positives, Exclusions: j.excl}
+}
+
+// Compression is the §8.4 metadata of the scored pair and its warnings:
+// the compression run's, or the no-op metadata of the uncompressed pair
+// (computed from the endpoint metadata, which ReadEndpoint verifies
+// against the arrays).
+func (j *ScoreJob) Compression() (map[string]any, []string, error) {
+	if j.gm.Compression != nil {
+		ws := []string{}
+		if list, ok := j.gm.Compression["warnings"].([]any); ok {
+			for _, w := range list {
+				if s, ok := w.(string); ok {
+					ws = append(ws, s)
+				}
+			}
+		}
+		return j.gm.Compression, ws, nil
+	}
+	dt, err := matrix.ParseDType(j.gm.DType)
+	if err != nil {
+		return nil, nil, keyErr(j.req.GalleryKey, ErrInvalidMetadata, err.Error())
+	}
+	shape := func(m *EndpointMeta) matrix.Matrix {
+		return shapeOnly{rows: m.NSamples, cols: m.EmbeddingDim, dtype: dt, sparse: m.Sparse}
+	}
+	res, err := compress.Apply(context.Background(), compress.Default(), shape(j.qm), shape(j.gm))
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Metadata, []string{}, nil
+}
+
+// shapeOnly stands for an endpoint where only its shape is needed (the
+// no-op compression metadata); its values are never read.
+type shapeOnly struct {
+	rows, cols int
+	dtype      matrix.DType
+	sparse     bool
+}
+
+func (m shapeOnly) Rows() int                 { return m.rows }
+func (m shapeOnly) Cols() int                 { return m.cols }
+func (m shapeOnly) DType() matrix.DType       { return m.dtype }
+func (m shapeOnly) Sparse() bool              { return m.sparse }
+func (m shapeOnly) RowFloat64(int, []float64) { panic("artifact: shapeOnly has no values") }
+
+// PrepareScore runs the checks of SPEC §10.7 that read no embedding values,
+// in order, and computes the fingerprints and the score key.
+func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, error) {
 	cfg := req.Config.Clone()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -96,72 +201,65 @@ func (s *Store) Score(ctx context.Context, req ScoreRequest) (*Scored, error) {
 	if qm.CompressionPrefix != gm.CompressionPrefix {
 		return nil, checkErr(req.GalleryKey, fmt.Sprintf("compressed endpoints come from different compression runs: %q and %q", qm.CompressionPrefix, gm.CompressionPrefix))
 	}
-	exclPairs, excl := prot.Doc.Exclusions, prot.Exclusions
-	var exclKey *string
+	j := &ScoreJob{req: req, cfg: cfg, qm: qm, gm: gm, prot: prot, exclPairs: prot.Doc.Exclusions, excl: prot.Exclusions}
 	if req.ExclusionsKey != "" {
-		if exclPairs, excl, err = s.ReadExclusions(ctx, req.ExclusionsKey, len(prot.Doc.QueryIDs), len(prot.Doc.GalleryIDs)); err != nil {
+		if j.exclPairs, j.excl, err = s.ReadExclusions(ctx, req.ExclusionsKey, len(prot.Doc.QueryIDs), len(prot.Doc.GalleryIDs)); err != nil {
 			return nil, err
 		}
 		k := req.ExclusionsKey
-		exclKey = &k
+		j.exclKey = &k
 	}
 	// (7) scorer rules: eligible positives, bidirectional coverage; zero
 	// norms and finiteness are checked by the scorer itself.
-	if err := checkEligible(prot, excl, cfg.Bidirectional); err != nil {
+	if err := checkEligible(prot, j.excl, cfg.Bidirectional); err != nil {
 		return nil, checkErr(req.RelevanceKey, err.Error())
 	}
-	q, _, err := s.ReadEndpoint(ctx, req.QueryKey)
+	if j.pf, err = retrieval.ProtocolFingerprintOf(prot.Doc.ProtocolFingerprint, pairsAny(j.exclPairs), cfg); err != nil {
+		return nil, err
+	}
+	if j.ef, err = EvaluationFingerprint(req.QueryKey, req.GalleryKey, req.RelevanceKey, req.ExclusionsKey, cfg.ProtocolFields()); err != nil {
+		return nil, err
+	}
+	j.key = req.OutputKey
+	if j.key == "" {
+		j.key = ScoreKey(j.ef)
+	}
+	if err := ValidateKey(j.key); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// LoadProblem reads (and verifies) both endpoints of a prepared job and
+// returns the scoring problem with its matrices.
+func (s *Store) LoadProblem(ctx context.Context, j *ScoreJob) (rank.Problem, error) {
+	q, _, err := s.ReadEndpoint(ctx, j.req.QueryKey)
+	if err != nil {
+		return rank.Problem{}, err
+	}
+	g, _, err := s.ReadEndpoint(ctx, j.req.GalleryKey)
+	if err != nil {
+		return rank.Problem{}, err
+	}
+	p := j.Problem()
+	p.Queries, p.Gallery = q, g
+	return p, nil
+}
+
+// CommitScore writes the retrieval_evaluation artifact of a job's result
+// (evaluate.Pair, or evaluate.PairFromPartials of its gallery shards) at
+// the job's score key.
+func (s *Store) CommitScore(ctx context.Context, j *ScoreJob, res *results.ExtractorResult) (*Scored, error) {
+	compMeta, _, err := j.Compression()
 	if err != nil {
 		return nil, err
 	}
-	g, _, err := s.ReadEndpoint(ctx, req.GalleryKey)
-	if err != nil {
-		return nil, err
-	}
-	compMeta, compWarnings := gm.Compression, []string{}
-	if compMeta == nil {
-		res, err := compress.Apply(ctx, compress.Default(), q, g)
-		if err != nil {
-			return nil, err
-		}
-		compMeta = res.Metadata
-	} else if ws, ok := compMeta["warnings"].([]any); ok {
-		for _, w := range ws {
-			if s, ok := w.(string); ok {
-				compWarnings = append(compWarnings, s)
-			}
-		}
-	}
-	problem := rank.Problem{Queries: q, Gallery: g, QueryIDs: prot.Doc.QueryIDs, GalleryIDs: prot.Doc.GalleryIDs,
-		Relevance: prot.Positives, Exclusions: excl}
-	res, err := evaluate.Pair(ctx, problem, cfg, compWarnings, req.Threads, -1)
-	if err != nil {
-		return nil, err
-	}
-	pf, err := retrieval.ProtocolFingerprintOf(prot.Doc.ProtocolFingerprint, pairsAny(exclPairs), cfg)
-	if err != nil {
-		return nil, err
-	}
-	xk := ""
-	if exclKey != nil {
-		xk = *exclKey
-	}
-	ef, err := EvaluationFingerprint(req.QueryKey, req.GalleryKey, req.RelevanceKey, xk, cfg.ProtocolFields())
-	if err != nil {
-		return nil, err
-	}
-	key := req.OutputKey
-	if key == "" {
-		key = ScoreKey(ef)
-	}
-	if err := ValidateKey(key); err != nil {
-		return nil, err
-	}
+	qm, gm, cfg := j.qm, j.gm, j.cfg
 	doc := &Evaluation{
-		Common:            Common{ArtifactType: TypeEvaluation, VertebraeVersion: version.Version, OutputKey: key},
-		QueryEmbeddingKey: req.QueryKey, GalleryEmbeddingKey: req.GalleryKey, RelevanceKey: req.RelevanceKey,
-		ExclusionsKey: exclKey, PrimaryScore: res.PrimaryScore, QueryEndpoint: qm.Raw, GalleryEndpoint: gm.Raw,
-		RetrievalConfig: cfg.AsMap(), ProtocolFingerprint: pf, EvaluationFingerprint: ef,
+		Common:            Common{ArtifactType: TypeEvaluation, VertebraeVersion: version.Version, OutputKey: j.key},
+		QueryEmbeddingKey: j.req.QueryKey, GalleryEmbeddingKey: j.req.GalleryKey, RelevanceKey: j.req.RelevanceKey,
+		ExclusionsKey: j.exclKey, PrimaryScore: res.PrimaryScore, QueryEndpoint: qm.Raw, GalleryEndpoint: gm.Raw,
+		RetrievalConfig: cfg.AsMap(), ProtocolFingerprint: j.pf, EvaluationFingerprint: j.ef,
 		CacheEligible: qm.CacheEligible && gm.CacheEligible, CacheStatus: WeakestStatus(qm.CacheStatus, gm.CacheStatus),
 		CompressionMetadata: compMeta,
 	}
@@ -180,10 +278,10 @@ func (s *Store) Score(ctx context.Context, req ScoreRequest) (*Scored, error) {
 			return nil, err
 		}
 	}
-	if err := s.WriteJSON(ctx, key, doc); err != nil {
+	if err := s.WriteJSON(ctx, j.key, doc); err != nil {
 		return nil, err
 	}
-	return &Scored{Key: key, Doc: doc}, nil
+	return &Scored{Key: j.key, Doc: doc}, nil
 }
 
 func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {

@@ -304,7 +304,12 @@ func Pair(ctx context.Context, p rank.Problem, cfg retrieval.Config, compression
 // Reverse swaps the roles of queries and gallery (SPEC §4.8): relevance is
 // transposed and exclusions are swapped.
 func Reverse(p rank.Problem) rank.Problem {
-	ng := p.Gallery.Rows()
+	return ReverseRows(p, p.Gallery.Rows())
+}
+
+// ReverseRows is Reverse for a problem of ng gallery rows whose matrices
+// may be absent (finishing gallery-shard partials reads no embeddings).
+func ReverseRows(p rank.Problem, ng int) rank.Problem {
 	var rel [][]retrieval.Positive
 	var classes *retrieval.Classes
 	if p.Classes != nil {
@@ -335,26 +340,49 @@ func Reverse(p rank.Problem) rank.Problem {
 // Direction scores one direction and builds its score result (SPEC §5.1).
 // runDepth < 0 keeps no ranking, 0 the full ranking, N > 0 the top N.
 func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int) (*results.ScoreResult, error) {
-	sim, err := rank.ParseSimilarity(cfg.Similarity)
+	opts, err := DirectionOptions(cfg, threads, runDepth)
 	if err != nil {
 		return nil, err
+	}
+	nq, ng := 0, 0
+	if p.Queries != nil { // otherwise the scorer's checks fail
+		nq = p.Queries.Rows()
+	}
+	if p.Gallery != nil {
+		ng = p.Gallery.Rows()
+	}
+	return direction(p, cfg, runDepth, nq, ng, p.EligibleCounts, func(fn func(q int, r rank.QueryResult) error) error {
+		return rank.ScoreEach(ctx, p, opts, fn)
+	})
+}
+
+// DirectionOptions are the scorer options Direction uses for cfg: the
+// protocol fields, the batch sizes, and the kept ranking of runDepth.
+func DirectionOptions(cfg retrieval.Config, threads, runDepth int) (rank.Options, error) {
+	sim, err := rank.ParseSimilarity(cfg.Similarity)
+	if err != nil {
+		return rank.Options{}, err
 	}
 	prec := rank.Float64
 	if cfg.Precision == retrieval.PrecisionF32 {
 		prec = rank.Float32
 	}
-	gain := metrics.Exponential
-	if cfg.Gain == retrieval.GainLinear {
-		gain = metrics.Linear
-	}
-	opts := rank.Options{
+	return rank.Options{
 		Similarity: sim, Precision: prec, QueryBatch: cfg.QueryBatchSize, GalleryBatch: cfg.GalleryBatchSize,
 		Threads: threads, MaxPairwise: cfg.MaxPairwiseComparisons,
 		TopN: max(runDepth, 0), FullRanking: runDepth == 0,
-	}
-	nq := 0
-	if p.Queries != nil { // otherwise the scorer's checks fail
-		nq = p.Queries.Rows()
+	}, nil
+}
+
+// direction builds a score result from per-query results, which each
+// delivers (once per query, in any order, possibly concurrently); counts
+// gives the eligible positives per query once the first result arrives.
+// Local scoring and finished gallery-shard partials (SPEC §11.3) share it,
+// so their results are bit-identical.
+func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, counts func() []int, each func(fn func(q int, r rank.QueryResult) error) error) (*results.ScoreResult, error) {
+	gain := metrics.Exponential
+	if cfg.Gain == retrieval.GainLinear {
+		gain = metrics.Linear
 	}
 	rows := make([]results.QueryRow, nq)
 	var top [][]rank.Candidate
@@ -368,9 +396,9 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	var offsets []int
 	var posScores []float64
 	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
-	err = rank.ScoreEach(ctx, p, opts, func(q int, r rank.QueryResult) error {
+	err := each(func(q int, r rank.QueryResult) error {
 		once.Do(func() { // the problem has passed the scorer's checks
-			counts := p.EligibleCounts()
+			counts := counts()
 			offsets = make([]int, nq+1)
 			for i, c := range counts {
 				offsets[i+1] = offsets[i] + c
@@ -426,7 +454,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		},
 		Warnings: sortedUnique(warnings),
 		Metadata: results.ScoreMetadata{
-			Config: cfg.Clone(), NQueries: nq, NGallery: p.Gallery.Rows(), Similarity: cfg.Similarity, Exact: true,
+			Config: cfg.Clone(), NQueries: nq, NGallery: ng, Similarity: cfg.Similarity, Exact: true,
 		},
 		PerQuery: rows,
 		Margins:  margins,
@@ -439,7 +467,7 @@ func Direction(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		}
 	}
 	if runDepth >= 0 {
-		run := &results.Run{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Float32: prec == rank.Float32,
+		run := &results.Run{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Float32: cfg.Precision == retrieval.PrecisionF32,
 			Candidates: make([][]results.RankedCandidate, nq)}
 		for q, rt := range top {
 			cs := make([]results.RankedCandidate, len(rt))

@@ -23,6 +23,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/report"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -905,21 +906,47 @@ func readConfigFile(path, section string) (map[string]any, error) {
 func newScoreCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var req artifact.ScoreRequest
-	var configPath string
+	var configPath, shardBy string
 	var total, index int
 	var finalize bool
 	cmd := &cobra.Command{
-		Use: "score", Short: "Score two endpoint artifacts under a relevance artifact (SPEC §10.7)", Args: noArgs,
+		Use: "score", Short: "Score two endpoint artifacts under a relevance artifact (SPEC §10.7), optionally gallery-sharded (SPEC §11.3)", Args: noArgs,
+		Long: `Score two endpoint artifacts under a relevance artifact (SPEC §10.7).
+
+Gallery-sharded scoring (SPEC §11.3): with --total-shards N each run scores
+gallery shard I (--shard-index, else $JOB_COMPLETION_INDEX, else
+$SLURM_ARRAY_TASK_ID) and writes the partial
+<score key>/partials/<I:05d>-of-<N:05d>; with a bidirectional config it also
+holds shard I of the query endpoint in reverse. Re-running a shard rewrites
+identical content. --total-shards N --finalize then merges all N partials
+exactly and writes the score artifact at the score key, bit-identical to an
+unsharded score; it fails naming the first missing or foreign partial.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
-			if ch("total-shards") || ch("shard-index") || finalize {
-				return usagef("gallery-sharded scoring (--total-shards, --shard-index, --finalize) is not yet supported; score without them")
+			sharded := ch("total-shards")
+			switch {
+			case !sharded && (ch("shard-index") || ch("shard-by") || finalize):
+				return usagef("--shard-index, --shard-by and --finalize need --total-shards")
+			case sharded && total < 1:
+				return usagef("--total-shards must be >= 1, got %d", total)
+			case finalize && ch("shard-index"):
+				return usagef("--finalize merges every shard; it takes no --shard-index")
+			}
+			layout, err := rank.ParseShardLayout(shardBy)
+			if err != nil {
+				return usagef("--shard-by: %v", err)
 			}
 			if req.QueryKey == "" || req.GalleryKey == "" || req.RelevanceKey == "" {
 				return usagef("--query-key, --gallery-key and --relevance-key are required")
 			}
 			if err := checkKeys(req.QueryKey, req.GalleryKey, req.RelevanceKey, req.ExclusionsKey, req.OutputKey); err != nil {
 				return err
+			}
+			shard := -1
+			if sharded && !finalize {
+				if shard, err = shardIndex(cmd, index, total); err != nil {
+					return err
+				}
 			}
 			req.Config = retrieval.DefaultConfig()
 			if configPath != "" {
@@ -936,7 +963,25 @@ func newScoreCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
-			res, err := st.Score(cmd.Context(), req)
+			if shard >= 0 {
+				res, err := st.ScorePartial(cmd.Context(), req, rank.Shard{Index: shard, Total: total, Layout: layout})
+				if err != nil {
+					return err
+				}
+				return af.print(cmd, map[string]any{"artifact_type": artifact.TypeEvaluationPartial, "key": res.Key,
+					"score_key": res.ScoreKey, "shard_index": shard, "total_shards": total,
+					"evaluation_fingerprint": res.Doc.EvaluationFingerprint}, stdout)
+			}
+			var res *artifact.Scored
+			if finalize {
+				want := ""
+				if ch("shard-by") {
+					want = layout.String()
+				}
+				res, err = st.FinalizeScore(cmd.Context(), req, total, want)
+			} else {
+				res, err = st.Score(cmd.Context(), req)
+			}
 			if err != nil {
 				return err
 			}
@@ -954,9 +999,10 @@ func newScoreCmd(stdout io.Writer) *cobra.Command {
 	f.StringVar(&configPath, "config", "", "YAML/JSON retrieval config (a RetrievalConfig mapping or a run file's retrieval section)")
 	f.StringVar(&req.OutputKey, "output-key", "", "artifact key (default retrieval/scores/v2-<evaluation fingerprint>)")
 	f.IntVar(&req.Threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS (performance only)")
-	f.IntVar(&total, "total-shards", 0, "gallery shards (not yet supported)")
-	f.IntVar(&index, "shard-index", 0, "gallery shard index (not yet supported)")
-	f.BoolVar(&finalize, "finalize", false, "merge gallery-shard partials (not yet supported)")
+	f.IntVar(&total, "total-shards", 0, "gallery shards N: score one shard (with --shard-index) or merge all (with --finalize)")
+	f.IntVar(&index, "shard-index", 0, "gallery shard to score, 0-based (default $JOB_COMPLETION_INDEX, then $SLURM_ARRAY_TASK_ID)")
+	f.StringVar(&shardBy, "shard-by", "contiguous", "gallery shard layout: contiguous (row ranges) or modulo (rows i, i+N, …)")
+	f.BoolVar(&finalize, "finalize", false, "merge the N gallery-shard partials into the score artifact")
 	return cmd
 }
 

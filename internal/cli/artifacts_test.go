@@ -362,7 +362,12 @@ func TestArtifactCommandErrors(t *testing.T) {
 	}{
 		{[]string{"retrieval", "score", "--query-key", "a//b", "--gallery-key", "g", "--relevance-key", "r"}, 2, "invalid artifact key"},
 		{[]string{"retrieval", "score", "--query-key", "q"}, 2, "are required"},
-		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--finalize"}, 2, "not yet supported"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--finalize"}, 2, "need --total-shards"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2", "--finalize", "--shard-index", "0"}, 2, "takes no --shard-index"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2", "--shard-index", "2"}, 2, "[0, 2)"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2"}, 2, "shard index required"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "0", "--shard-index", "0"}, 2, "--total-shards must be >= 1"},
+		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2", "--shard-index", "0", "--shard-by", "random"}, 2, "--shard-by"},
 		{[]string{"retrieval", "from-artifacts"}, 2, "--score-key"},
 		{[]string{"retrieval", "from-artifacts", "--score-key", "retrieval/none"}, 1, "retrieval/none"},
 		{[]string{"retrieval", "from-artifacts", "--score-key", key, "--store", "gopher://x"}, 1, "Unsupported artifact store URI"},

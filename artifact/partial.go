@@ -1,0 +1,311 @@
+package artifact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// TypeEvaluationPartial is one gallery shard of a score (SPEC §11.3).
+const TypeEvaluationPartial = "retrieval_evaluation_partial"
+
+// PartialColumns name the columns of a partial's array: one row per
+// eligible positive (forward positives in query order, then ascending
+// gallery index; then the reverse ones likewise), holding the shard's
+// count of eligible candidates that precede the positive (an integer,
+// exact in float64 below 2⁵³) and the positive's score.
+var PartialColumns = []string{"preceding_count", "positive_score"}
+
+// EvaluationPartial is retrieval_evaluation_partial, the metadata of gallery
+// shard Shard.ShardIndex of Shard.TotalShards of the score at ScoreKey. The
+// identity fields repeat the score's, so finalize can tell a foreign or
+// stale partial from a valid one.
+type EvaluationPartial struct {
+	Common
+	ArrayInfo
+	ScoreKey              string            `json:"score_key"`
+	QueryEmbeddingKey     string            `json:"query_embedding_key"`
+	GalleryEmbeddingKey   string            `json:"gallery_embedding_key"`
+	RelevanceKey          string            `json:"relevance_key"`
+	ExclusionsKey         *string           `json:"exclusions_key"`
+	RetrievalConfig       map[string]any    `json:"retrieval_config"`
+	ProtocolFingerprint   string            `json:"protocol_fingerprint"`
+	EvaluationFingerprint string            `json:"evaluation_fingerprint"`
+	Shard                 PartialShard      `json:"shard"`
+	NQueries              int               `json:"n_queries"`
+	NGallery              int               `json:"n_gallery"`
+	Columns               []string          `json:"columns"`
+	Forward               PartialDirection  `json:"forward"`
+	Reverse               *PartialDirection `json:"reverse"`
+}
+
+// PartialShard locates a gallery shard; the reverse direction shards the
+// query endpoint the same way.
+type PartialShard struct {
+	TotalShards int    `json:"total_shards"`
+	ShardIndex  int    `json:"shard_index"`
+	ShardBy     string `json:"shard_by"` // contiguous | modulo
+}
+
+// PartialDirection is one direction of a partial: its rows of the array
+// and, per query, the best negative score among the shard's candidates
+// (null when the shard holds none).
+type PartialDirection struct {
+	NPositives      int        `json:"n_positives"`
+	ShardRows       int        `json:"shard_rows"`
+	NearestNegative []*float64 `json:"nearest_negative"`
+}
+
+// ScoredPartial is a committed partial.
+type ScoredPartial struct {
+	Key, ScoreKey string
+	Doc           *EvaluationPartial
+}
+
+// ScorePartial scores gallery shard `shard` of the request (and, when
+// bidirectional, the same shard of the query endpoint in reverse) after
+// every check Score runs, and commits the partial at
+// PartialKey(score key, shard.Index, shard.Total). Re-running it rewrites
+// identical content.
+func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.Shard) (*ScoredPartial, error) {
+	if err := shard.Validate(); err != nil {
+		return nil, err
+	}
+	job, err := s.PrepareScore(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	problem, err := s.LoadProblem(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := evaluate.PairShard(ctx, problem, job.cfg, req.Threads, -1, shard)
+	if err != nil {
+		return nil, err
+	}
+	key := PartialKey(job.key, shard.Index, shard.Total)
+	doc, arr, err := partialDocument(job, key, pp)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.WriteArray(ctx, key, FromMatrix(arr), doc); err != nil {
+		return nil, err
+	}
+	return &ScoredPartial{Key: key, ScoreKey: job.key, Doc: doc}, nil
+}
+
+func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*EvaluationPartial, *matrix.Dense, error) {
+	f := pp.Forward
+	doc := &EvaluationPartial{
+		Common:   Common{ArtifactType: TypeEvaluationPartial, VertebraeVersion: version.Version, OutputKey: key},
+		ScoreKey: j.key, QueryEmbeddingKey: j.req.QueryKey, GalleryEmbeddingKey: j.req.GalleryKey,
+		RelevanceKey: j.req.RelevanceKey, ExclusionsKey: j.exclKey, RetrievalConfig: j.cfg.AsMap(),
+		ProtocolFingerprint: j.pf, EvaluationFingerprint: j.ef,
+		Shard:    PartialShard{TotalShards: f.TotalShards, ShardIndex: f.Shards[0], ShardBy: f.Layout.String()},
+		NQueries: f.NQueries, NGallery: f.NGallery, Columns: PartialColumns,
+	}
+	dirs := []*rank.Partial{f}
+	if pp.Reverse != nil {
+		dirs = append(dirs, pp.Reverse)
+	}
+	var data []float64
+	for i, p := range dirs {
+		if p.Top != nil {
+			return nil, nil, fmt.Errorf("a score partial keeps no ranking")
+		}
+		shardRows := len(rank.Shard{Index: p.Shards[0], Total: p.TotalShards, Layout: p.Layout}.Rows(p.NGallery))
+		d := PartialDirection{NPositives: len(p.Counts), ShardRows: shardRows, NearestNegative: make([]*float64, len(p.HasNegative))}
+		for q, has := range p.HasNegative {
+			if has {
+				v := p.Nearest[q]
+				d.NearestNegative[q] = &v
+			}
+		}
+		for k, c := range p.Counts {
+			data = append(data, float64(c), p.Scores[k])
+		}
+		if i == 0 {
+			doc.Forward = d
+		} else {
+			doc.Reverse = &d
+		}
+	}
+	arr, err := matrix.NewDense64(len(data)/2, 2, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc.ArrayInfo = ArrayInfo{Shape: []int{arr.Rows(), 2}, DType: arr.DType().String(), NSamples: arr.Rows(), EmbeddingDim: 2}
+	return doc, arr, nil
+}
+
+// FinalizeScore reads all totalShards partials of the request's score key,
+// checks that each exists and belongs to this evaluation (artifact type,
+// evaluation fingerprint, shard count, index and layout; a failure names
+// the partial's key), merges them exactly (SPEC §11.3) and commits the
+// retrieval_evaluation artifact Score would have written. shardBy, when not
+// empty, is the layout every partial must have; otherwise they must agree.
+func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards int, shardBy string) (*Scored, error) {
+	if totalShards < 1 {
+		return nil, fmt.Errorf("total shards must be >= 1, got %d", totalShards)
+	}
+	job, err := s.PrepareScore(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	problem := job.Problem()
+	_, compWarnings, err := job.Compression()
+	if err != nil {
+		return nil, err
+	}
+	var fwd, rev []*rank.Partial
+	layout := shardBy
+	for i := range totalShards {
+		key := PartialKey(job.key, i, totalShards)
+		pp, doc, err := s.readPartial(ctx, job, key, i, totalShards)
+		if err != nil {
+			return nil, err
+		}
+		if layout == "" {
+			layout = doc.Shard.ShardBy
+		} else if doc.Shard.ShardBy != layout {
+			return nil, checkErr(key, fmt.Sprintf("foreign partial: shard_by %q differs from %q", doc.Shard.ShardBy, layout))
+		}
+		fwd = append(fwd, pp.Forward)
+		if pp.Reverse != nil {
+			rev = append(rev, pp.Reverse)
+		}
+	}
+	f, err := rank.MergePartials(fwd...)
+	if err != nil {
+		return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging partials: %v", err))
+	}
+	var revBlocks []*rank.Partial
+	if len(rev) > 0 {
+		r, err := rank.MergePartials(rev...)
+		if err != nil {
+			return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging reverse partials: %v", err))
+		}
+		revBlocks = []*rank.Partial{r}
+	}
+	res, err := evaluate.PairFromPartials(problem, job.cfg, compWarnings, -1, []*rank.Partial{f}, revBlocks)
+	if err != nil {
+		return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("finishing partials: %v", err))
+	}
+	return s.CommitScore(ctx, job, res)
+}
+
+// readPartial loads and checks partial i of n of job.
+func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n int) (*evaluate.PairPartial, *EvaluationPartial, error) {
+	m, md, err := s.LoadArray(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, checkErr(key, fmt.Sprintf("missing partial: gallery shard %d of %d has not been scored (run score --total-shards %d --shard-index %d)", i, n, n, i))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var doc EvaluationPartial
+	if err := json.Unmarshal(md, &doc); err != nil {
+		return nil, nil, keyErr(key, ErrInvalidMetadata, fmt.Sprintf("partial metadata: %v", err))
+	}
+	foreign := func(format string, args ...any) error {
+		return checkErr(key, "foreign partial: "+fmt.Sprintf(format, args...))
+	}
+	switch {
+	case doc.ArtifactType != TypeEvaluationPartial:
+		return nil, nil, foreign("artifact_type %q is not %s", doc.ArtifactType, TypeEvaluationPartial)
+	case doc.EvaluationFingerprint != j.ef:
+		return nil, nil, foreign("evaluation fingerprint %s differs from %s", doc.EvaluationFingerprint, j.ef)
+	case doc.ScoreKey != j.key:
+		return nil, nil, foreign("score_key %q differs from %q", doc.ScoreKey, j.key)
+	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i:
+		return nil, nil, foreign("it is shard %d of %d, expected %d of %d", doc.Shard.ShardIndex, doc.Shard.TotalShards, i, n)
+	case doc.ProtocolFingerprint != j.pf || !reflect.DeepEqual(doc.Columns, PartialColumns):
+		return nil, nil, foreign("protocol fingerprint or columns differ")
+	case (doc.Reverse != nil) != j.cfg.Bidirectional:
+		return nil, nil, foreign("reverse direction present: %v, config bidirectional: %v", doc.Reverse != nil, j.cfg.Bidirectional)
+	}
+	layout, err := rank.ParseShardLayout(doc.Shard.ShardBy)
+	if err != nil {
+		return nil, nil, foreign("%v", err)
+	}
+	dm, ok := m.(*matrix.Dense)
+	if !ok || dm.DType() != matrix.Float64 || dm.Cols() != 2 {
+		return nil, nil, foreign("array is not an n×2 float64 array")
+	}
+	data := dm.Float64Data()
+	nq, ng := len(j.prot.Doc.QueryIDs), len(j.prot.Doc.GalleryIDs)
+	if doc.NQueries != nq || doc.NGallery != ng {
+		return nil, nil, foreign("%d × %d rows, the relevance artifact has %d × %d", doc.NQueries, doc.NGallery, nq, ng)
+	}
+	problem := j.Problem()
+	build := func(d *PartialDirection, p rank.Problem, nq, ng int, rows []float64) (*rank.Partial, error) {
+		el := eligibleOf(p, nq)
+		pt := &rank.Partial{Layout: layout, TotalShards: n, Shards: []int{i}, NQueries: nq, NGallery: ng,
+			Offsets: make([]int, nq+1), HasNegative: make([]bool, nq), Nearest: make([]float64, nq)}
+		for q, e := range el {
+			pt.Offsets[q+1] = pt.Offsets[q] + len(e)
+		}
+		np := pt.Offsets[nq]
+		if d.NPositives != np || len(rows) != 2*np || len(d.NearestNegative) != nq {
+			return nil, foreign("%d positives and %d best negatives, the relevance has %d eligible positives of %d queries", d.NPositives, len(d.NearestNegative), np, nq)
+		}
+		pt.Positives, pt.Scores, pt.Counts = make([]int, 0, np), make([]float64, np), make([]int64, np)
+		for _, e := range el {
+			for _, x := range e {
+				pt.Positives = append(pt.Positives, x.Index)
+			}
+		}
+		for k := range np {
+			c := rows[2*k]
+			if c != math.Trunc(c) || c < 0 || c >= float64(ng) {
+				return nil, foreign("count %v of row %d is not a count", c, k)
+			}
+			pt.Counts[k], pt.Scores[k] = int64(c), rows[2*k+1]
+		}
+		for q, v := range d.NearestNegative {
+			if v != nil {
+				pt.HasNegative[q], pt.Nearest[q] = true, *v
+			}
+		}
+		return pt, nil
+	}
+	out := &evaluate.PairPartial{}
+	nf := doc.Forward.NPositives
+	if 2*nf > len(data) {
+		return nil, nil, foreign("array has %d rows for %d forward positives", len(data)/2, nf)
+	}
+	if out.Forward, err = build(&doc.Forward, problem, nq, ng, data[:2*nf]); err != nil {
+		return nil, nil, err
+	}
+	if doc.Reverse != nil {
+		if out.Reverse, err = build(doc.Reverse, evaluate.ReverseRows(problem, ng), ng, nq, data[2*nf:]); err != nil {
+			return nil, nil, err
+		}
+	} else if len(data) != 2*nf {
+		return nil, nil, foreign("array has %d rows for %d positives", len(data)/2, nf)
+	}
+	return out, &doc, nil
+}
+
+// eligibleOf lists the eligible positives of the first nq queries of an
+// explicit-relevance problem (SPEC §4.3).
+func eligibleOf(p rank.Problem, nq int) [][]retrieval.Positive {
+	out := make([][]retrieval.Positive, nq)
+	for q := range out {
+		var ex []int
+		if p.Exclusions != nil {
+			ex = p.Exclusions[q]
+		}
+		out[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+	}
+	return out
+}

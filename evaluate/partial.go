@@ -1,0 +1,199 @@
+package evaluate
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// PairPartial is gallery shard I of N of Pair (SPEC §11.3): the forward
+// direction (every query against gallery shard I) and, when the config is
+// bidirectional, the reverse one (every gallery row against shard I of the
+// original query endpoint, sharded the same way).
+type PairPartial struct {
+	Forward *rank.Partial
+	Reverse *rank.Partial // nil unless bidirectional
+}
+
+// PairShard scores shard of one pair of endpoints as Pair would, direction
+// by direction (so input errors come in Pair's order). runDepth is the
+// forward kept ranking (Pair keeps none in reverse).
+func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard) (*PairPartial, error) {
+	fwd, err := DirectionShard(ctx, p, cfg, threads, runDepth, shard)
+	if err != nil {
+		return nil, err
+	}
+	out := &PairPartial{Forward: fwd}
+	if cfg.Bidirectional {
+		if out.Reverse, err = DirectionShard(ctx, Reverse(p), cfg, threads, -1, shard); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// DirectionShard scores every query of p against one gallery shard: the
+// positives first (rank.ScorePositives), then the shard.
+func DirectionShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard) (*rank.Partial, error) {
+	if err := shard.Validate(); err != nil {
+		return nil, err
+	}
+	opts, err := DirectionOptions(cfg, threads, runDepth)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := rank.ScorePositives(ctx, p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return rank.ScoreShard(ctx, p, opts, pos, rank.ShardTask{QueryLo: 0, QueryHi: p.Queries.Rows(), Gallery: shard})
+}
+
+// MergePairPartials merges pair partials of disjoint shard sets
+// (rank.MergePartials per direction).
+func MergePairPartials(parts ...*PairPartial) (*PairPartial, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: no partials to merge", rank.ErrPartialMismatch)
+	}
+	fwd := make([]*rank.Partial, len(parts))
+	var rev []*rank.Partial
+	for i, pp := range parts {
+		if (pp.Reverse == nil) != (parts[0].Reverse == nil) {
+			return nil, fmt.Errorf("%w: some partials hold the reverse direction and some do not", rank.ErrPartialMismatch)
+		}
+		fwd[i] = pp.Forward
+		if pp.Reverse != nil {
+			rev = append(rev, pp.Reverse)
+		}
+	}
+	f, err := rank.MergePartials(fwd...)
+	if err != nil {
+		return nil, err
+	}
+	out := &PairPartial{Forward: f}
+	if rev != nil {
+		if out.Reverse, err = rank.MergePartials(rev...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PairFromPartials is Pair computed from finished shards: fwd (and, when
+// bidirectional, rev) are complete partials (every gallery shard merged
+// in) whose query blocks cover the direction's queries in order. p
+// supplies IDs, relevance and exclusions; its matrices are not read and
+// may be nil. The result is bit-identical to Pair on the same matrices.
+func PairFromPartials(p rank.Problem, cfg retrieval.Config, compressionWarnings []string, runDepth int, fwd, rev []*rank.Partial) (*results.ExtractorResult, error) {
+	f, err := DirectionFromPartials(p, cfg, runDepth, fwd)
+	if err != nil {
+		return nil, err
+	}
+	res := &results.ExtractorResult{Forward: f, PrimaryScore: f.Score}
+	if cfg.Bidirectional != (len(rev) > 0) {
+		return nil, fmt.Errorf("%w: the reverse partials must be present exactly when the config is bidirectional", rank.ErrPartialMismatch)
+	}
+	if cfg.Bidirectional {
+		r, err := DirectionFromPartials(ReverseRows(p, fwd[0].NGallery), cfg, -1, rev)
+		if err != nil {
+			return nil, err
+		}
+		res.Reverse = r
+		res.PrimaryScore = (f.Score + r.Score) / 2
+	}
+	ws := append(append([]string(nil), f.Warnings...), compressionWarnings...)
+	if res.Reverse != nil {
+		ws = append(ws, res.Reverse.Warnings...)
+	}
+	res.Warnings = sortedUnique(ws)
+	return res, nil
+}
+
+// DirectionFromPartials is Direction computed from finished shards of one
+// direction (see PairFromPartials).
+func DirectionFromPartials(p rank.Problem, cfg retrieval.Config, runDepth int, blocks []*rank.Partial) (*results.ScoreResult, error) {
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("%w: no partials", rank.ErrPartialMismatch)
+	}
+	for _, b := range blocks {
+		if keep := b.FullRanking || b.TopN > 0; keep != (runDepth >= 0) || (runDepth == 0) != b.FullRanking || (runDepth > 0 && b.TopN != runDepth) {
+			return nil, fmt.Errorf("%w: the partials keep another ranking depth than %d", rank.ErrPartialMismatch, runDepth)
+		}
+	}
+	nq, ng := len(p.QueryIDs), blocks[0].NGallery
+	if len(p.GalleryIDs) != ng {
+		return nil, fmt.Errorf("%w: %d gallery IDs for partials of %d gallery rows", rank.ErrPartialMismatch, len(p.GalleryIDs), ng)
+	}
+	counts := func() []int {
+		out := make([]int, 0, nq)
+		for _, b := range blocks {
+			for i := range len(b.Offsets) - 1 {
+				out = append(out, b.Offsets[i+1]-b.Offsets[i])
+			}
+		}
+		return out
+	}
+	return direction(p, cfg, runDepth, nq, ng, counts, func(fn func(q int, r rank.QueryResult) error) error {
+		return rank.Results(p, blocks, fn)
+	})
+}
+
+// pairMagic starts the binary form of a PairPartial (version 1).
+var pairMagic = []byte("VTBPAIR1")
+
+// MarshalBinary encodes the pair deterministically: a header, then each
+// direction's rank.Partial form with its length.
+func (pp *PairPartial) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	b.Write(pairMagic)
+	for _, p := range []*rank.Partial{pp.Forward, pp.Reverse} {
+		if p == nil {
+			b.Write(binary.LittleEndian.AppendUint64(nil, 0))
+			continue
+		}
+		enc, err := p.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		b.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(enc))))
+		b.Write(enc)
+	}
+	return b.Bytes(), nil
+}
+
+// UnmarshalBinary decodes MarshalBinary's form.
+func (pp *PairPartial) UnmarshalBinary(data []byte) error {
+	if !bytes.HasPrefix(data, pairMagic) {
+		return fmt.Errorf("invalid pair partial encoding: bad header")
+	}
+	rest := data[len(pairMagic):]
+	var out PairPartial
+	for i, dst := range []**rank.Partial{&out.Forward, &out.Reverse} {
+		if len(rest) < 8 {
+			return fmt.Errorf("invalid pair partial encoding: truncated")
+		}
+		n := binary.LittleEndian.Uint64(rest)
+		rest = rest[8:]
+		if n > uint64(len(rest)) || (n == 0 && i == 0) {
+			return fmt.Errorf("invalid pair partial encoding: truncated or malformed")
+		}
+		if n == 0 {
+			continue
+		}
+		*dst = new(rank.Partial)
+		if err := (*dst).UnmarshalBinary(rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("invalid pair partial encoding: trailing bytes")
+	}
+	*pp = out
+	return nil
+}

@@ -1,0 +1,156 @@
+package evaluate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// pairProblem is a random problem with duplicated rows (exact ties),
+// exclusions and every gallery row judged relevant by some query (so the
+// reverse direction is defined).
+func pairProblem(r *rand.Rand, nq, ng, d int, f32 bool) rank.Problem {
+	row := func() []float64 {
+		v := make([]float64, d)
+		for i := range v {
+			v[i] = float64(r.IntN(5) - 2)
+			if r.IntN(2) == 0 {
+				v[i] = r.NormFloat64()
+			}
+		}
+		v[r.IntN(d)] = 1 + float64(r.IntN(2)) // nonzero norm
+		return v
+	}
+	build := func(n int) matrix.Matrix {
+		rows := make([][]float64, n)
+		for i := range rows {
+			if i > 0 && r.IntN(3) == 0 {
+				rows[i] = rows[r.IntN(i)] // duplicate
+			} else {
+				rows[i] = row()
+			}
+		}
+		m, _ := matrix.FromRows(rows)
+		if f32 {
+			data := make([]float32, n*d)
+			for i, x := range m.Float64Data() {
+				data[i] = float32(x)
+			}
+			m32, _ := matrix.NewDense32(n, d, data)
+			return m32
+		}
+		return m
+	}
+	p := rank.Problem{Queries: build(nq), Gallery: build(ng), Relevance: make([][]retrieval.Positive, nq), Exclusions: make([][]int, nq)}
+	for q := range nq {
+		p.QueryIDs = append(p.QueryIDs, "q"+strconv.Itoa(q))
+	}
+	for g := range ng {
+		p.GalleryIDs = append(p.GalleryIDs, "g"+strconv.Itoa(g))
+	}
+	rel := make([]map[int]float64, nq)
+	for q := range rel {
+		rel[q] = map[int]float64{r.IntN(ng): float64(1 + r.IntN(3))}
+	}
+	for g := range ng { // reverse coverage
+		rel[r.IntN(nq)][g] = float64(1 + r.IntN(3))
+	}
+	for q := range nq {
+		for g := range ng {
+			if grade, ok := rel[q][g]; ok {
+				p.Relevance[q] = append(p.Relevance[q], retrieval.Positive{Index: g, Grade: grade})
+			} else if r.IntN(6) == 0 {
+				p.Exclusions[q] = append(p.Exclusions[q], g) // never a positive: coverage stays
+			}
+		}
+	}
+	return p
+}
+
+func resultJSON(t *testing.T, r *results.ExtractorResult) []byte {
+	t.Helper()
+	// Run and Margins are not part of the JSON form: compare them too.
+	extra := []any{r, r.Forward.Run, r.Forward.Margins}
+	if r.Reverse != nil {
+		extra = append(extra, r.Reverse.Run, r.Reverse.Margins)
+	}
+	b, err := json.Marshal(extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Pair through random gallery shards (both layouts, N ∈ {1, 2, 3, 7}),
+// binary round trips and random merge orders equals Pair itself, bit for
+// bit, for every similarity, both precisions, both directions and kept
+// rankings.
+func TestPairFromPartialsEqualsPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 10))
+	ctx := context.Background()
+	for it := range 48 {
+		nq, ng, d := 2+r.IntN(8), 3+r.IntN(20), 1+r.IntN(5)
+		cfg := retrieval.DefaultConfig()
+		cfg.Similarity = []string{retrieval.Cosine, retrieval.Dot, retrieval.SquaredL2}[it%3]
+		cfg.Bidirectional = it%2 == 0
+		cfg.Ks = []int{1, 3}
+		cfg.PrimaryMetric = "ndcg@3"
+		f32 := r.IntN(2) == 0
+		if f32 {
+			cfg.Precision = retrieval.PrecisionF32
+		}
+		cfg.QueryBatchSize, cfg.GalleryBatchSize = 1+r.IntN(4), 1+r.IntN(6)
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		p := pairProblem(r, nq, ng, d, f32)
+		depth := []int{-1, 0, 2}[r.IntN(3)]
+		want, err := Pair(ctx, p, cfg, []string{"w"}, 2, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := []int{1, 2, 3, 7}[r.IntN(4)]
+		layout := rank.ShardLayout(r.IntN(2))
+		var parts []*PairPartial
+		for i := range total {
+			pp, err := PairShard(ctx, p, cfg, 1+r.IntN(2), depth, rank.Shard{Index: i, Total: total, Layout: layout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enc, err := pp.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dec PairPartial
+			if err := dec.UnmarshalBinary(enc); err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, &dec)
+		}
+		r.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
+		m, err := MergePairPartials(parts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rev []*rank.Partial
+		if m.Reverse != nil {
+			rev = []*rank.Partial{m.Reverse}
+		}
+		bare := rank.Problem{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Relevance: p.Relevance, Exclusions: p.Exclusions}
+		got, err := PairFromPartials(bare, cfg, []string{"w"}, depth, []*rank.Partial{m.Forward}, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, g := resultJSON(t, want), resultJSON(t, got); !bytes.Equal(w, g) {
+			t.Fatalf("iteration %d (%s, bidirectional %v, N=%d %s, depth %d):\nwant %s\ngot  %s", it, cfg.Similarity, cfg.Bidirectional, total, layout, depth, w, g)
+		}
+	}
+}
