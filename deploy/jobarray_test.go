@@ -214,20 +214,42 @@ func (s *simulation) get(name string) []byte {
 	return data
 }
 
+// simPositive is the gallery row of query i's k-th positive (k < 3; no
+// two queries share one).
+func simPositive(i, k int) int { return (i*7 + k*6151) % simGallery }
+
 // writeSimDataset writes the files the ConfigMap's run file names below
 // dir: float32 endpoints on a coarse grid (so scores tie), three graded
-// positives per query.
+// positives per query, each a copy of the query with 40, 60 or 80 values
+// redrawn, so that positives rank anywhere from the top to deep down.
 func writeSimDataset(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(12, 2))
-	endpoint := func(name string, rows int, idPrefix string) {
+	draw := func() float32 { return float32(rng.IntN(9)-4) / 4 }
+	random := func(rows int) []float32 {
 		vals := make([]float32, rows*simDim)
 		for i := range vals {
-			vals[i] = float32(rng.IntN(9)-4) / 4
+			vals[i] = draw()
 		}
+		return vals
+	}
+	q, g := random(simQueries), random(simGallery)
+	var qrels strings.Builder
+	qrels.WriteString("query_id\tgallery_id\tgrade\n")
+	for i := 0; i < simQueries; i++ {
+		for k := 0; k < 3; k++ {
+			p := simPositive(i, k)
+			copy(g[p*simDim:(p+1)*simDim], q[i*simDim:(i+1)*simDim])
+			for n := 0; n < 40+20*k; n++ {
+				g[p*simDim+rng.IntN(simDim)] = draw()
+			}
+			fmt.Fprintf(&qrels, "q%d\tg%d\t%d\n", i, p, 3-k)
+		}
+	}
+	write := func(name, idPrefix string, rows int, vals []float32) {
 		for r := 0; r < rows; r++ {
 			vals[r*simDim] = 1 // no zero rows under cosine
 		}
@@ -249,21 +271,26 @@ func writeSimDataset(t *testing.T, dir string) {
 			}
 		}
 	}
-	endpoint("q", simQueries, "q")
-	endpoint("g", simGallery, "g")
-	var qrels strings.Builder
-	qrels.WriteString("query_id\tgallery_id\tgrade\n")
-	for i := 0; i < simQueries; i++ {
-		for k := 0; k < 3; k++ {
-			fmt.Fprintf(&qrels, "q%d\tg%d\t%d\n", i, (i*7+k*6151)%simGallery, 1+k)
-		}
-	}
+	write("q", "q", simQueries, q)
+	write("g", "g", simGallery, g)
 	if err := os.WriteFile(filepath.Join(dir, "qrels.tsv"), []byte(qrels.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestSimulatedJobArray(t *testing.T) {
+// simEnv is the shared set-up of the simulations: the ConfigMap's run file
+// and the work volume moved below a temporary directory (its /work paths
+// rewritten), the dataset, and the environment of the stage processes
+// (the ConfigMap's parameters with smaller shard counts, the store URI and
+// a PATH that finds the binary under test).
+type simEnv struct {
+	tmp, runFile, workDir, bin string
+	env                        []string
+	k                          *k8s
+}
+
+func newSimEnv(t *testing.T, storeURI string) *simEnv {
+	t.Helper()
 	bin := os.Getenv(EnvJobArrayBin)
 	if bin == "" {
 		msg := EnvJobArrayBin + " is not set (deploy/ci/jobarray.sh builds the binary and sets it)"
@@ -271,6 +298,74 @@ func TestSimulatedJobArray(t *testing.T) {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
+	}
+	binAbs, err := filepath.Abs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(binAbs) != "vertebrae" {
+		t.Fatalf("%s must name a file called vertebrae (the scripts run `vertebrae`)", EnvJobArrayBin)
+	}
+	fs, err := readDeploy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := parseK8s(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &simEnv{tmp: t.TempDir(), bin: binAbs, k: k}
+	params := k.configMaps["vertebrae-params"].Data
+	e.workDir = filepath.Join(e.tmp, strings.TrimPrefix(params["VERTEBRAE_WORK"], "/"))
+	e.runFile = filepath.Join(e.tmp, strings.TrimPrefix(params["VERTEBRAE_RUN_FILE"], "/"))
+	runYAML := k.configMaps["vertebrae-run"].Data[filepath.Base(params["VERTEBRAE_RUN_FILE"])]
+	runYAML = strings.ReplaceAll(runYAML, " "+params["VERTEBRAE_WORK"]+"/", " "+e.workDir+"/")
+	if err := os.MkdirAll(filepath.Dir(e.runFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.runFile, []byte(runYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeSimDataset(t, filepath.Join(e.workDir, "dataset"))
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "JOB_COMPLETION_INDEX", name == "SLURM_ARRAY_TASK_ID", name == "PATH", strings.HasPrefix(name, "VERTEBRAE_"):
+			continue
+		}
+		e.env = append(e.env, kv)
+	}
+	for name, v := range params {
+		switch name {
+		case "VERTEBRAE_RUN_FILE":
+			v = e.runFile
+		case "VERTEBRAE_WORK":
+			v = e.workDir
+		case "VERTEBRAE_EMBED_SHARDS", "VERTEBRAE_SCORE_SHARDS":
+			v = strconv.Itoa(simShards)
+		}
+		e.env = append(e.env, name+"="+v)
+	}
+	e.env = append(e.env, "VERTEBRAE_STORE="+storeURI, "PATH="+filepath.Dir(binAbs)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return e
+}
+
+// compareWithLocalRun runs `retrieval run` on the run file and compares
+// its report with the one the stages wrote.
+func (e *simEnv) compareWithLocalRun(ctx context.Context, t *testing.T) {
+	t.Helper()
+	local := filepath.Join(e.tmp, "local.json")
+	cmd := exec.CommandContext(ctx, e.bin, "retrieval", "run", "--spec", e.runFile, "--json", local, "--quiet")
+	cmd.Env = e.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("local run: %v\n%s", err, out)
+	}
+	compareReports(t, filepath.Join(e.workDir, "report", "report.json"), local)
+}
+
+func TestSimulatedJobArray(t *testing.T) {
+	if os.Getenv(EnvJobArrayBin) == "" {
+		newSimEnv(t, "") // skips or fails
 	}
 	if _, err := os.Stat("/proc/self/io"); err != nil {
 		t.Fatalf("the simulation watches /proc/PID/io (Linux): %v", err)
@@ -283,61 +378,9 @@ func TestSimulatedJobArray(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-
-	fs, err := readDeploy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := parseK8s(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The pods' paths, moved below a temporary directory: the ConfigMap's
-	// run file with its /work paths rewritten, the work volume, and the
-	// parameters of the ConfigMap with smaller shard counts.
-	tmp := t.TempDir()
-	params := k.configMaps["vertebrae-params"].Data
-	workDir := filepath.Join(tmp, strings.TrimPrefix(params["VERTEBRAE_WORK"], "/"))
-	runFile := filepath.Join(tmp, strings.TrimPrefix(params["VERTEBRAE_RUN_FILE"], "/"))
-	runYAML := k.configMaps["vertebrae-run"].Data[filepath.Base(params["VERTEBRAE_RUN_FILE"])]
-	runYAML = strings.ReplaceAll(runYAML, " "+params["VERTEBRAE_WORK"]+"/", " "+workDir+"/")
-	if err := os.MkdirAll(filepath.Dir(runFile), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(runFile, []byte(runYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	writeSimDataset(t, filepath.Join(workDir, "dataset"))
-
-	binAbs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := []string{}
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case name == "JOB_COMPLETION_INDEX", name == "SLURM_ARRAY_TASK_ID", name == "PATH", strings.HasPrefix(name, "VERTEBRAE_"):
-			continue
-		}
-		env = append(env, kv)
-	}
-	for name, v := range params {
-		switch name {
-		case "VERTEBRAE_RUN_FILE":
-			v = runFile
-		case "VERTEBRAE_WORK":
-			v = workDir
-		case "VERTEBRAE_EMBED_SHARDS", "VERTEBRAE_SCORE_SHARDS":
-			v = strconv.Itoa(simShards)
-		}
-		env = append(env, name+"="+v)
-	}
-	env = append(env, "VERTEBRAE_STORE="+uri, "PATH="+filepath.Dir(binAbs)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if filepath.Base(binAbs) != "vertebrae" {
-		t.Fatalf("%s must name a file called vertebrae (the scripts run `vertebrae`)", EnvJobArrayBin)
-	}
-	s := &simulation{t: t, ctx: ctx, env: env, st: st, stages: map[string]stage{}}
+	e := newSimEnv(t, uri)
+	k := e.k
+	s := &simulation{t: t, ctx: ctx, env: e.env, st: st, stages: map[string]stage{}}
 	for _, stg := range k.stages {
 		s.stages[stg.name] = stg
 	}
@@ -377,14 +420,74 @@ func TestSimulatedJobArray(t *testing.T) {
 	s.runStage("report", 1, -1, nil)
 	t.Logf("job array: %s", time.Since(start).Round(time.Millisecond))
 
-	// The local run on the same files.
-	local := filepath.Join(tmp, "local.json")
-	cmd := exec.CommandContext(ctx, binAbs, "retrieval", "run", "--spec", runFile, "--json", local, "--quiet")
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("local run: %v\n%s", err, out)
+	e.compareWithLocalRun(ctx, t)
+}
+
+// fakeSbatch stands in for sbatch in TestSimulatedSlurm: it runs the job at
+// once (so afterok dependencies hold by construction; their shape is
+// checked in deploy_test.go), an array's tasks concurrently with
+// SLURM_ARRAY_TASK_ID, each task's output in its own log, and prints a job
+// id as --parsable does.
+const fakeSbatch = `#!/usr/bin/env bash
+set -euo pipefail
+array="" chdir="." script="" stage=""
+for a in "$@"; do
+  case "$a" in
+    --array=*) array="${a#--array=}" ;;
+    --chdir=*) chdir="${a#--chdir=}" ;;
+    --parsable|--job-name=*|--dependency=*|--output=*) ;;
+    -*) echo "fake sbatch: unexpected option $a" >&2; exit 2 ;;
+    *) if [ -z "$script" ]; then script="$a"; else stage="$a"; fi ;;
+  esac
+done
+id=$(( $(cat "$FAKE_SBATCH_DIR/id" 2>/dev/null || echo 100) + 1 )); echo "$id" >"$FAKE_SBATCH_DIR/id"
+cd "$chdir"
+if [ -z "$array" ]; then
+  bash "$script" "$stage" >"$FAKE_SBATCH_DIR/$stage.log" 2>&1 || { cat "$FAKE_SBATCH_DIR/$stage.log" >&2; exit 1; }
+else
+  pids=()
+  for i in $(seq "${array%-*}" "${array#*-}"); do
+    SLURM_ARRAY_TASK_ID=$i bash "$script" "$stage" >"$FAKE_SBATCH_DIR/$stage-$i.log" 2>&1 & pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { cat "$FAKE_SBATCH_DIR/$stage"-*.log >&2; exit 1; }; done
+fi
+echo "$id"
+`
+
+// The Slurm scripts run end to end (deploy/slurm/submit.sh with a stand-in
+// sbatch, array tasks concurrent) on a local-directory store, the shared
+// filesystem case, and give the local run's report.
+func TestSimulatedSlurm(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	e := newSimEnv(t, "")
+	fake := filepath.Join(e.tmp, "sbatch-bin")
+	if err := os.MkdirAll(fake, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	compareReports(t, filepath.Join(workDir, "report", "report.json"), local)
+	if err := os.WriteFile(filepath.Join(fake, "sbatch"), []byte(fakeSbatch), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FAKE_SBATCH_DIR=" + fake}
+	for _, kv := range e.env {
+		switch {
+		case strings.HasPrefix(kv, "VERTEBRAE_STORE="):
+			kv = "VERTEBRAE_STORE=" + filepath.Join(e.tmp, "store")
+		case strings.HasPrefix(kv, "PATH="):
+			kv = "PATH=" + fake + string(os.PathListSeparator) + strings.TrimPrefix(kv, "PATH=")
+		}
+		env = append(env, kv)
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("slurm", "submit.sh"))
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("submit.sh: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`submitted: plan 101, embed 102 103, merge 104, score 105, finalize 106, report 107`).Match(out) {
+		t.Errorf("submit.sh printed %q", out)
+	}
+	e.compareWithLocalRun(ctx, t)
 }
 
 // compareReports fails unless the job array's report equals the local run's
