@@ -92,7 +92,7 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 		samples[k] = v
 	}
 	out := stageCmds{}
-	var planPath, relPath, keysPath, scorePath string
+	var planPath, relPath, keysPath, scorePath, shardBy string
 	for si, st := range stages {
 		where := fmt.Sprintf("%s stage %s", family, st.name)
 		if si < len(wantStages) && wantStages[si].name != st.name {
@@ -223,11 +223,15 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 			expect(cmds[0], "config", "$VERTEBRAE_RUN_FILE")
 			expect(cmds[0], "total-shards", "$VERTEBRAE_SCORE_SHARDS")
 			if want.name == "score" {
+				shardBy = cmds[0].flags["shard-by"]
 				expect(cmds[0], "shard-index", "$SHARD_INDEX")
 				absent(cmds[0], "finalize")
 				absent(cmds[0], "output-key")
 			} else {
 				expect(cmds[0], "finalize", "true")
+				if got := cmds[0].flags["shard-by"]; got != shardBy {
+					c.errorf("%s: --shard-by %q, but the score shards were cut with %q", where, got, shardBy)
+				}
 				absent(cmds[0], "shard-index")
 				absent(cmds[0], "output-key")
 				if scorePath = cmds[0].flags["output-json"]; scorePath == "" {
@@ -533,6 +537,7 @@ func TestDeployChecksCatchBreakage(t *testing.T) {
 		{"params shards", "k8s/00-config.yaml", `VERTEBRAE_SCORE_SHARDS: "8"`, `VERTEBRAE_SCORE_SHARDS: "16"`, "completions 8, want 16"},
 		{"unset variable", "k8s/40-score.yaml", `--gallery-key "$GALLERY_KEY"`, `--gallery-key "$GALERY_KEY"`, "reads $GALERY_KEY, which nothing sets"},
 		{"finalize keys", "k8s/50-finalize.yaml", `--config "$VERTEBRAE_RUN_FILE"`, `--config /tmp/other.yaml`, `--config "/tmp/other.yaml", want "$VERTEBRAE_RUN_FILE"`},
+		{"shard layout", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --shard-by modulo`, `--shard-by "", but the score shards were cut with "modulo"`},
 		{"report key", "k8s/60-report.yaml", `jq -r .key "$VERTEBRAE_WORK/state/score.json"`, `jq -r .key "$VERTEBRAE_WORK/state/relevance.json"`, "is not the key finalize wrote"},
 		{"run file extractor", "k8s/00-config.yaml", "VERTEBRAE_EXTRACTOR: tables", "VERTEBRAE_EXTRACTOR: other", `no extractor "other"`},
 		{"run.sh groups", "k8s/run.sh", "for stage in 10 20 30 40 50 60; do", "for stage in 10 30 20 40 50 60; do", "runs stage groups"},
