@@ -42,13 +42,14 @@ const (
 	EnvRequireJobArray = "VERTEBRAE_REQUIRE_JOBARRAY"
 )
 
-// The data set: big enough that a shard reads over a MiB and then works
-// for a noticeable time (so it can be caught mid-shard), small enough for
-// a run well under a minute on a loaded 2-core machine.
+// The data set: big enough that a shard still has megabytes to move and
+// work to do after midShardIO (an embed shard uploads 5 MB, a score shard
+// reads 16 MB and then scores), so it is caught mid-shard; small enough
+// for a run of a few seconds.
 const (
 	simQueries = 1000
 	simGallery = 20000
-	simDim     = 96
+	simDim     = 192
 	simShards  = 3
 	simVictim  = 1         // the index that is killed
 	midShardIO = 256 << 10 // bytes read or written through syscalls that show a shard is at work
@@ -220,8 +221,8 @@ func simPositive(i, k int) int { return (i*7 + k*6151) % simGallery }
 
 // writeSimDataset writes the files the ConfigMap's run file names below
 // dir: float32 endpoints on a coarse grid (so scores tie), three graded
-// positives per query, each a copy of the query with 40, 60 or 80 values
-// redrawn, so that positives rank anywhere from the top to deep down.
+// positives per query, each a copy of the query with D, 1.5·D or 2·D of its
+// values redrawn (with replacement), so that positives rank anywhere from the top to deep down.
 func writeSimDataset(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -243,7 +244,7 @@ func writeSimDataset(t *testing.T, dir string) {
 		for k := 0; k < 3; k++ {
 			p := simPositive(i, k)
 			copy(g[p*simDim:(p+1)*simDim], q[i*simDim:(i+1)*simDim])
-			for n := 0; n < 40+20*k; n++ {
+			for n := 0; n < simDim*(2+k)/2; n++ {
 				g[p*simDim+rng.IntN(simDim)] = draw()
 			}
 			fmt.Fprintf(&qrels, "q%d\tg%d\t%d\n", i, p, 3-k)
