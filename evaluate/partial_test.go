@@ -154,3 +154,84 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 		}
 	}
 }
+
+func FuzzPairPartialUnmarshal(f *testing.F) {
+	r := rand.New(rand.NewPCG(12, 11))
+	p := pairProblem(r, 3, 5, 2, false)
+	cfg := retrieval.DefaultConfig()
+	cfg.Bidirectional = true
+	pp, err := PairShard(context.Background(), p, cfg, 1, -1, rank.Shard{Index: 1, Total: 2})
+	if err != nil {
+		f.Fatal(err)
+	}
+	enc, _ := pp.MarshalBinary()
+	f.Add(enc)
+	f.Add(enc[:len(enc)/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var x PairPartial
+		if err := x.UnmarshalBinary(data); err != nil {
+			return
+		}
+		again, err := x.MarshalBinary()
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("accepted input does not re-encode to itself: %v", err)
+		}
+	})
+}
+
+// Label-derived relevance (implicit classes, many positives per query)
+// shards too, in both directions.
+func TestPairFromPartialsClasses(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 12))
+	ctx := context.Background()
+	for it := range 6 {
+		nq, ng := 9, 14
+		p := pairProblem(r, nq, ng, 3, false)
+		gc := make([]int32, ng)
+		for i := range gc {
+			gc[i] = int32(i % 3)
+		}
+		qc := make([]int32, nq)
+		for i := range qc {
+			qc[i] = int32(r.IntN(3))
+			if i < 6 {
+				qc[i] = int32(i % 3) // every class has queries (reverse coverage), some two
+			}
+		}
+		p.Relevance, p.Classes = nil, retrieval.NewClasses(qc, gc)
+		for q := range p.Exclusions {
+			p.Exclusions[q] = nil
+			if q >= 6 {
+				p.Exclusions[q] = []int{q % ng}
+			}
+		}
+		cfg := retrieval.DefaultConfig()
+		cfg.Similarity = []string{retrieval.Cosine, retrieval.Dot, retrieval.SquaredL2}[it%3]
+		cfg.Bidirectional = true
+		cfg.Ks, cfg.PrimaryMetric = []int{1, 5}, "map"
+		want, err := Pair(ctx, p, cfg, nil, 2, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []*PairPartial
+		for i := range 3 {
+			pp, err := PairShard(ctx, p, cfg, 2, -1, rank.Shard{Index: i, Total: 3, Layout: rank.ShardLayout(it % 2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, pp)
+		}
+		m, err := MergePairPartials(parts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := rank.Problem{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Classes: p.Classes, Exclusions: p.Exclusions}
+		got, err := PairFromPartials(bare, cfg, nil, -1, []*rank.Partial{m.Forward}, []*rank.Partial{m.Reverse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, g := resultJSON(t, want), resultJSON(t, got); !bytes.Equal(w, g) {
+			t.Fatalf("classes %d:\nwant %s\ngot  %s", it, w, g)
+		}
+	}
+}

@@ -3,10 +3,12 @@ package rank
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -108,6 +110,11 @@ type PositiveScores struct {
 	Offsets []int
 	Index   []int     // eligible positive gallery indices, ascending per query
 	Scores  []float64 // their scores (SPEC §4.2)
+
+	// prep is the checked problem ScorePositives prepared: ScoreShard
+	// reuses it for the same problem and options instead of checking and
+	// preparing the whole problem again (absent after a binary round trip).
+	prep *prepared
 }
 
 // Partial is what a set of gallery shards learnt about a block of queries.
@@ -153,6 +160,7 @@ func (p *Partial) Complete() bool {
 // prepared is a problem that passed every check of ScoreEach, in the same
 // order and with the same messages (global row indices and IDs).
 type prepared struct {
+	orig     Problem // as given
 	p        Problem // label classes materialised
 	o        Options
 	threads  int
@@ -164,6 +172,7 @@ type prepared struct {
 // classes are materialised (the documented explicit path, O(P) per query):
 // a shard counts against all of a query's positives.
 func prepareProblem(ctx context.Context, p Problem, o Options) (*prepared, error) {
+	orig := p
 	threads := o.Threads
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
@@ -204,7 +213,28 @@ func prepareProblem(ctx context.Context, p Problem, o Options) (*prepared, error
 	if err := checkMemory(ctx, p, o, threads); err != nil {
 		return nil, err
 	}
-	return &prepared{p: p, o: o, threads: threads, q: qs, g: gs, eligible: eligible}, nil
+	return &prepared{orig: orig, p: p, o: o, threads: threads, q: qs, g: gs, eligible: eligible}, nil
+}
+
+// reusable reports whether pr was prepared from problem p under o: the same
+// matrices, ID lists, relevance and exclusions (the same storage, not
+// merely equal values) and the same protocol options.
+func (pr *prepared) reusable(p Problem, o Options) bool {
+	a, po := pr.orig, pr.o
+	same := func(x, y matrix.Matrix) bool {
+		vx, vy := reflect.ValueOf(x), reflect.ValueOf(y)
+		return vx.Kind() == reflect.Pointer && vy.Kind() == reflect.Pointer && vx.Type() == vy.Type() && vx.Pointer() == vy.Pointer()
+	}
+	maxEq := (po.MaxPairwise == nil) == (o.MaxPairwise == nil) && (o.MaxPairwise == nil || *po.MaxPairwise == *o.MaxPairwise)
+	return same(a.Queries, p.Queries) && same(a.Gallery, p.Gallery) && sameSlice(a.QueryIDs, p.QueryIDs) &&
+		sameSlice(a.GalleryIDs, p.GalleryIDs) && sameSlice(a.Relevance, p.Relevance) && sameSlice(a.Exclusions, p.Exclusions) &&
+		a.Classes == p.Classes && maxEq && po.Similarity == o.Similarity && po.Precision == o.Precision &&
+		po.QueryBatch == o.QueryBatch && po.GalleryBatch == o.GalleryBatch && po.TopN == o.TopN && po.FullRanking == o.FullRanking &&
+		(o.Threads <= 0 || o.Threads == pr.threads)
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 // holdQueries keeps a dense query endpoint in working precision, as
@@ -236,7 +266,7 @@ func ScorePositives(ctx context.Context, p Problem, o Options) (*PositiveScores,
 	if err := s.preparePositives(ctx); err != nil {
 		return nil, err
 	}
-	out := &PositiveScores{Offsets: make([]int, nq+1)}
+	out := &PositiveScores{Offsets: make([]int, nq+1), prep: pr}
 	for q := range nq {
 		out.Offsets[q+1] = out.Offsets[q] + len(s.qs[q].pos)
 	}
@@ -258,9 +288,14 @@ func ScorePositives(ctx context.Context, p Problem, o Options) (*PositiveScores,
 // Score checks it, so input errors name global rows and IDs.
 func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, t ShardTask) (*Partial, error) {
 	t0 := time.Now()
-	pr, err := prepareProblem(ctx, p, o)
-	if err != nil {
-		return nil, err
+	var pr *prepared
+	if pos != nil && pos.prep != nil && pos.prep.reusable(p, o) {
+		pr = pos.prep
+	} else {
+		var err error
+		if pr, err = prepareProblem(ctx, p, o); err != nil {
+			return nil, err
+		}
 	}
 	if err := t.Gallery.Validate(); err != nil {
 		return nil, err
@@ -304,7 +339,14 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 		return part, nil // an empty shard: nothing precedes, no negatives
 	}
 
-	subQ, subG := rowsOf(pr.p.Queries, qrows), rowsOf(pr.p.Gallery, grows)
+	subQ, err := rowsOf(pr.p.Queries, qrows)
+	if err != nil {
+		return nil, err
+	}
+	subG, err := rowsOf(pr.p.Gallery, grows)
+	if err != nil {
+		return nil, err
+	}
 	sub := Problem{Queries: subQ, Gallery: subG, QueryIDs: pr.p.QueryIDs[t.QueryLo:t.QueryHi], GalleryIDs: make([]string, len(grows))}
 	for l, g := range grows {
 		sub.GalleryIDs[l] = pr.p.GalleryIDs[g]
@@ -448,24 +490,24 @@ func (s *source) subset(m matrix.Matrix, rows []int) *source {
 
 // rowsOf returns the given rows (ascending) of m as a matrix of the same
 // storage type: a view when they are contiguous, else a copy.
-func rowsOf(m matrix.Matrix, rows []int) matrix.Matrix {
+func rowsOf(m matrix.Matrix, rows []int) (matrix.Matrix, error) {
 	contiguous := len(rows) > 0 && rows[len(rows)-1]-rows[0] == len(rows)-1
 	switch x := m.(type) {
 	case *matrix.Dense:
 		if contiguous {
-			return x.RowSlice(rows[0], rows[0]+len(rows))
+			return x.RowSlice(rows[0], rows[0]+len(rows)), nil
 		}
 		return gatherDense(x, rows)
 	case *matrix.CSR:
 		if contiguous {
-			return x.RowSlice(rows[0], rows[0]+len(rows))
+			return x.RowSlice(rows[0], rows[0]+len(rows)), nil
 		}
 		return gatherCSR(x, rows)
 	}
-	return &rowView{m: m, rows: rows}
+	return &rowView{m: m, rows: rows}, nil
 }
 
-func gatherDense(m *matrix.Dense, rows []int) *matrix.Dense {
+func gatherDense(m *matrix.Dense, rows []int) (*matrix.Dense, error) {
 	d := m.Cols()
 	var out *matrix.Dense
 	var err error
@@ -489,13 +531,10 @@ func gatherDense(m *matrix.Dense, rows []int) *matrix.Dense {
 		}
 		out, err = matrix.NewDense64(len(rows), d, dst)
 	}
-	if err != nil {
-		panic(err) // shapes follow from a valid matrix
-	}
-	return out
+	return out, err
 }
 
-func gatherCSR(m *matrix.CSR, rows []int) *matrix.CSR {
+func gatherCSR(m *matrix.CSR, rows []int) (*matrix.CSR, error) {
 	indptr, indices := m.Components()
 	ptr := make([]int64, len(rows)+1)
 	for i, r := range rows {
@@ -520,10 +559,7 @@ func gatherCSR(m *matrix.CSR, rows []int) *matrix.CSR {
 		}
 		out, err = matrix.NewCSR64(len(rows), m.Cols(), ptr, idx, dst)
 	}
-	if err != nil {
-		panic(err) // components follow from a valid CSR
-	}
-	return out
+	return out, err
 }
 
 // rowView presents rows of another matrix (any implementation).

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -37,7 +39,13 @@ func sharded(t *testing.T, r *rand.Rand, p Problem, o Options, total int, layout
 	for b := 0; b+1 < len(cuts); b++ {
 		var parts []*Partial
 		for i := range total {
-			pt, err := ScoreShard(ctx, p, o, pos, ShardTask{QueryLo: cuts[b], QueryHi: cuts[b+1], Gallery: Shard{Index: i, Total: total, Layout: layout}})
+			use := pos
+			if r.IntN(2) == 0 { // as received by another process: no prepared problem to reuse
+				cp := *pos
+				cp.prep = nil
+				use = &cp
+			}
+			pt, err := ScoreShard(ctx, p, o, use, ShardTask{QueryLo: cuts[b], QueryHi: cuts[b+1], Gallery: Shard{Index: i, Total: total, Layout: layout}})
 			if err != nil {
 				return nil, err
 			}
@@ -122,6 +130,9 @@ func sameResults(a, b []QueryResult) string {
 func TestShardedEqualsUnsharded(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 1))
 	iters := 60
+	if n := os.Getenv("VERTEBRAE_SHARD_ITERS"); n != "" {
+		iters, _ = strconv.Atoi(n)
+	}
 	if testing.Short() {
 		iters = 20
 	}
@@ -165,7 +176,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 // near-ties, duplicated rows and extreme magnitudes.
 func TestShardedScreenedCases(t *testing.T) {
 	r := rand.New(rand.NewPCG(12, 2))
-	for _, c := range screenCases(r, 9, 7, 40) {
+	for _, c := range append(screenCases(r, 9, 7, 40), screenCases(r, 33, 5, 70)...) {
 		p := denseProblem(t, c, r)
 		for _, sim := range []Similarity{Dot, Cosine} {
 			o := Options{Similarity: sim, QueryBatch: 3, GalleryBatch: 8, Threads: 2}
