@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"io"
+	"os/exec"
 	"path"
 	"reflect"
 	"regexp"
@@ -505,6 +506,23 @@ func TestDeployManifests(t *testing.T) {
 	}
 	for _, p := range check(fs) {
 		t.Error(p)
+	}
+	// Every script parses (sh -n for the pods' /bin/sh, bash -n for the
+	// rest): the checks above read only the vertebrae lines.
+	k, err := parseK8s(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range k.stages {
+		script := st.job.Spec.Template.Spec.Containers[0].Args[0]
+		if out, err := exec.Command("/bin/sh", "-n", "-c", script).CombinedOutput(); err != nil {
+			t.Errorf("%s: sh -n: %v\n%s", st.file, err, out)
+		}
+	}
+	for _, f := range []string{"k8s/run.sh", "slurm/submit.sh", "slurm/stage.sbatch", "ci/jobarray.sh"} {
+		if out, err := exec.Command("bash", "-n", f).CombinedOutput(); err != nil {
+			t.Errorf("%s: bash -n: %v\n%s", f, err, out)
+		}
 	}
 }
 

@@ -122,9 +122,14 @@ type job struct {
 		Template                struct {
 			Metadata meta `yaml:"metadata"`
 			Spec     struct {
-				RestartPolicy string      `yaml:"restartPolicy"`
-				Containers    []container `yaml:"containers"`
-				Volumes       []struct {
+				RestartPolicy   string `yaml:"restartPolicy"`
+				SecurityContext struct {
+					RunAsNonRoot bool `yaml:"runAsNonRoot"`
+					RunAsUser    int  `yaml:"runAsUser"`
+					FSGroup      int  `yaml:"fsGroup"`
+				} `yaml:"securityContext"`
+				Containers []container `yaml:"containers"`
+				Volumes    []struct {
 					Name                  string `yaml:"name"`
 					ConfigMap             *ref   `yaml:"configMap"`
 					PersistentVolumeClaim *struct {
