@@ -4,7 +4,7 @@
 # deploy/slurm/stage.sbatch through the CLI on a local store, one process per
 # shard run one after the other, with wall time and peak RSS from GNU time
 # (Debian package "time").
-#   bash bench/shards/run.sh [QUERIES GALLERY DIM SHARDS THREADS [DIR]]
+#   [STORE=URI] bash bench/shards/run.sh [QUERIES GALLERY DIM SHARDS THREADS [DIR]]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nq="${1:-1000}" ng="${2:-100000}" dim="${3:-768}" shards="${4:-4}" threads="${5:-1}"
@@ -26,7 +26,7 @@ retrieval: {similarity: dot, ks: [1, 10, 100], primary_metric: ndcg@10}
 extractors:
   - {name: tables, type: precomputed}
 YAML
-S="$work/store"
+S="${STORE:-$work/store}" # STORE=s3://… measures an object store
 t() { # label command...: prints label, wall seconds, peak RSS MiB
   /usr/bin/time -f "%e %M" -o "$work/t" "$@" >"$work/out" 2>"$work/err" || { cat "$work/err"; exit 1; }
   read -r secs kb <"$work/t"
