@@ -260,6 +260,9 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 	return out
 }
 
+// imagePlaceholder is the image the manifests name until run.sh sets one.
+const imagePlaceholder = "vertebrae:0.1.0"
+
 // checkK8s checks the Kubernetes folder and returns its commands.
 func (c *checker) checkK8s(fs files) stageCmds {
 	k, err := parseK8s(fs)
@@ -357,6 +360,10 @@ func (c *checker) checkK8s(fs files) stageCmds {
 		if ct.Name != "vertebrae" || ct.Image == "" || !slices.Equal(ct.Command, []string{"/bin/sh", "-euc"}) || len(ct.Args) != 1 {
 			c.errorf("%s: want container vertebrae with an image, command [/bin/sh -euc] and one script argument", where)
 		}
+		// run.sh replaces this placeholder line with $IMAGE.
+		if ct.Image != imagePlaceholder || !regexp.MustCompile(`(?m)^          image: `+regexp.QuoteMeta(imagePlaceholder)+` `).MatchString(fs[st.file]) {
+			c.errorf("%s: the image line must be `          image: %s …` (run.sh substitutes $IMAGE for it)", where, imagePlaceholder)
+		}
 		if ct.Resources.Requests["cpu"] == "" || ct.Resources.Requests["memory"] == "" || ct.Resources.Limits["memory"] == "" {
 			c.errorf("%s: cpu and memory requests and a memory limit are required (sizing)", where)
 		}
@@ -386,6 +393,9 @@ func (c *checker) checkK8s(fs files) stageCmds {
 		if mounts[mountDir(runFile)] != "configmap:vertebrae-run" || mounts[workDir] != "pvc:vertebrae-work" {
 			c.errorf("%s: want the run file ConfigMap at %s and the work PVC at %s, got mounts %v", where, mountDir(runFile), workDir, mounts)
 		}
+	}
+	if !strings.Contains(fs["k8s/run.sh"], `image:\) `+imagePlaceholder+` `) {
+		c.errorf("k8s/run.sh: does not substitute the image placeholder %s", imagePlaceholder)
 	}
 	// run.sh applies the stage groups in order and waits for each.
 	if m := regexp.MustCompile(`(?m)^for stage in ([0-9 ]+); do$`).FindStringSubmatch(fs["k8s/run.sh"]); m == nil {
@@ -558,6 +568,7 @@ func TestDeployChecksCatchBreakage(t *testing.T) {
 		{"shard layout", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --shard-by modulo`, `--shard-by "", but the score shards were cut with "modulo"`},
 		{"report key", "k8s/60-report.yaml", `jq -r .key "$VERTEBRAE_WORK/state/score.json"`, `jq -r .key "$VERTEBRAE_WORK/state/relevance.json"`, "is not the key finalize wrote"},
 		{"run file extractor", "k8s/00-config.yaml", "VERTEBRAE_EXTRACTOR: tables", "VERTEBRAE_EXTRACTOR: other", `no extractor "other"`},
+		{"image line", "k8s/30-merge.yaml", "image: vertebrae:0.1.0 #", "image: ghcr.io/x/vertebrae:1 #", "the image line must be"},
 		{"run.sh groups", "k8s/run.sh", "for stage in 10 20 30 40 50 60; do", "for stage in 10 30 20 40 50 60; do", "runs stage groups"},
 		{"slurm array range", "slurm/submit.sh", `--array="0-$((VERTEBRAE_SCORE_SHARDS - 1))"`, `--array="0-$((VERTEBRAE_EMBED_SHARDS - 1))"`, "want 0-$((VERTEBRAE_SCORE_SHARDS - 1))"},
 		{"slurm dependency", "slurm/submit.sh", `--dependency="afterok:$eg:$eq"`, `--dependency="afterok:$eq"`, "want the previous stage"},

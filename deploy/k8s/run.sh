@@ -34,9 +34,9 @@ wait_job() {
 for stage in 10 20 30 40 50 60; do
   jobs=()
   for f in "$stage"-*.yaml; do
-    name=$(kubectl create --dry-run=client -o jsonpath='{.metadata.name}' -f "$f")
+    name="vertebrae-${f#*-}" name="${name%.yaml}" # NN-stage.yaml holds Job vertebrae-stage (go test ./deploy checks)
     kubectl "${ns[@]}" delete job "$name" --ignore-not-found --wait=true
-    kubectl set image --local -o yaml -f "$f" vertebrae="$IMAGE" | kubectl "${ns[@]}" apply -f -
+    sed "s|^\(          image:\) vertebrae:0.1.0 .*|\1 $IMAGE|" "$f" | kubectl "${ns[@]}" apply -f -
     jobs+=("$name")
   done
   for name in "${jobs[@]}"; do wait_job "$name"; done
