@@ -94,10 +94,9 @@ func (s *simulation) wait(st stage, p *simProc) {
 	}
 }
 
-// runStage runs every index of a stage at once. With victim >= 0 that
-// index is killed mid-shard (committed reports whether its output is
-// already in the store) and then started again.
-func (s *simulation) runStage(name string, n, victim int, committed func() bool) []*simProc {
+// startStage starts every index of a stage at once (the manifests'
+// parallelism equals their completions).
+func (s *simulation) startStage(name string, n int) (stage, []*simProc) {
 	st, ok := s.stages[name]
 	if !ok {
 		s.t.Fatalf("no stage %s", name)
@@ -106,6 +105,13 @@ func (s *simulation) runStage(name string, n, victim int, committed func() bool)
 	for i := range procs {
 		procs[i] = s.start(st, i)
 	}
+	return st, procs
+}
+
+// finishStage waits for a stage's processes. With victim >= 0 that index
+// is first killed mid-shard (committed reports whether its output is
+// already in the store) and started again.
+func (s *simulation) finishStage(st stage, procs []*simProc, victim int, committed func() bool) {
 	if victim >= 0 {
 		s.killMidShard(st, procs[victim], committed)
 		procs[victim] = s.start(st, victim) // the retry of backoffLimitPerIndex
@@ -113,6 +119,11 @@ func (s *simulation) runStage(name string, n, victim int, committed func() bool)
 	for _, p := range procs {
 		s.wait(st, p)
 	}
+}
+
+func (s *simulation) runStage(name string, n, victim int, committed func() bool) []*simProc {
+	st, procs := s.startStage(name, n)
+	s.finishStage(st, procs, victim, committed)
 	return procs
 }
 
@@ -390,16 +401,9 @@ func TestSimulatedJobArray(t *testing.T) {
 	s.runStage("plan", 1, -1, nil)
 	galleryShard := regexp.MustCompile(fmt.Sprintf(`/gallery/[^/]+/shards/%05d-of-%05d/manifest\.json$`, simVictim, simShards))
 	// Both embed stages run side by side, as run.sh starts them.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.runStage("embed-query", simShards, -1, nil)
-	}()
+	stq, pq := s.startStage("embed-query", simShards)
 	s.runStage("embed-gallery", simShards, simVictim, func() bool { return s.committedMatching(galleryShard) })
-	<-done
-	if t.Failed() {
-		return
-	}
+	s.finishStage(stq, pq, -1, nil)
 	s.runStage("merge", 1, -1, nil)
 	partial := regexp.MustCompile(fmt.Sprintf(`/partials/%05d-of-%05d/manifest\.json$`, simVictim, simShards))
 	procs := s.runStage("score", simShards, simVictim, func() bool { return s.committedMatching(partial) })
