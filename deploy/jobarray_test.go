@@ -5,8 +5,10 @@ package deploy
 // S3-compatible server: every index of a stage is its own vertebrae process
 // with JOB_COMPLETION_INDEX set, all of a stage at once; one embed shard and
 // one score shard are killed with SIGKILL in the middle of their work and
-// started again (what backoffLimitPerIndex does); the report must then equal
-// a local `retrieval run` on the same files. deploy/ci/jobarray.sh builds the
+// started again (what backoffLimitPerIndex does; finalize, tried before
+// the retry, must refuse naming the missing partial); a finished score shard
+// is re-run and must rewrite identical bytes; the report must then equal a
+// local `retrieval run` on the same files. deploy/ci/jobarray.sh builds the
 // binary and runs this test (.ci/run calls it with versitygw up).
 
 import (
@@ -110,10 +112,14 @@ func (s *simulation) startStage(name string, n int) (stage, []*simProc) {
 
 // finishStage waits for a stage's processes. With victim >= 0 that index
 // is first killed mid-shard (committed reports whether its output is
-// already in the store) and started again.
-func (s *simulation) finishStage(st stage, procs []*simProc, victim int, committed func() bool) {
+// already in the store), then, after the optional beforeRetry, started
+// again.
+func (s *simulation) finishStage(st stage, procs []*simProc, victim int, committed func() bool, beforeRetry ...func()) {
 	if victim >= 0 {
 		s.killMidShard(st, procs[victim], committed)
+		for _, f := range beforeRetry {
+			f()
+		}
 		procs[victim] = s.start(st, victim) // the retry of backoffLimitPerIndex
 	}
 	for _, p := range procs {
@@ -406,7 +412,23 @@ func TestSimulatedJobArray(t *testing.T) {
 	s.finishStage(stq, pq, -1, nil)
 	s.runStage("merge", 1, -1, nil)
 	partial := regexp.MustCompile(fmt.Sprintf(`/partials/%05d-of-%05d/manifest\.json$`, simVictim, simShards))
-	procs := s.runStage("score", simShards, simVictim, func() bool { return s.committedMatching(partial) })
+	stScore, procs := s.startStage("score", simShards)
+	s.finishStage(stScore, procs, simVictim, func() bool { return s.committedMatching(partial) }, func() {
+		// With the killed shard's partial missing, finalize refuses,
+		// naming it (the other shards may still be running: wait first).
+		for i, p := range procs {
+			if i != simVictim {
+				s.wait(stScore, p)
+			}
+		}
+		fin := s.start(s.stages["finalize"], 0)
+		<-fin.done
+		want := fmt.Sprintf("/partials/%05d-of-%05d", simVictim, simShards)
+		if fin.err == nil || !strings.Contains(fin.stderr.String(), want) {
+			t.Errorf("finalize with partial %s missing: %v, stderr %q", want, fin.err, fin.stderr.String())
+		}
+		t.Logf("finalize before the retry: %v: %s", fin.err, strings.TrimSpace(fin.stderr.String()))
+	})
 
 	// Re-running a finished shard rewrites identical content (SPEC §11.4).
 	var first struct {
