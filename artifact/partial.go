@@ -166,7 +166,19 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 	if err != nil {
 		return nil, err
 	}
-	var fwd, rev []*rank.Partial
+	// Partials are merged as they are read (merging is exact and
+	// associative), so finalize holds two partials at a time, not N.
+	var f, r *rank.Partial
+	merge := func(acc, p *rank.Partial, what string) (*rank.Partial, error) {
+		if acc == nil {
+			return p, nil
+		}
+		m, err := rank.MergePartials(acc, p)
+		if err != nil {
+			return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging %spartials: %v", what, err))
+		}
+		return m, nil
+	}
 	layout := shardBy
 	for i := range totalShards {
 		key := PartialKey(job.key, i, totalShards)
@@ -179,21 +191,17 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 		} else if doc.Shard.ShardBy != layout {
 			return nil, checkErr(key, fmt.Sprintf("foreign partial: shard_by %q differs from %q", doc.Shard.ShardBy, layout))
 		}
-		fwd = append(fwd, pp.Forward)
-		if pp.Reverse != nil {
-			rev = append(rev, pp.Reverse)
+		if f, err = merge(f, pp.Forward, ""); err != nil {
+			return nil, err
 		}
-	}
-	f, err := rank.MergePartials(fwd...)
-	if err != nil {
-		return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging partials: %v", err))
+		if pp.Reverse != nil {
+			if r, err = merge(r, pp.Reverse, "reverse "); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var revBlocks []*rank.Partial
-	if len(rev) > 0 {
-		r, err := rank.MergePartials(rev...)
-		if err != nil {
-			return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging reverse partials: %v", err))
-		}
+	if r != nil {
 		revBlocks = []*rank.Partial{r}
 	}
 	res, err := evaluate.PairFromPartials(problem, job.cfg, compWarnings, -1, []*rank.Partial{f}, revBlocks)

@@ -235,3 +235,55 @@ func TestPairFromPartialsClasses(t *testing.T) {
 		}
 	}
 }
+
+// Query blocks × gallery shards, merged per block and passed in query order,
+// give Direction's result (what the Beam pipeline does).
+func TestDirectionFromQueryBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	ctx := context.Background()
+	p := pairProblem(r, 9, 13, 3, false)
+	cfg := retrieval.DefaultConfig()
+	cfg.Ks, cfg.PrimaryMetric = []int{1, 4}, "ndcg@4"
+	for _, depth := range []int{-1, 3} {
+		want, err := Direction(ctx, p, cfg, 2, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := DirectionOptions(cfg, 2, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, err := rank.ScorePositives(ctx, p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocks []*rank.Partial
+		for _, b := range [][2]int{{0, 4}, {4, 5}, {5, 9}} {
+			var parts []*rank.Partial
+			for i := range 3 {
+				pt, err := rank.ScoreShard(ctx, p, o, pos, rank.ShardTask{QueryLo: b[0], QueryHi: b[1], Gallery: rank.Shard{Index: i, Total: 3, Layout: rank.Modulo}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, pt)
+			}
+			m, err := rank.MergePartials(parts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks = append(blocks, m)
+		}
+		got, err := DirectionFromPartials(p, cfg, depth, blocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := json.Marshal([]any{want, want.Run, want.Margins})
+		g, _ := json.Marshal([]any{got, got.Run, got.Margins})
+		if !bytes.Equal(w, g) {
+			t.Fatalf("depth %d:\nwant %s\ngot  %s", depth, w, g)
+		}
+		if _, err := DirectionFromPartials(p, cfg, depth, []*rank.Partial{blocks[0], blocks[2], blocks[1]}); err == nil {
+			t.Fatal("blocks out of query order accepted")
+		}
+	}
+}

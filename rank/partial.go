@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"time"
-	"unsafe"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -234,7 +233,7 @@ func (pr *prepared) reusable(p Problem, o Options) bool {
 }
 
 func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // holdQueries keeps a dense query endpoint in working precision, as

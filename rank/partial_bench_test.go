@@ -52,3 +52,49 @@ func BenchmarkShardedScore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkShardedClasses: label-class relevance with about 2,000
+// positives per query. Shards count on the explicit-pairs path (the
+// classes are materialised), unsharded scoring on the implicit one.
+func BenchmarkShardedClasses(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 3))
+	p := classProblem(r, 256, 16384, 64, 8, false, false, false)
+	p.Exclusions = nil
+	ctx := context.Background()
+	o := Options{Similarity: Dot, QueryBatch: 128, GalleryBatch: 4096, Threads: 1}
+	b.Run("unsharded", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Score(ctx, p, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unsharded-explicit", func(b *testing.B) {
+		forceMaterialisedClasses = true
+		defer func() { forceMaterialisedClasses = false }()
+		for b.Loop() {
+			if _, err := Score(ctx, p, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("N=4", func(b *testing.B) {
+		for b.Loop() {
+			pos, err := ScorePositives(ctx, p, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var parts []*Partial
+			for i := range 4 {
+				pt, err := ScoreShard(ctx, p, o, pos, ShardTask{QueryLo: 0, QueryHi: 256, Gallery: Shard{Index: i, Total: 4}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts = append(parts, pt)
+			}
+			if _, err := MergePartials(parts...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

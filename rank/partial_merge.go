@@ -357,3 +357,63 @@ func (p *Partial) UnmarshalBinary(data []byte) error {
 	*p = out
 	return nil
 }
+
+// positivesMagic starts the binary form of PositiveScores (version 1).
+var positivesMagic = []byte("VTBPOSS1")
+
+// MarshalBinary encodes the positive scores deterministically (so an
+// engine can broadcast them to its shard workers).
+func (pos *PositiveScores) MarshalBinary() ([]byte, error) {
+	if pos == nil || len(pos.Offsets) < 2 || pos.Offsets[0] != 0 || len(pos.Index) != pos.Offsets[len(pos.Offsets)-1] || len(pos.Scores) != len(pos.Index) {
+		return nil, fmt.Errorf("invalid positive scores")
+	}
+	b := append([]byte(nil), positivesMagic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(pos.Offsets)))
+	for _, o := range pos.Offsets {
+		b = binary.LittleEndian.AppendUint64(b, uint64(o))
+	}
+	for k := range pos.Index {
+		b = binary.LittleEndian.AppendUint64(b, uint64(pos.Index[k]))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(pos.Scores[k]))
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes MarshalBinary's form. The result holds no
+// prepared problem: ScoreShard checks the problem again.
+func (pos *PositiveScores) UnmarshalBinary(data []byte) error {
+	bad := fmt.Errorf("invalid positive scores encoding")
+	if !bytes.HasPrefix(data, positivesMagic) || len(data) < len(positivesMagic)+8 {
+		return bad
+	}
+	rest := data[len(positivesMagic):]
+	no := binary.LittleEndian.Uint64(rest)
+	rest = rest[8:]
+	if no < 2 || no > uint64(len(rest)/8) {
+		return bad
+	}
+	out := PositiveScores{Offsets: make([]int, no)}
+	for i := range out.Offsets {
+		v := binary.LittleEndian.Uint64(rest[8*i:])
+		if v > uint64(len(rest)) || (i > 0 && int(v) < out.Offsets[i-1]) || (i == 0 && v != 0) {
+			return bad
+		}
+		out.Offsets[i] = int(v)
+	}
+	rest = rest[8*no:]
+	np := out.Offsets[no-1]
+	if uint64(len(rest)) != 16*uint64(np) {
+		return bad
+	}
+	out.Index, out.Scores = make([]int, np), make([]float64, np)
+	for k := range np {
+		v := binary.LittleEndian.Uint64(rest[16*k:])
+		if v > math.MaxInt32 {
+			return bad
+		}
+		out.Index[k] = int(v)
+		out.Scores[k] = math.Float64frombits(binary.LittleEndian.Uint64(rest[16*k+8:]))
+	}
+	*pos = out
+	return nil
+}

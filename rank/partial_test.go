@@ -317,3 +317,59 @@ func FuzzPartialUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// Positive scores broadcast in binary form give the same shards.
+func TestPositiveScoresBinary(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 6))
+	p := randomProblem(r, 5, 12, 3, true)
+	o := Options{Similarity: Dot, QueryBatch: 2, GalleryBatch: 5}
+	ctx := context.Background()
+	pos, err := ScorePositives(ctx, p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := pos.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dec PositiveScores
+	if err := dec.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	if dec.prep != nil || !slices.Equal(dec.Offsets, pos.Offsets) || !slices.Equal(dec.Index, pos.Index) || !slices.Equal(dec.Scores, pos.Scores) {
+		t.Fatal("positive scores do not round-trip")
+	}
+	task := ShardTask{QueryLo: 0, QueryHi: 5, Gallery: Shard{Index: 1, Total: 3, Layout: Modulo}}
+	a, err := ScoreShard(ctx, p, o, pos, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ScoreShard(ctx, p, o, &dec, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, _ := a.MarshalBinary()
+	eb, _ := b.MarshalBinary()
+	if !bytes.Equal(ea, eb) {
+		t.Fatal("a shard differs with broadcast positive scores")
+	}
+}
+
+func FuzzPositiveScoresUnmarshal(f *testing.F) {
+	r := rand.New(rand.NewPCG(12, 7))
+	p := randomProblem(r, 3, 9, 2, false)
+	pos, _ := ScorePositives(context.Background(), p, Options{Similarity: Dot, QueryBatch: 2, GalleryBatch: 2})
+	enc, _ := pos.MarshalBinary()
+	f.Add(enc)
+	f.Add(enc[:20])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var x PositiveScores
+		if err := x.UnmarshalBinary(data); err != nil {
+			return
+		}
+		again, err := x.MarshalBinary()
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("accepted input does not re-encode to itself: %v", err)
+		}
+	})
+}
