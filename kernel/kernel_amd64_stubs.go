@@ -44,6 +44,16 @@ func sqDist32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc i
 //go:noescape
 func sqDist32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
 
+// dotBlk32AVX2x12x1 computes a 12-row × 8-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+//
+//go:noescape
+func dotBlk32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// dotBlk32AVX2x6x2 computes a 6-row × 16-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+//
+//go:noescape
+func dotBlk32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
 // dot64AVX512x24x1 computes a 24-row × 8-query tile of dot products (see the tile contract).
 //
 //go:noescape
@@ -123,3 +133,36 @@ func sqDist32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc 
 //
 //go:noescape
 func sqDist32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// dotBlk32AVX512x24x1 computes a 24-row × 16-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+//
+//go:noescape
+func dotBlk32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// dotBlk32AVX512x12x2 computes a 12-row × 32-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+//
+//go:noescape
+func dotBlk32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// dotBlk32AVX512x8x3 computes a 8-row × 48-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+//
+//go:noescape
+func dotBlk32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// dotBlk32AVX512x6x4 computes a 6-row × 64-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+//
+//go:noescape
+func dotBlk32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// maxFinite32AVX512 writes, for n ≥ 1 vectors of 16 values at x, the lane maxima to out[0:16]
+// and the OR of the bits of x − x (zero exactly when every value is finite) to out[16:32].
+//
+//go:noescape
+func maxFinite32AVX512(x *float32, n int, out *float32)
+
+// scan32AVX512 scans n ≥ 1 vectors of 16 values at x: it adds, per lane, the number of values
+// greater than above to cnt[0:16], and writes the offsets of the values at least atLeast, in
+// order, to idx, returning how many it wrote. lanes holds 0…15.
+//
+//go:noescape
+func scan32AVX512(x *float32, n int, above float32, atLeast float32, lanes *int32, idx *int32, cnt *int32) int

@@ -104,11 +104,17 @@ func main() {
 		for _, pr := range precs {
 			for _, sq := range []bool{false, true} {
 				for _, sh := range is.shapes {
-					tile(is, pr, sq, sh[0], sh[1])
+					tile(is, pr, sq, false, sh[0], sh[1])
 				}
 			}
 		}
+		// The screening kernel: float32 dot products accumulated in
+		// chunks of screenChunk dimensions.
+		for _, sh := range is.shapes {
+			tile(is, precs[1], false, true, sh[0], sh[1])
+		}
 	}
+	scanKernels()
 	if *tables != "" {
 		writeTables(*tables)
 	}
@@ -135,6 +141,11 @@ func writeTables(path string) {
 				fmt.Fprintf(&b, "}},\n")
 			}
 		}
+		fmt.Fprintf(&b, "dotBlk32: tiles[float32]{width: %d, shapes: []tileShape[float32]{\n", is.vbytes/4)
+		for _, sh := range is.shapes {
+			fmt.Fprintf(&b, "{mr: %d, nv: %d, fn: %s},\n", sh[0], sh[1], tileName(is.name, 32, "dotBlk", sh[0], sh[1]))
+		}
+		fmt.Fprintf(&b, "}},\n")
 		fmt.Fprintf(&b, "}\n\n")
 	}
 	src, err := format.Source(b.Bytes())
@@ -152,19 +163,35 @@ func funcName(isaName string, bits int, sq bool, mr, nv int) string {
 	if sq {
 		op = "sqDist"
 	}
+	return tileName(isaName, bits, op, mr, nv)
+}
+
+func tileName(isaName string, bits int, op string, mr, nv int) string {
 	return fmt.Sprintf("%s%d%sx%dx%d", op, bits, isaName, mr, nv)
 }
 
-func tile(is isa, pr prec, sq bool, mr, nv int) {
+// screenChunk is the chunk length of the blocked screening kernels (dotBlk32):
+// each accumulator restarts at +0 every screenChunk dimensions and the chunk
+// sums are added in order into a total (rank/screen.md §6). It must match
+// kernel.ScreenChunk.
+const screenChunk = 32
+
+func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 	es, vb := pr.es, is.vbytes
 	nr := nv * vb / es // queries per tile
 	name := funcName(is.name, pr.bits, sq, mr, nv)
+	if blk {
+		name = tileName(is.name, pr.bits, "dotBlk", mr, nv)
+	}
 	typ := fmt.Sprintf("float%d", pr.bits)
 	TEXT(name, 0, fmt.Sprintf("func(a *%s, lda int, p *%s, d int, c *%s, ldc int, nq int, ng int)", typ, typ, typ))
 	Pragma("noescape")
 	what := "dot products"
 	if sq {
 		what = "squared distances"
+	}
+	if blk {
+		what = fmt.Sprintf("dot products accumulated in chunks of %d dimensions", screenChunk)
 	}
 	Doc(fmt.Sprintf("%s computes a %d-row × %d-query tile of %s (see the tile contract).", name, mr, nr, what))
 
@@ -236,33 +263,84 @@ func tile(is isa, pr prec, sq bool, mr, nv int) {
 	// steps: any d ≥ 1 works, and no lane ever sees an extra (padding) term.
 	const log2Unroll = 2
 	const unroll = 1 << log2Unroll
-	n := GP64()
-	MOVQ(d, n)
-	SHRQ(Imm(log2Unroll), n)
-	JZ(LabelRef(name + "_rest"))
-	Label(name + "_loop4")
-	for u := 0; u < unroll; u++ {
-		step(u)
-	}
-	advance(unroll)
-	DECQ(n)
-	JNZ(LabelRef(name + "_loop4"))
-
-	Label(name + "_rest")
-	ANDQ(Imm(unroll-1), d)
-	JZ(LabelRef(name + "_store"))
-	Label(name + "_loop1")
-	step(0)
-	advance(1)
-	DECQ(d)
-	JNZ(LabelRef(name + "_loop1"))
-
-	Label(name + "_store")
-	Comment("Spill the tile as [row][query], then copy it transposed into out.")
-	for r := 0; r < mr; r++ {
-		for v := 0; v < nv; v++ {
-			pr.movup(acc(r, v), frame.Offset(r*nv*vb+v*vb))
+	if !blk {
+		n := GP64()
+		MOVQ(d, n)
+		SHRQ(Imm(log2Unroll), n)
+		JZ(LabelRef(name + "_rest"))
+		Label(name + "_loop4")
+		for u := 0; u < unroll; u++ {
+			step(u)
 		}
+		advance(unroll)
+		DECQ(n)
+		JNZ(LabelRef(name + "_loop4"))
+
+		Label(name + "_rest")
+		ANDQ(Imm(unroll-1), d)
+		JZ(LabelRef(name + "_store"))
+		Label(name + "_loop1")
+		step(0)
+		advance(1)
+		DECQ(d)
+		JNZ(LabelRef(name + "_loop1"))
+
+		Label(name + "_store")
+		Comment("Spill the tile as [row][query], then copy it transposed into out.")
+		for r := 0; r < mr; r++ {
+			for v := 0; v < nv; v++ {
+				pr.movup(acc(r, v), frame.Offset(r*nv*vb+v*vb))
+			}
+		}
+	} else {
+		// The totals live in the frame as [row][query]; after each chunk
+		// every accumulator is added to its total (in chunk order) and
+		// restarts at +0. The frame then feeds the transposing copy.
+		Comment("Every total starts at +0.")
+		for r := 0; r < mr; r++ {
+			for v := 0; v < nv; v++ {
+				pr.movup(acc(0, 0), frame.Offset(r*nv*vb+v*vb))
+			}
+		}
+		fold := func() {
+			for r := 0; r < mr; r++ {
+				for v := 0; v < nv; v++ {
+					VADDPS(frame.Offset(r*nv*vb+v*vb), acc(r, v), acc(r, v))
+					pr.movup(acc(r, v), frame.Offset(r*nv*vb+v*vb))
+					is.zero(acc(r, v))
+				}
+			}
+		}
+		n, m := GP64(), GP64()
+		MOVQ(d, n)
+		SHRQ(Imm(5), n) // full chunks
+		JZ(LabelRef(name + "_rest"))
+		Label(name + "_chunk")
+		MOVQ(U32(screenChunk/unroll), m)
+		Label(name + "_loop4")
+		for u := 0; u < unroll; u++ {
+			step(u)
+		}
+		advance(unroll)
+		DECQ(m)
+		JNZ(LabelRef(name + "_loop4"))
+		Comment("End of a chunk: add it to the totals.")
+		fold()
+		DECQ(n)
+		JNZ(LabelRef(name + "_chunk"))
+
+		Label(name + "_rest")
+		ANDQ(Imm(screenChunk-1), d)
+		JZ(LabelRef(name + "_store"))
+		Label(name + "_loop1")
+		step(0)
+		advance(1)
+		DECQ(d)
+		JNZ(LabelRef(name + "_loop1"))
+		Comment("The last, short chunk.")
+		fold()
+
+		Label(name + "_store")
 	}
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
@@ -312,4 +390,87 @@ func imm(x int) Constant {
 		return Imm(uint64(x))
 	}
 	return U32(x)
+}
+
+// scanKernels writes the AVX-512 row scans behind kernel.MaxFinite32 and
+// kernel.Scan32 (rank's screened decisions and counting epilogue). Both
+// take whole vectors of 16 float32 values; the Go wrappers handle the tail.
+func scanKernels() {
+	TEXT("maxFinite32AVX512", NOSPLIT, "func(x *float32, n int, out *float32)")
+	Pragma("noescape")
+	Doc("maxFinite32AVX512 writes, for n ≥ 1 vectors of 16 values at x, the lane maxima to out[0:16]",
+		"and the OR of the bits of x − x (zero exactly when every value is finite) to out[16:32].")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("n"), GP64())
+		out := Load(Param("out"), GP64())
+		mx, bad, t := Z0, Z1, Z2
+		VMOVUPS(Mem{Base: x}, mx)
+		VSUBPS(mx, mx, bad)
+		ADDQ(Imm(64), x)
+		DECQ(n)
+		JZ(LabelRef("maxFinite32AVX512_done"))
+		Label("maxFinite32AVX512_loop")
+		VMOVUPS(Mem{Base: x}, t)
+		VMAXPS(t, mx, mx)
+		VSUBPS(t, t, t)
+		VPORD(t, bad, bad)
+		ADDQ(Imm(64), x)
+		DECQ(n)
+		JNZ(LabelRef("maxFinite32AVX512_loop"))
+		Label("maxFinite32AVX512_done")
+		VMOVUPS(mx, Mem{Base: out})
+		VMOVUPS(bad, Mem{Base: out, Disp: 64})
+		VZEROUPPER()
+		RET()
+	}
+
+	TEXT("scan32AVX512", NOSPLIT, "func(x *float32, n int, above float32, atLeast float32, lanes *int32, idx *int32, cnt *int32) int")
+	Pragma("noescape")
+	Doc("scan32AVX512 scans n ≥ 1 vectors of 16 values at x: it adds, per lane, the number of values",
+		"greater than above to cnt[0:16], and writes the offsets of the values at least atLeast, in",
+		"order, to idx, returning how many it wrote. lanes holds 0…15.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("n"), GP64())
+		ab := Load(Param("above"), XMM())
+		al := Load(Param("atLeast"), XMM())
+		lanes := Load(Param("lanes"), GP64())
+		idx := Load(Param("idx"), GP64())
+		cnt := Load(Param("cnt"), GP64())
+		start := GP64()
+		MOVQ(idx, start)
+		zAbove, zLo, zIdx, zStep, zOne, zCnt, v := Z0, Z1, Z2, Z3, Z4, Z5, Z6
+		VBROADCASTSS(ab, zAbove)
+		VBROADCASTSS(al, zLo)
+		VMOVDQU32(Mem{Base: lanes}, zIdx)
+		VMOVDQU32(Mem{Base: cnt}, zCnt)
+		t := GP32()
+		MOVL(U32(16), t)
+		VPBROADCASTD(t, zStep)
+		MOVL(U32(1), t)
+		VPBROADCASTD(t, zOne)
+		Label("scan32AVX512_loop")
+		VMOVUPS(Mem{Base: x}, v)
+		VCMPPS(Imm(0x1e), zAbove, v, K1) // v > above (ordered, quiet)
+		VPADDD(zOne, zCnt, K1, zCnt)
+		VCMPPS(Imm(0x1d), zLo, v, K2) // v >= atLeast
+		KORTESTW(K2, K2)
+		JZ(LabelRef("scan32AVX512_next"))
+		VPCOMPRESSD(zIdx, K2, Mem{Base: idx})
+		KMOVW(K2, t)
+		POPCNTL(t, t)
+		LEAQ(Mem{Base: idx, Index: t.As64(), Scale: 4}, idx)
+		Label("scan32AVX512_next")
+		VPADDD(zStep, zIdx, zIdx)
+		ADDQ(Imm(64), x)
+		DECQ(n)
+		JNZ(LabelRef("scan32AVX512_loop"))
+		VMOVDQU32(zCnt, Mem{Base: cnt})
+		SUBQ(start, idx)
+		SHRQ(Imm(2), idx)
+		Store(idx, ReturnIndex(0))
+		VZEROUPPER()
+		RET()
+	}
 }

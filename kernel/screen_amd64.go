@@ -1,0 +1,45 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import "math"
+
+// lanes16 is the first index vector of scan32AVX512.
+var lanes16 = [16]int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
+// maxFinite32AVX512Go runs the kernel over the whole vectors of x and
+// finishes the tail in Go.
+func maxFinite32AVX512Go(x []float32) (float32, bool) {
+	nv := len(x) / 16
+	if nv == 0 {
+		return maxFinite32Generic(x)
+	}
+	var out [32]float32
+	maxFinite32AVX512(&x[0], nv, &out[0])
+	m, bad := float32(math.Inf(-1)), uint32(0)
+	for l := range 16 {
+		m = max(m, out[l])
+		bad |= math.Float32bits(out[16+l])
+	}
+	tm, tf := maxFinite32Generic(x[nv*16:])
+	return max(m, tm), bad == 0 && tf
+}
+
+func scan32AVX512Go(x []float32, above, atLeast float32, idx []int32) (int, []int32) {
+	nv := len(x) / 16
+	if nv == 0 {
+		return scan32Generic(x, above, atLeast, idx)
+	}
+	idx = idx[:len(x)]
+	var cnt [16]int32
+	n := scan32AVX512(&x[0], nv, above, atLeast, &lanes16[0], &idx[0], &cnt[0])
+	nAbove := 0
+	for _, c := range cnt {
+		nAbove += int(c)
+	}
+	ta, th := scan32Generic(x[nv*16:], above, atLeast, idx[n:])
+	for i := range th {
+		th[i] += int32(nv * 16)
+	}
+	return nAbove + ta, idx[:n+len(th)]
+}

@@ -1,0 +1,81 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// Every implementation's row scans agree with their definition, on rows of
+// every tail length, with repeated values at the thresholds and with
+// non-finite values.
+func TestScans(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, m := range usable {
+		for _, n := range []int{0, 1, 3, 15, 16, 17, 31, 32, 33, 47, 64, 100, 1000, 10007} {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.IntN(9)-4) / 4 // many exact ties with the thresholds
+				if r.IntN(3) == 0 {
+					x[i] = float32(r.NormFloat64())
+				}
+			}
+			for _, bad := range []float32{0, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
+				y := slices.Clone(x)
+				if bad != 0 && n > 0 {
+					y[r.IntN(n)] = bad
+				}
+				wantMax, wantFinite := float32(math.Inf(-1)), true
+				for _, v := range y {
+					wantMax = max(wantMax, v)
+					wantFinite = wantFinite && !math.IsInf(float64(v), 0) && !math.IsNaN(float64(v))
+				}
+				gotMax, gotFinite := m.maxFinite32(y)
+				if gotFinite != wantFinite || wantFinite && gotMax != wantMax {
+					t.Fatalf("%s maxFinite32 n=%d bad=%v: (%v, %v), want (%v, %v)", m.name, n, bad, gotMax, gotFinite, wantMax, wantFinite)
+				}
+				for _, th := range [][2]float32{{0, 0}, {0.5, -0.25}, {-1, 1}, {float32(math.Inf(-1)), float32(math.Inf(-1))}, {2, 2}} {
+					wantAbove, wantHits := 0, []int32{}
+					for k, v := range y {
+						if v > th[0] {
+							wantAbove++
+						}
+						if v >= th[1] {
+							wantHits = append(wantHits, int32(k))
+						}
+					}
+					idx := make([]int32, n+1)
+					for i := range idx {
+						idx[i] = -7
+					}
+					above, hits := m.scan32(y, th[0], th[1], idx[:n])
+					if above != wantAbove || !slices.Equal(hits, wantHits) || idx[n] != -7 {
+						t.Fatalf("%s scan32 n=%d bad=%v th=%v: %d %v, want %d %v", m.name, n, bad, th, above, hits, wantAbove, wantHits)
+					}
+				}
+			}
+		}
+	}
+}
+
+// DotBlockedRow32 by hand: 2²⁴ followed (after 31 zeros) by two ones. One
+// long chain loses each one (2²⁴ + 1 is a tie and rounds to even, 2²⁴);
+// the blocked chain sums the second chunk first (1 + 1 = 2) and adds it
+// exactly: 2²⁴ + 2.
+func TestDotBlockedRow32ByHand(t *testing.T) {
+	a, b := make([]float32, 34), make([]float32, 34)
+	for i := range b {
+		b[i] = 1
+	}
+	a[0], a[32], a[33] = 0x1p24, 1, 1
+	if got := DotRow32(a, b); got != 0x1p24 {
+		t.Fatalf("long chain: %v, want 2^24", got)
+	}
+	if got := DotBlockedRow32(a, b); got != 0x1p24+2 {
+		t.Fatalf("blocked: %v, want 2^24+2", got)
+	}
+	if got := DotBlockedRow32(a[:3], b[:3]); got != 0x1p24 {
+		t.Fatalf("one chunk: %v, want 2^24 (the long chain)", got)
+	}
+}
