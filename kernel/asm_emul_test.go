@@ -478,8 +478,8 @@ func TestAVX512NeedsOnlyF(t *testing.T) {
 				want = "// Requires: AVX, AVX512F"
 			}
 			if m[1] == "scan32AVX512" {
-				// addSIMD installs it only with POPCNT; SSE is MOVSS.
-				want = "// Requires: AVX, AVX512F, POPCNT, SSE"
+				// addSIMD installs it only with POPCNT.
+				want = "// Requires: AVX, AVX512F, POPCNT"
 			}
 			if req != want {
 				t.Errorf("%s: %q, want %q", m[1], req, want)

@@ -12386,21 +12386,22 @@ maxFinite32AVX512_done:
 	VZEROUPPER
 	RET
 
-// func scan32AVX512(x *float32, n int, above float32, atLeast float32, lanes *int32, idx *int32, cnt *int32) int
-// Requires: AVX, AVX512F, POPCNT, SSE
+// func scan32AVX512(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int
+// Requires: AVX, AVX512F, POPCNT
 TEXT ·scan32AVX512(SB), NOSPLIT, $0-56
 	MOVQ         x+0(FP), AX
 	MOVQ         n+8(FP), CX
-	MOVSS        above+16(FP), X0
-	MOVSS        atLeast+20(FP), X1
-	MOVQ         lanes+24(FP), DX
-	MOVQ         idx+32(FP), BX
-	MOVQ         cnt+40(FP), SI
-	MOVQ         BX, DI
-	VBROADCASTSS X0, Z0
-	VBROADCASTSS X1, Z1
-	VMOVDQU32    (DX), Z2
-	VMOVDQU32    (SI), Z5
+	MOVQ         cut+16(FP), DX
+	MOVQ         lanes+24(FP), BX
+	MOVQ         idx+32(FP), SI
+	MOVQ         cnt+40(FP), DI
+	MOVQ         SI, R8
+	VBROADCASTSS (DX), Z0
+	VBROADCASTSS 4(DX), Z1
+	VBROADCASTSS 8(DX), Z7
+	VBROADCASTSS 12(DX), Z8
+	VMOVDQU32    (BX), Z2
+	VMOVDQU32    (DI), Z5
 	MOVL         $0x00000010, DX
 	VPBROADCASTD DX, Z3
 	MOVL         $0x00000001, DX
@@ -12411,21 +12412,24 @@ scan32AVX512_loop:
 	VCMPPS      $0x1e, Z0, Z6, K1
 	VPADDD      Z4, Z5, K1, Z5
 	VCMPPS      $0x1d, Z1, Z6, K2
+	VCMPPS      $0x12, Z7, Z6, K2, K2
+	VCMPPS      $0x1d, Z8, Z6, K3
+	KORW        K3, K2, K2
 	KORTESTW    K2, K2
 	JZ          scan32AVX512_next
-	VPCOMPRESSD Z2, K2, (BX)
+	VPCOMPRESSD Z2, K2, (SI)
 	KMOVW       K2, DX
 	POPCNTL     DX, DX
-	LEAQ        (BX)(DX*4), BX
+	LEAQ        (SI)(DX*4), SI
 
 scan32AVX512_next:
 	VPADDD    Z3, Z2, Z2
 	ADDQ      $0x40, AX
 	DECQ      CX
 	JNZ       scan32AVX512_loop
-	VMOVDQU32 Z5, (SI)
-	SUBQ      DI, BX
-	SHRQ      $0x02, BX
-	MOVQ      BX, ret+48(FP)
+	VMOVDQU32 Z5, (DI)
+	SUBQ      R8, SI
+	SHRQ      $0x02, SI
+	MOVQ      SI, ret+48(FP)
 	VZEROUPPER
 	RET

@@ -160,9 +160,10 @@ func dotBlk32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc 
 //go:noescape
 func maxFinite32AVX512(x *float32, n int, out *float32)
 
-// scan32AVX512 scans n ≥ 1 vectors of 16 values at x: it adds, per lane, the number of values
-// greater than above to cnt[0:16], and writes the offsets of the values at least atLeast, in
-// order, to idx, returning how many it wrote. lanes holds 0…15.
+// scan32AVX512 scans n ≥ 1 vectors of 16 values at x with cut = {above, lo, hi, high}: it adds,
+// per lane, the number of values greater than above to cnt[0:16], and writes the offsets of the
+// values in [lo, hi] or at least high, in order, to idx, returning how many it wrote.
+// lanes holds 0…15.
 //
 //go:noescape
-func scan32AVX512(x *float32, n int, above float32, atLeast float32, lanes *int32, idx *int32, cnt *int32) int
+func scan32AVX512(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int

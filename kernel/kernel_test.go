@@ -362,7 +362,7 @@ func TestUse(t *testing.T) {
 			t.Fatalf("after Use(%q), Name() = %q", name, Name())
 		}
 		c.check(t, &impl{name, Dot64, SqDist64, Dot32, SqDist32, DotBlocked32, MaxFinite32,
-			func(x []float32, a, b float32, idx []int32) (int, []int32) { return Scan32(x, a, b, idx) }})
+			Scan32})
 	}
 	if err := Use("auto"); err != nil || Name() != avail[len(avail)-1] {
 		t.Fatalf("Use(auto) = %v, Name() = %q; want %q", err, Name(), avail[len(avail)-1])

@@ -41,11 +41,14 @@ func MaxFinite32(x []float32) (m float32, finite bool) {
 	return active.Load().maxFinite32(x)
 }
 
-// Scan32 counts the values of x greater than above and writes the offsets
-// of the values at least atLeast, in order, to idx (which needs room for
-// len(x)), returning them. NaN compares false with both.
-func Scan32(x []float32, above, atLeast float32, idx []int32) (nAbove int, hits []int32) {
-	return active.Load().scan32(x, above, atLeast, idx[:len(x)])
+// Cut are the thresholds of Scan32.
+type Cut struct{ Above, Lo, Hi, High float32 }
+
+// Scan32 counts the values of x greater than c.Above and writes the
+// offsets of the values in [c.Lo, c.Hi] or at least c.High, in order, to
+// idx (which needs room for len(x)), returning them. NaN compares false.
+func Scan32(x []float32, c Cut, idx []int32) (nAbove int, hits []int32) {
+	return active.Load().scan32(x, c, idx[:len(x)])
 }
 
 func dotBlk32Generic(q []float32, qn int, g []float32, gn int, d int, out []float32) {
@@ -110,13 +113,13 @@ func maxFinite32Generic(x []float32) (float32, bool) {
 	return max(m0, m1), c0+c1 == 0
 }
 
-func scan32Generic(x []float32, above, atLeast float32, idx []int32) (int, []int32) {
+func scan32Generic(x []float32, c Cut, idx []int32) (int, []int32) {
 	nAbove, n := 0, 0
 	idx = idx[:len(x)]
 	for k, v := range x {
-		nAbove += b2i(v > above)
+		nAbove += b2i(v > c.Above)
 		idx[n] = int32(k)
-		n += b2i(v >= atLeast)
+		n += b2i(v >= c.Lo && v <= c.Hi || v >= c.High)
 	}
 	return nAbove, idx[:n]
 }

@@ -25,19 +25,20 @@ func maxFinite32AVX512Go(x []float32) (float32, bool) {
 	return max(m, tm), bad == 0 && tf
 }
 
-func scan32AVX512Go(x []float32, above, atLeast float32, idx []int32) (int, []int32) {
+func scan32AVX512Go(x []float32, c Cut, idx []int32) (int, []int32) {
 	nv := len(x) / 16
 	if nv == 0 {
-		return scan32Generic(x, above, atLeast, idx)
+		return scan32Generic(x, c, idx)
 	}
 	idx = idx[:len(x)]
 	var cnt [16]int32
-	n := scan32AVX512(&x[0], nv, above, atLeast, &lanes16[0], &idx[0], &cnt[0])
+	cut := [4]float32{c.Above, c.Lo, c.Hi, c.High}
+	n := scan32AVX512(&x[0], nv, &cut[0], &lanes16[0], &idx[0], &cnt[0])
 	nAbove := 0
 	for _, c := range cnt {
 		nAbove += int(c)
 	}
-	ta, th := scan32Generic(x[nv*16:], above, atLeast, idx[n:])
+	ta, th := scan32Generic(x[nv*16:], c, idx[n:])
 	for i := range th {
 		th[i] += int32(nv * 16)
 	}

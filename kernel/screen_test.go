@@ -35,13 +35,14 @@ func TestScans(t *testing.T) {
 				if gotFinite != wantFinite || wantFinite && gotMax != wantMax {
 					t.Fatalf("%s maxFinite32 n=%d bad=%v: (%v, %v), want (%v, %v)", m.name, n, bad, gotMax, gotFinite, wantMax, wantFinite)
 				}
-				for _, th := range [][2]float32{{0, 0}, {0.5, -0.25}, {-1, 1}, {float32(math.Inf(-1)), float32(math.Inf(-1))}, {2, 2}} {
+				inf := float32(math.Inf(1))
+				for _, th := range []Cut{{0, 0, inf, inf}, {0.5, -0.25, 0.5, 1}, {-1, 1, -1, 0.75}, {-inf, -inf, inf, inf}, {2, 2, 2, 2}, {0, -0.5, 0.25, 0.5}} {
 					wantAbove, wantHits := 0, []int32{}
 					for k, v := range y {
-						if v > th[0] {
+						if v > th.Above {
 							wantAbove++
 						}
-						if v >= th[1] {
+						if v >= th.Lo && v <= th.Hi || v >= th.High {
 							wantHits = append(wantHits, int32(k))
 						}
 					}
@@ -49,7 +50,7 @@ func TestScans(t *testing.T) {
 					for i := range idx {
 						idx[i] = -7
 					}
-					above, hits := m.scan32(y, th[0], th[1], idx[:n])
+					above, hits := m.scan32(y, th, idx[:n])
 					if above != wantAbove || !slices.Equal(hits, wantHits) || idx[n] != -7 {
 						t.Fatalf("%s scan32 n=%d bad=%v th=%v: %d %v, want %d %v", m.name, n, bad, th, above, hits, wantAbove, wantHits)
 					}

@@ -24,7 +24,7 @@ type impl struct {
 	// The screening kernels (screen.go).
 	dotBlk32    func(q []float32, qn int, g []float32, gn int, d int, out []float32)
 	maxFinite32 func(x []float32) (float32, bool)
-	scan32      func(x []float32, above, atLeast float32, idx []int32) (int, []int32)
+	scan32      func(x []float32, c Cut, idx []int32) (int, []int32)
 }
 
 var generic = &impl{"generic", dot64Generic, sqDist64Generic, dot32Generic, sqDist32Generic,
@@ -172,8 +172,9 @@ func sameScans(m *impl, row []float32) bool {
 		}
 		for _, t := range []float32{x[0], x[len(x)/2], float32(math.Inf(-1))} {
 			gi, mi := make([]int32, len(x)), make([]int32, len(x))
-			ga, gh := generic.scan32(x, t, t, gi)
-			ma, mh := m.scan32(x, t, t, mi)
+			c := Cut{t, t, x[len(x)-1], x[len(x)/3]}
+			ga, gh := generic.scan32(x, c, gi)
+			ma, mh := m.scan32(x, c, mi)
 			if ga != ma || !slices.Equal(gh, mh) {
 				return false
 			}

@@ -521,9 +521,9 @@ type workspace struct {
 	index         *postings // sparse–sparse: the gallery block inverted
 	tmp           []float64 // one row
 	part          *partial
-	above, below  []float64 // screening thresholds of one query row
-	near          []int32   // screening: nearest-negative candidates of one row
-	hits          []int32   // screening: candidates of a run that may precede a positive
+	above, below  []float64  // screening thresholds of one query row
+	runs          [][2]int32 // screening: runs of ordinary negatives of one row
+	hits          []int32    // screening: candidates of a run that may precede a positive
 	kernel, fold  time.Duration
 }
 

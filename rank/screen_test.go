@@ -279,3 +279,30 @@ func TestScreenedNearestNegativeInTightClusters(t *testing.T) {
 		}
 	}
 }
+
+// Queries with more positives than screenSlotScans take the one-scan,
+// binary-search path of screenedRow; it is bit-identical too, on every
+// family (positives among near-ties and duplicates sit inside each other's
+// bands).
+func TestScreenedManyPositives(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, d := range []int{3, 17, 384} {
+		for _, c := range screenCases(r, d, 10, 200) {
+			p := denseProblem(t, c, r)
+			for i := range p.Relevance {
+				n := screenSlotScans - 2 + r.IntN(12) // both sides of the cut-over
+				perm := r.Perm(len(c.g))[:n]
+				slicesSort(perm)
+				p.Relevance[i] = p.Relevance[i][:0]
+				for _, j := range perm {
+					p.Relevance[i] = append(p.Relevance[i], retrieval.Positive{Index: j, Grade: 1})
+				}
+			}
+			for _, sim := range []Similarity{Cosine, Dot} {
+				if diff, _ := screenedVsExhaustive(t, p, Options{Similarity: sim, QueryBatch: 3, GalleryBatch: 64}); diff != "" {
+					t.Fatalf("d=%d %s sim %d: %s", d, c.name, sim, diff)
+				}
+			}
+		}
+	}
+}

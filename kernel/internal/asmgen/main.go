@@ -425,24 +425,26 @@ func scanKernels() {
 		RET()
 	}
 
-	TEXT("scan32AVX512", NOSPLIT, "func(x *float32, n int, above float32, atLeast float32, lanes *int32, idx *int32, cnt *int32) int")
+	TEXT("scan32AVX512", NOSPLIT, "func(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int")
 	Pragma("noescape")
-	Doc("scan32AVX512 scans n ≥ 1 vectors of 16 values at x: it adds, per lane, the number of values",
-		"greater than above to cnt[0:16], and writes the offsets of the values at least atLeast, in",
-		"order, to idx, returning how many it wrote. lanes holds 0…15.")
+	Doc("scan32AVX512 scans n ≥ 1 vectors of 16 values at x with cut = {above, lo, hi, high}: it adds,",
+		"per lane, the number of values greater than above to cnt[0:16], and writes the offsets of the",
+		"values in [lo, hi] or at least high, in order, to idx, returning how many it wrote.",
+		"lanes holds 0…15.")
 	{
 		x := Load(Param("x"), GP64())
 		n := Load(Param("n"), GP64())
-		ab := Load(Param("above"), XMM())
-		al := Load(Param("atLeast"), XMM())
+		cut := Load(Param("cut"), GP64())
 		lanes := Load(Param("lanes"), GP64())
 		idx := Load(Param("idx"), GP64())
 		cnt := Load(Param("cnt"), GP64())
 		start := GP64()
 		MOVQ(idx, start)
-		zAbove, zLo, zIdx, zStep, zOne, zCnt, v := Z0, Z1, Z2, Z3, Z4, Z5, Z6
-		VBROADCASTSS(ab, zAbove)
-		VBROADCASTSS(al, zLo)
+		zAbove, zLo, zIdx, zStep, zOne, zCnt, v, zHi, zHigh := Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8
+		VBROADCASTSS(Mem{Base: cut}, zAbove)
+		VBROADCASTSS(Mem{Base: cut, Disp: 4}, zLo)
+		VBROADCASTSS(Mem{Base: cut, Disp: 8}, zHi)
+		VBROADCASTSS(Mem{Base: cut, Disp: 12}, zHigh)
 		VMOVDQU32(Mem{Base: lanes}, zIdx)
 		VMOVDQU32(Mem{Base: cnt}, zCnt)
 		t := GP32()
@@ -454,7 +456,10 @@ func scanKernels() {
 		VMOVUPS(Mem{Base: x}, v)
 		VCMPPS(Imm(0x1e), zAbove, v, K1) // v > above (ordered, quiet)
 		VPADDD(zOne, zCnt, K1, zCnt)
-		VCMPPS(Imm(0x1d), zLo, v, K2) // v >= atLeast
+		VCMPPS(Imm(0x1d), zLo, v, K2)      // v >= lo
+		VCMPPS(Imm(0x12), zHi, v, K2, K2)  // and v <= hi
+		VCMPPS(Imm(0x1d), zHigh, v, K3)    // v >= high
+		KORW(K3, K2, K2)
 		KORTESTW(K2, K2)
 		JZ(LabelRef("scan32AVX512_next"))
 		VPCOMPRESSD(zIdx, K2, Mem{Base: idx})
