@@ -839,7 +839,11 @@ func consume[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) 
 			var runBest float64
 			var finite bool
 			var n int
-			if runBest, finite, n = countRun(seg, neg, g0+j, lastScore, lastIndex); last > 0 && n > 0 {
+			if f32, ok := any(seg).([]float32); ok && !neg { // vectorised (count32.go)
+				if runBest, finite, n, hits = countRun32(f32, g0+j, lastScore, lastIndex, last > 0, hits); last == 0 {
+					hits = hits[:0]
+				}
+			} else if runBest, finite, n = countRun(seg, neg, g0+j, lastScore, lastIndex); last > 0 && n > 0 {
 				hits = precedingOffsets(seg, neg, g0+j, lastScore, lastIndex, hits[:0])
 			} else {
 				hits = hits[:0]

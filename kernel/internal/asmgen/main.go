@@ -456,9 +456,9 @@ func scanKernels() {
 		VMOVUPS(Mem{Base: x}, v)
 		VCMPPS(Imm(0x1e), zAbove, v, K1) // v > above (ordered, quiet)
 		VPADDD(zOne, zCnt, K1, zCnt)
-		VCMPPS(Imm(0x1d), zLo, v, K2)      // v >= lo
-		VCMPPS(Imm(0x12), zHi, v, K2, K2)  // and v <= hi
-		VCMPPS(Imm(0x1d), zHigh, v, K3)    // v >= high
+		VCMPPS(Imm(0x1d), zLo, v, K2)     // v >= lo
+		VCMPPS(Imm(0x12), zHi, v, K2, K2) // and v <= hi
+		VCMPPS(Imm(0x1d), zHigh, v, K3)   // v >= high
 		KORW(K3, K2, K2)
 		KORTESTW(K2, K2)
 		JZ(LabelRef("scan32AVX512_next"))
