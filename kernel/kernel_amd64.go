@@ -15,6 +15,7 @@ func addSIMD() {
 		if cpu.X86.HasPOPCNT {
 			m.maxFinite32, m.scan32 = maxFinite32AVX512Go, scan32AVX512Go
 		}
+		m.convertNorm64 = convertNorm64AVX512Go
 		addChecked(m)
 	}
 }

@@ -12386,6 +12386,40 @@ maxFinite32AVX512_done:
 	VZEROUPPER
 	RET
 
+// func convertNorm64AVX512(x *float64, n int, y *float32, out *float64)
+// Requires: AVX, AVX512F
+TEXT ·convertNorm64AVX512(SB), NOSPLIT, $0-32
+	MOVQ   x+0(FP), AX
+	MOVQ   n+8(FP), CX
+	MOVQ   y+16(FP), DX
+	MOVQ   out+24(FP), BX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+
+convertNorm64AVX512_loop:
+	VMOVUPD     (AX), Z3
+	VMOVUPD     64(AX), Z4
+	VCVTPD2PS   Z3, Y5
+	VCVTPD2PS   Z4, Y6
+	VMOVUPS     Y5, (DX)
+	VMOVUPS     Y6, 32(DX)
+	VFMADD231PD Z3, Z3, Z0
+	VFMADD231PD Z4, Z4, Z1
+	VSUBPS      Z5, Z5, Z7
+	VSUBPS      Z6, Z6, Z8
+	VPORD       Z7, Z2, Z2
+	VPORD       Z8, Z2, Z2
+	ADDQ        $0x80, AX
+	ADDQ        $0x40, DX
+	DECQ        CX
+	JNZ         convertNorm64AVX512_loop
+	VMOVUPD     Z0, (BX)
+	VMOVUPD     Z1, 64(BX)
+	VMOVUPS     Z2, 128(BX)
+	VZEROUPPER
+	RET
+
 // func scan32AVX512(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int
 // Requires: AVX, AVX512F, POPCNT
 TEXT ·scan32AVX512(SB), NOSPLIT, $0-56

@@ -160,6 +160,13 @@ func dotBlk32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc 
 //go:noescape
 func maxFinite32AVX512(x *float32, n int, out *float32)
 
+// convertNorm64AVX512 rounds n ≥ 1 groups of 16 float64 values at x to float32 at y, writes the
+// two 8-lane FMA chains of x² (values 16m…16m+7 and 16m+8…16m+15) to out[0:16], and the OR of the
+// bits of y − y (zero exactly when every rounding is finite) to out[16:32] as float32 values.
+//
+//go:noescape
+func convertNorm64AVX512(x *float64, n int, y *float32, out *float64)
+
 // scan32AVX512 scans n ≥ 1 vectors of 16 values at x with cut = {above, lo, hi, high}: it adds,
 // per lane, the number of values greater than above to cnt[0:16], and writes the offsets of the
 // values in [lo, hi] or at least high, in order, to idx, returning how many it wrote.

@@ -130,3 +130,37 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// ConvertNorm64 writes the float32 rounding of x to y (len(y) ≥ len(x))
+// and returns Σ x_k² and whether every rounding is finite. The sum is
+// formed by FMA chains and additions in an order that depends on the
+// implementation, in which every term meets at most len(x) + 32 roundings
+// (the bound rank's screen relies on, rank/screen.md §2).
+func ConvertNorm64(x []float64, y []float32) (sumSq float64, fits bool) {
+	return active.Load().convertNorm64(x, y[:len(x)])
+}
+
+// convertNorm64Generic: four interleaved FMA chains added pairwise (every
+// term meets at most ⌈d/4⌉ + 2 roundings).
+func convertNorm64Generic(x []float64, y []float32) (float64, bool) {
+	fits := true
+	y = y[:len(x)]
+	for k, v := range x {
+		f := float32(v)
+		y[k] = f
+		fits = fits && f-f == 0
+	}
+	var a0, a1, a2, a3 float64
+	k := 0
+	for ; k+4 <= len(x); k += 4 {
+		v := x[k : k+4 : k+4]
+		a0 = math.FMA(v[0], v[0], a0)
+		a1 = math.FMA(v[1], v[1], a1)
+		a2 = math.FMA(v[2], v[2], a2)
+		a3 = math.FMA(v[3], v[3], a3)
+	}
+	for ; k < len(x); k++ {
+		a0 = math.FMA(x[k], x[k], a0)
+	}
+	return (a0 + a1) + (a2 + a3), fits
+}

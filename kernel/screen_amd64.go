@@ -44,3 +44,33 @@ func scan32AVX512Go(x []float32, c Cut, idx []int32) (int, []int32) {
 	}
 	return nAbove + ta, idx[:n+len(th)]
 }
+
+// convertNorm64AVX512Go: sixteen lane chains of the kernel added in lane
+// order, then the tail's chain (a term meets at most ⌈d/16⌉ + 17 roundings).
+func convertNorm64AVX512Go(x []float64, y []float32) (float64, bool) {
+	n := len(x) / 16
+	if n == 0 {
+		return convertNorm64Generic(x, y)
+	}
+	y = y[:len(x)]
+	var out [16 + 8]float64
+	convertNorm64AVX512(&x[0], n, &y[0], &out[0])
+	var acc float64
+	for _, v := range out[:16] {
+		acc += v
+	}
+	bad := uint64(0)
+	for _, v := range out[16:] {
+		bad |= math.Float64bits(v)
+	}
+	var tail float64
+	fits := bad == 0
+	for k := n * 16; k < len(x); k++ {
+		v := x[k]
+		f := float32(v)
+		y[k] = f
+		fits = fits && f-f == 0
+		tail = math.FMA(v, v, tail)
+	}
+	return acc + tail, fits
+}

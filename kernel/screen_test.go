@@ -80,3 +80,38 @@ func TestDotBlockedRow32ByHand(t *testing.T) {
 		t.Fatalf("one chunk: %v, want 2^24 (the long chain)", got)
 	}
 }
+
+// ConvertNorm64 rounds like float32(x), flags overflow, and sums the
+// squares within its stated rounding bound, on every implementation and
+// tail length.
+func TestConvertNorm64(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, m := range usable {
+		for _, n := range []int{0, 1, 7, 15, 16, 17, 33, 384, 769} {
+			for _, scale := range []float64{1, 1e-160, 1e38, 1e39} {
+				x := make([]float64, n)
+				exact := 0.0 // float64 sum of squares, compared with a loose relative bound
+				for i := range x {
+					x[i] = r.NormFloat64() * scale
+					exact += x[i] * x[i]
+				}
+				y := make([]float32, n+1)
+				y[n] = 7
+				got, fits := m.convertNorm64(x, y[:n])
+				wantFits := true
+				for i, v := range x {
+					if y[i] != float32(v) {
+						t.Fatalf("%s n=%d: y[%d] = %v, want %v", m.name, n, i, y[i], float32(v))
+					}
+					wantFits = wantFits && !math.IsInf(float64(float32(v)), 0)
+				}
+				if fits != wantFits || y[n] != 7 {
+					t.Fatalf("%s n=%d scale %g: fits %v, want %v (guard %v)", m.name, n, scale, fits, wantFits, y[n])
+				}
+				if tol := 4 * float64(n+33) * 0x1p-53 * exact; math.Abs(got-exact) > tol+0x1p-1000 {
+					t.Fatalf("%s n=%d scale %g: sum of squares %v, want %v ± %v", m.name, n, scale, got, exact, tol)
+				}
+			}
+		}
+	}
+}

@@ -25,16 +25,18 @@ type impl struct {
 	dotBlk32    func(q []float32, qn int, g []float32, gn int, d int, out []float32)
 	maxFinite32 func(x []float32) (float32, bool)
 	scan32      func(x []float32, c Cut, idx []int32) (int, []int32)
+	// convertNorm64 may sum in any order within ConvertNorm64's bound.
+	convertNorm64 func(x []float64, y []float32) (float64, bool)
 }
 
 var generic = &impl{"generic", dot64Generic, sqDist64Generic, dot32Generic, sqDist32Generic,
-	dotBlk32Generic, maxFinite32Generic, scan32Generic}
+	dotBlk32Generic, maxFinite32Generic, scan32Generic, convertNorm64Generic}
 
 // simdImpl is an instruction set's tile kernels with the portable row scans
 // (the caller may replace them).
 func simdImpl(name string, s *simdSet) *impl {
 	return &impl{name, s.dot64.run, s.sqDist64.run, s.dot32.run, s.sqDist32.run,
-		s.dotBlk32.run, maxFinite32Generic, scan32Generic}
+		s.dotBlk32.run, maxFinite32Generic, scan32Generic, convertNorm64Generic}
 }
 
 // names lists every implementation this package knows, slowest first.
@@ -183,5 +185,14 @@ func sameScans(m *impl, row []float32) bool {
 	row[7] = float32(math.NaN())
 	_, gf := generic.maxFinite32(row)
 	_, mf := m.maxFinite32(row)
-	return gf == mf
+	// The conversion pass: the same float32 values, and sums of squares
+	// that differ at most by rounding (the order may differ).
+	x := make([]float64, len(row))
+	for i := range x {
+		x[i] = float64(i%13) / 3
+	}
+	gy, my := make([]float32, len(x)), make([]float32, len(x))
+	gs, gok := generic.convertNorm64(x, gy)
+	ms, mok := m.convertNorm64(x, my)
+	return gf == mf && gok == mok && slices.Equal(gy, my) && math.Abs(gs-ms) <= 1e-12*gs
 }

@@ -83,26 +83,21 @@ func blockedRoundings(d int) int {
 	return min(d, b) + (d+b-1)/b
 }
 
-// normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2):
-// four interleaved FMA chains of y², added pairwise, give every term at
-// most d + 2 roundings, so ‖y‖² ≤ acc·(1 + γ_{2d+6}(u)) + 2⁻¹⁰⁰⁰; the
+// normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2).
+func normBound(y []float64) float64 {
+	r, _ := convertNormBound(y, make([]float32, len(y)))
+	return r
+}
+
+// convertNormBound writes the float32 rounding of y to y32, reports
+// whether every rounded value is finite, and returns R ≥ ‖y‖₂: the sum of
+// squares of kernel.ConvertNorm64 gives every term at most d + 32
+// roundings, so ‖y‖² ≤ acc·(1 + γ_{2d+66}(u)) + 2⁻¹⁰⁰⁰ (screen.md §2); the
 // final sqrt, sum and product round at most four times, which the factor
 // 1 + 2⁻⁵⁰ covers.
-func normBound(y []float64) float64 {
-	var a0, a1, a2, a3 float64
-	k := 0
-	for ; k+4 <= len(y); k += 4 {
-		v := y[k : k+4 : k+4]
-		a0 = math.FMA(v[0], v[0], a0)
-		a1 = math.FMA(v[1], v[1], a1)
-		a2 = math.FMA(v[2], v[2], a2)
-		a3 = math.FMA(v[3], v[3], a3)
-	}
-	for ; k < len(y); k++ {
-		a0 = math.FMA(y[k], y[k], a0)
-	}
-	acc := (a0 + a1) + (a2 + a3)
-	return math.Sqrt(acc*(1+gamma(2*len(y)+6, u64))+0x1p-1000) * (1 + 0x1p-50)
+func convertNormBound(y []float64, y32 []float32) (float64, bool) {
+	acc, fits := kernel.ConvertNorm64(y, y32)
+	return math.Sqrt(acc*(1+gamma(2*len(y)+66, u64))+0x1p-1000) * (1 + 0x1p-50), fits
 }
 
 // bound is e' ≥ |c − s| for every pair of query q and a gallery block whose
@@ -123,9 +118,9 @@ type ScreenStats struct {
 }
 
 // screenRowBytes bounds one pass of cheap scores (query block × gallery
-// sub-block): it stays in L2 between the kernel writing it and the scan
-// reading it.
-const screenRowBytes = 1 << 20
+// sub-block); the scans stream it, so it need not fit a cache, and larger
+// sub-blocks pack the queries less often.
+const screenRowBytes = 16 << 20
 
 // screenedBlock is denseBlock for screened float64 scoring.
 func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {
@@ -134,19 +129,16 @@ func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() err
 	g64 := s.g.block64(g0, g1, w.g64)
 	w.g32 = growTo(w.g32, gn*d)
 	g32 := w.g32[:gn*d]
-	fits := true
-	for i, v := range g64 {
-		x := float32(v)
-		g32[i] = x
-		fits = fits && x-x == 0
+	// One pass over the block (often straight from memory): the float32
+	// rounding, whether it fits float32, and the largest row norm bound.
+	fits, rg := true, 0.0
+	for j := range gn {
+		r, f := convertNormBound(g64[j*d:(j+1)*d], g32[j*d:(j+1)*d])
+		rg, fits = max(rg, r), fits && f
 	}
 	if !fits { // values beyond float32: this block is scored exactly
 		st.blocks.Add(1)
 		return s.exactBlock64(w, g0, g1, qb, g64, checkCtx)
-	}
-	rg := 0.0
-	for j := range gn {
-		rg = max(rg, normBound(g64[j*d:(j+1)*d]))
 	}
 	sub := max(64, min(gn, screenRowBytes/(4*qb)))
 	w.s32 = growTo(w.s32, qb*sub)

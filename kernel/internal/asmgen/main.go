@@ -425,6 +425,44 @@ func scanKernels() {
 		RET()
 	}
 
+	TEXT("convertNorm64AVX512", NOSPLIT, "func(x *float64, n int, y *float32, out *float64)")
+	Pragma("noescape")
+	Doc("convertNorm64AVX512 rounds n ≥ 1 groups of 16 float64 values at x to float32 at y, writes the",
+		"two 8-lane FMA chains of x² (values 16m…16m+7 and 16m+8…16m+15) to out[0:16], and the OR of the",
+		"bits of y − y (zero exactly when every rounding is finite) to out[16:32] as float32 values.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("n"), GP64())
+		y := Load(Param("y"), GP64())
+		out := Load(Param("out"), GP64())
+		a0, a1, bad, v0, v1, f0, f1, t0, t1 := Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8
+		VPXORQ(a0, a0, a0)
+		VPXORQ(a1, a1, a1)
+		VPXORQ(bad, bad, bad)
+		Label("convertNorm64AVX512_loop")
+		VMOVUPD(Mem{Base: x}, v0)
+		VMOVUPD(Mem{Base: x, Disp: 64}, v1)
+		VCVTPD2PS(v0, f0.AsY())
+		VCVTPD2PS(v1, f1.AsY())
+		VMOVUPS(f0.AsY(), Mem{Base: y})
+		VMOVUPS(f1.AsY(), Mem{Base: y, Disp: 32})
+		VFMADD231PD(v0, v0, a0)
+		VFMADD231PD(v1, v1, a1)
+		VSUBPS(f0, f0, t0) // the upper lanes are zero
+		VSUBPS(f1, f1, t1)
+		VPORD(t0, bad, bad)
+		VPORD(t1, bad, bad)
+		ADDQ(Imm(128), x)
+		ADDQ(Imm(64), y)
+		DECQ(n)
+		JNZ(LabelRef("convertNorm64AVX512_loop"))
+		VMOVUPD(a0, Mem{Base: out})
+		VMOVUPD(a1, Mem{Base: out, Disp: 64})
+		VMOVUPS(bad, Mem{Base: out, Disp: 128})
+		VZEROUPPER()
+		RET()
+	}
+
 	TEXT("scan32AVX512", NOSPLIT, "func(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int")
 	Pragma("noescape")
 	Doc("scan32AVX512 scans n ≥ 1 vectors of 16 values at x with cut = {above, lo, hi, high}: it adds,",
