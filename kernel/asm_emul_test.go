@@ -374,7 +374,7 @@ var tileNameRE = regexp.MustCompile(`^(dot|sqDist|dotBlk)(64|32)(AVX2|AVX512)x(\
 
 // scanNameRE names the row scans, which the interpreter does not model
 // (they are checked natively, TestScans).
-var scanNameRE = regexp.MustCompile(`^(maxFinite|scan)32AVX512$`)
+var scanNameRE = regexp.MustCompile(`^((maxFinite|scan)32|convertNorm64)AVX512$`)
 
 // emulatedSets builds, from the functions in kernel_amd64.s, one simdSet per
 // instruction set whose tile kernels run in the interpreter.
