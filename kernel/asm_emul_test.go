@@ -336,37 +336,54 @@ func lane32(v *[64]byte, i int) *float32 { return (*float32)(unsafe.Pointer(&v[i
 // nr queries.
 func emulatedTile[T float](t *testing.T, f *asmFunc, mr, nr int) tileFn[T] {
 	return func(a *T, lda int, p *T, d int, c *T, ldc int, nq, ng int) {
-		es := int(unsafe.Sizeof(*a))
-		frame := make([]byte, f.frame)
-		bytesAt := func(p *T, n int) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), n) }
-		s := &cpuState{
-			t: t, f: f,
-			gp: map[string]uint64{"SP": uint64(uintptr(unsafe.Pointer(&frame[0])))},
-			args: map[string]uint64{
-				"a": uint64(uintptr(unsafe.Pointer(a))), "lda": uint64(lda),
-				"p": uint64(uintptr(unsafe.Pointer(p))), "d": uint64(d),
-				"c": uint64(uintptr(unsafe.Pointer(c))), "ldc": uint64(ldc),
-				"nq": uint64(nq), "ng": uint64(ng),
-			},
-			mem: []region{
-				{name: "gallery rows", base: uintptr(unsafe.Pointer(a)), b: bytesAt(a, (mr-1)*lda+d*es)},
-				{name: "packed queries", base: uintptr(unsafe.Pointer(p)), b: bytesAt(p, d*nr*es)},
-				{name: "out", base: uintptr(unsafe.Pointer(c)), b: bytesAt(c, (nq-1)*ldc+ng*es), write: true, ldc: ldc, rowBytes: ng * es},
-				{name: "frame", base: uintptr(unsafe.Pointer(&frame[0])), b: frame, write: true},
-			},
+		emulate(t, f, mr, nr, a, lda, p, d, c, ldc, nq, ng, nil, 0)
+	}
+}
+
+// emulatedBlkTile is emulatedTile for a blocked screening kernel.
+func emulatedBlkTile(t *testing.T, f *asmFunc, mr, nr int) blkTileFn {
+	return func(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq, ng int, tot *float32, flags int) {
+		emulate(t, f, mr, nr, a, lda, p, d, c, ldc, nq, ng, tot, flags)
+	}
+}
+
+// emulate interprets one call of f; tot (mr·nr elements, or nil) are the
+// totals of a blocked kernel.
+func emulate[T float](t *testing.T, f *asmFunc, mr, nr int, a *T, lda int, p *T, d int, c *T, ldc int, nq, ng int, tot *T, flags int) {
+	es := int(unsafe.Sizeof(*a))
+	frame := make([]byte, f.frame+8)
+	bytesAt := func(p *T, n int) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), n) }
+	s := &cpuState{
+		t: t, f: f,
+		gp: map[string]uint64{"SP": uint64(uintptr(unsafe.Pointer(&frame[0])))},
+		args: map[string]uint64{
+			"a": uint64(uintptr(unsafe.Pointer(a))), "lda": uint64(lda),
+			"p": uint64(uintptr(unsafe.Pointer(p))), "d": uint64(d),
+			"c": uint64(uintptr(unsafe.Pointer(c))), "ldc": uint64(ldc),
+			"nq": uint64(nq), "ng": uint64(ng),
+			"t": uint64(uintptr(unsafe.Pointer(tot))), "flags": uint64(flags),
+		},
+		mem: []region{
+			{name: "gallery rows", base: uintptr(unsafe.Pointer(a)), b: bytesAt(a, (mr-1)*lda+d*es)},
+			{name: "packed queries", base: uintptr(unsafe.Pointer(p)), b: bytesAt(p, d*nr*es)},
+			{name: "out", base: uintptr(unsafe.Pointer(c)), b: bytesAt(c, (nq-1)*ldc+ng*es), write: true, ldc: ldc, rowBytes: ng * es},
+			{name: "frame", base: uintptr(unsafe.Pointer(&frame[0])), b: frame[:f.frame], write: true},
+		},
+	}
+	if tot != nil {
+		s.mem = append(s.mem, region{name: "totals", base: uintptr(unsafe.Pointer(tot)), b: bytesAt(tot, mr*nr*es), write: true})
+	}
+	for _, r := range []string{"AX", "BX", "CX", "DX", "SI", "DI", "BP", "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15"} {
+		s.gp[r] = 0xdead0000 // garbage: the kernel must set what it uses
+	}
+	for i := range s.vec {
+		for j := range s.vec[i] {
+			s.vec[i][j] = 0xff // NaN lanes: the kernel must clear its accumulators
 		}
-		for _, r := range []string{"AX", "BX", "CX", "DX", "SI", "DI", "BP", "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15"} {
-			s.gp[r] = 0xdead0000 // garbage: the kernel must set what it uses
-		}
-		for i := range s.vec {
-			for j := range s.vec[i] {
-				s.vec[i][j] = 0xff // NaN lanes: the kernel must clear its accumulators
-			}
-		}
-		s.run()
-		if s.stores == 0 {
-			t.Fatalf("%s stored nothing", f.name)
-		}
+	}
+	s.run()
+	if s.stores == 0 {
+		t.Fatalf("%s stored nothing", f.name)
 	}
 }
 
@@ -420,7 +437,9 @@ func emulatedSets(t *testing.T) map[string]*simdSet {
 		case "dot32":
 			add(&set.dot32)
 		case "dotBlk32":
-			add(&set.dotBlk32)
+			set.dotBlk32.width = vb / 4
+			set.dotBlk32.shapes = grown(set.dotBlk32.shapes, nv)
+			set.dotBlk32.shapes[nv-1] = blkShape{mr, nv, emulatedBlkTile(t, f, mr, nv*vb/4)}
 		case "sqDist32":
 			add(&set.sqDist32)
 		}

@@ -44,15 +44,17 @@ func sqDist32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc i
 //go:noescape
 func sqDist32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
 
-// dotBlk32AVX2x12x1 computes a 12-row × 8-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+// dotBlk32AVX2x12x1 continues the totals at t (the tile as [row][query], 384 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
 //
 //go:noescape
-func dotBlk32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+func dotBlk32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
-// dotBlk32AVX2x6x2 computes a 6-row × 16-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+// dotBlk32AVX2x6x2 continues the totals at t (the tile as [row][query], 384 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
 //
 //go:noescape
-func dotBlk32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+func dotBlk32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
 // dot64AVX512x24x1 computes a 24-row × 8-query tile of dot products (see the tile contract).
 //
@@ -134,25 +136,29 @@ func sqDist32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc 
 //go:noescape
 func sqDist32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
 
-// dotBlk32AVX512x24x1 computes a 24-row × 16-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+// dotBlk32AVX512x24x1 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
 //
 //go:noescape
-func dotBlk32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+func dotBlk32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
-// dotBlk32AVX512x12x2 computes a 12-row × 32-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+// dotBlk32AVX512x12x2 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
 //
 //go:noescape
-func dotBlk32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+func dotBlk32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
-// dotBlk32AVX512x8x3 computes a 8-row × 48-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+// dotBlk32AVX512x8x3 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
 //
 //go:noescape
-func dotBlk32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+func dotBlk32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
-// dotBlk32AVX512x6x4 computes a 6-row × 64-query tile of dot products accumulated in chunks of 32 dimensions (see the tile contract).
+// dotBlk32AVX512x6x4 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
 //
 //go:noescape
-func dotBlk32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+func dotBlk32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
 // maxFinite32AVX512 writes, for n ≥ 1 vectors of 16 values at x, the lane maxima to out[0:16]
 // and the OR of the bits of x − x (zero exactly when every value is finite) to out[16:32].

@@ -450,25 +450,33 @@ func goTile[T float](mr, nr int, sq bool, fma func(a, b, c T) T) tileFn[T] {
 	}
 }
 
-// goBlkTile is goTile for the blocked screening kernel (dotBlk32).
-func goBlkTile(mr, nr int) tileFn[float32] {
-	return func(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq, ng int) {
+// goBlkTile is a Go model of a blocked screening tile kernel (dotBlk32):
+// it continues the totals at t over d dimensions that start a chunk.
+func goBlkTile(mr, nr int) blkTileFn {
+	return func(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq, ng int, t *float32, flags int) {
 		rows := unsafe.Slice(a, (mr-1)*lda/4+d)
 		pk := unsafe.Slice(p, d*nr)
-		dst := unsafe.Slice(c, (nq-1)*ldc/4+ng)
+		tot := unsafe.Slice(t, mr*nr)
+		if flags&1 != 0 {
+			clear(tot)
+		}
 		for r := range mr {
 			row := rows[r*lda/4:][:d]
 			for l := range nr {
-				var total float32
 				for k0 := 0; k0 < d; k0 += ScreenChunk {
 					var acc float32
 					for k := k0; k < min(d, k0+ScreenChunk); k++ {
 						acc = FMA32(pk[k*nr+l], row[k], acc)
 					}
-					total += acc
+					tot[r*nr+l] += acc
 				}
-				if l < nq && r < ng {
-					dst[l*ldc/4+r] = total
+			}
+		}
+		if flags&2 != 0 {
+			dst := unsafe.Slice(c, (nq-1)*ldc/4+ng)
+			for r := range ng {
+				for l := range nq {
+					dst[l*ldc/4+r] = tot[r*nr+l]
 				}
 			}
 		}
@@ -501,10 +509,10 @@ func TestSIMDDriver(t *testing.T) {
 			sqDist64: goTiles(s.w64, s.mrs, true, math.FMA),
 			dot32:    goTiles(s.w32, s.mrs, false, FMA32),
 			sqDist32: goTiles(s.w32, s.mrs, true, FMA32),
-			dotBlk32: tiles[float32]{width: s.w32},
+			dotBlk32: blkTiles{width: s.w32},
 		}
 		for i, mr := range s.mrs {
-			set.dotBlk32.shapes = append(set.dotBlk32.shapes, tileShape[float32]{mr, i + 1, goBlkTile(mr, (i+1)*s.w32)})
+			set.dotBlk32.shapes = append(set.dotBlk32.shapes, blkShape{mr, i + 1, goBlkTile(mr, (i+1)*s.w32)})
 		}
 		m := simdImpl(s.name, set)
 		forCases(func(c *blockCase) {

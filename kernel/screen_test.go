@@ -115,3 +115,21 @@ func TestConvertNorm64(t *testing.T) {
 		}
 	}
 }
+
+// The blocked kernels' passes over the dimension (blkK) and groups of
+// gallery rows (blkRows), with short row groups and a last short chunk,
+// on every implementation and on the Go tile models.
+func TestBlockedPasses(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	c := newCase(r, 2*blkK+ScreenChunk+5, 70, 2*blkRows+31, flavours[0])
+	for _, m := range usable {
+		c.check(t, m)
+	}
+	odd := &simdSet{dotBlk32: blkTiles{width: 5}} // only the blocked kernel is modelled
+	for i, mr := range []int{7, 2, 5} {
+		odd.dotBlk32.shapes = append(odd.dotBlk32.shapes, blkShape{mr, i + 1, goBlkTile(mr, (i+1)*5)})
+	}
+	m := simdImpl("model-odd", odd)
+	m.dot64, m.sqDist64, m.dot32, m.sqDist32 = generic.dot64, generic.sqDist64, generic.dot32, generic.sqDist32
+	c.check(t, m)
+}

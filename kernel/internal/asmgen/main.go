@@ -141,7 +141,7 @@ func writeTables(path string) {
 				fmt.Fprintf(&b, "}},\n")
 			}
 		}
-		fmt.Fprintf(&b, "dotBlk32: tiles[float32]{width: %d, shapes: []tileShape[float32]{\n", is.vbytes/4)
+		fmt.Fprintf(&b, "dotBlk32: blkTiles{width: %d, shapes: []blkShape{\n", is.vbytes/4)
 		for _, sh := range is.shapes {
 			fmt.Fprintf(&b, "{mr: %d, nv: %d, fn: %s},\n", sh[0], sh[1], tileName(is.name, 32, "dotBlk", sh[0], sh[1]))
 		}
@@ -184,7 +184,11 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		name = tileName(is.name, pr.bits, "dotBlk", mr, nv)
 	}
 	typ := fmt.Sprintf("float%d", pr.bits)
-	TEXT(name, 0, fmt.Sprintf("func(a *%s, lda int, p *%s, d int, c *%s, ldc int, nq int, ng int)", typ, typ, typ))
+	sig := fmt.Sprintf("func(a *%s, lda int, p *%s, d int, c *%s, ldc int, nq int, ng int)", typ, typ, typ)
+	if blk {
+		sig = fmt.Sprintf("func(a *%s, lda int, p *%s, d int, c *%s, ldc int, nq int, ng int, t *%s, flags int)", typ, typ, typ, typ)
+	}
+	TEXT(name, 0, sig)
 	Pragma("noescape")
 	what := "dot products"
 	if sq {
@@ -194,13 +198,20 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		what = fmt.Sprintf("dot products accumulated in chunks of %d dimensions", screenChunk)
 	}
 	Doc(fmt.Sprintf("%s computes a %d-row × %d-query tile of %s (see the tile contract).", name, mr, nr, what))
+	if blk {
+		Doc(fmt.Sprintf("%s continues the totals at t (the tile as [row][query], %d bytes) over the next d", name, mr*nv*vb),
+			"dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.")
+	}
 
 	acc := func(r, v int) VecPhysical { return is.vec(r*nv + v) }
 	pv := func(v int) VecPhysical { return is.vec(mr*nv + v) }
 	bc := is.vec(mr*nv + nv)
 	t := is.vec(mr*nv + nv + 1)
 
-	frame := AllocLocal(mr * nv * vb)
+	var frame Mem
+	if !blk {
+		frame = AllocLocal(mr * nv * vb)
+	}
 
 	Comment("Every accumulator starts at +0.")
 	for r := 0; r < mr; r++ {
@@ -293,20 +304,26 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 			}
 		}
 	} else {
-		// The totals live in the frame as [row][query]; after each chunk
-		// every accumulator is added to its total (in chunk order) and
-		// restarts at +0. The frame then feeds the transposing copy.
-		Comment("Every total starts at +0.")
+		// The totals live at t as [row][query]; after each chunk every
+		// accumulator is added to its total (in chunk order) and restarts
+		// at +0. With flags&2 they then feed the transposing copy.
+		tt := Load(Param("t"), GP64())
+		tot := func(r, v int) Mem { return Mem{Base: tt, Disp: r*nv*vb + v*vb} }
+		fl := Load(Param("flags"), GP64())
+		ANDQ(Imm(1), fl)
+		JZ(LabelRef(name + "_go"))
+		Comment("A first call: every total starts at +0.")
 		for r := 0; r < mr; r++ {
 			for v := 0; v < nv; v++ {
-				pr.movup(acc(0, 0), frame.Offset(r*nv*vb+v*vb))
+				pr.movup(acc(0, 0), tot(r, v))
 			}
 		}
+		Label(name + "_go")
 		fold := func() {
 			for r := 0; r < mr; r++ {
 				for v := 0; v < nv; v++ {
-					VADDPS(frame.Offset(r*nv*vb+v*vb), acc(r, v), acc(r, v))
-					pr.movup(acc(r, v), frame.Offset(r*nv*vb+v*vb))
+					VADDPS(tot(r, v), acc(r, v), acc(r, v))
+					pr.movup(acc(r, v), tot(r, v))
 					is.zero(acc(r, v))
 				}
 			}
@@ -341,13 +358,20 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		fold()
 
 		Label(name + "_store")
+		fl2 := Load(Param("flags"), GP64())
+		ANDQ(Imm(2), fl2)
+		JNZ(LabelRef(name + "_out"))
+		VZEROUPPER()
+		RET()
+		Label(name + "_out")
+		frame = Mem{Base: tt}
 	}
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	nq := Load(Param("nq"), GP64())
 	ng := Load(Param("ng"), GP64())
 	src := GP64()
-	LEAQ(frame, src)
+	LEAQ(frame, src) // the spilled tile (the totals for the blocked kernel)
 	x := pr.tmp()
 	CMPQ(ng, Imm(uint64(mr)))
 	JNE(LabelRef(name + "_partial"))
