@@ -76,11 +76,12 @@ func (s *scorer) newScreen() *screenState {
 }
 
 // blockedRoundings is the most float32 roundings one product meets in
-// kernel.DotBlocked32 of width d: the rest of its chunk's chain and the
-// chain of chunk totals.
+// kernel.DotBlocked32 of width d ≥ 1: the rest of its chunk's chain and
+// the additions of chunk totals, of which the first (to +0) is exact
+// (screen.md §6).
 func blockedRoundings(d int) int {
 	b := kernel.ScreenChunk
-	return min(d, b) + (d+b-1)/b
+	return min(d, b) + (d+b-1)/b - 1
 }
 
 // normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2).
