@@ -10,6 +10,13 @@
 // implementation: a SIMD one on amd64 CPUs that have it (see Available), else
 // the portable generic one. Use, Name and the VERTEBRAE_KERNEL environment
 // variable choose and report it; the choice never changes a result.
+//
+// screen.go adds the kernels of rank's screened scoring, which are not the
+// exact rule: DotBlocked32 (a float32 dot product accumulated in chunks),
+// the row scans MaxFinite32 and Scan32, and the conversion pass
+// ConvertNorm64. Each has one definition that every implementation
+// reproduces bit for bit (ConvertNorm64's sum only within its stated
+// rounding bound).
 package kernel
 
 import "math"
