@@ -154,12 +154,6 @@ func dotBlk32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc
 //go:noescape
 func dotBlk32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
 
-// dotBlk32AVX512x6x4 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
-// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
-//
-//go:noescape
-func dotBlk32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
-
 // maxFinite32AVX512 writes, for n ≥ 1 vectors of 16 values at x, the lane maxima to out[0:16]
 // and the OR of the bits of x − x (zero exactly when every value is finite) to out[16:32].
 //

@@ -56,6 +56,5 @@ var setAVX512 = simdSet{
 		{mr: 24, nv: 1, fn: dotBlk32AVX512x24x1},
 		{mr: 12, nv: 2, fn: dotBlk32AVX512x12x2},
 		{mr: 8, nv: 3, fn: dotBlk32AVX512x8x3},
-		{mr: 6, nv: 4, fn: dotBlk32AVX512x6x4},
 	}},
 }

@@ -47,6 +47,8 @@ type isa struct {
 	vec    func(i int) VecPhysical
 	zero   func(v VecPhysical)
 	shapes [][2]int // (MR, NV) tile shapes, NV ascending
+	// blkShapes are the shapes of the blocked screening kernels.
+	blkShapes [][2]int
 }
 
 var zregs = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
@@ -61,7 +63,8 @@ var isas = []isa{
 		vec:    func(i int) VecPhysical { return yregs[i] },
 		zero:   func(v VecPhysical) { VXORPS(v, v, v) },
 		// 16 registers: MR·NV accumulators + NV query vectors + broadcast + difference.
-		shapes: [][2]int{{12, 1}, {6, 2}},
+		shapes:    [][2]int{{12, 1}, {6, 2}},
+		blkShapes: [][2]int{{12, 1}, {6, 2}},
 	},
 	{
 		name:   "AVX512",
@@ -71,6 +74,10 @@ var isas = []isa{
 		zero: func(v VecPhysical) { VPXORQ(v, v, v) },
 		// 32 registers: always 24 accumulators.
 		shapes: [][2]int{{24, 1}, {12, 2}, {8, 3}, {6, 4}},
+		// The blocked kernels measured 2–3 % faster with 48-query panels
+		// (8×3: 3 query vectors loaded per 24 FMAs) than with 64 (6×4) on
+		// an Emerald Rapids core; the exact float32 kernels did not.
+		blkShapes: [][2]int{{24, 1}, {12, 2}, {8, 3}},
 	},
 }
 
@@ -110,7 +117,7 @@ func main() {
 		}
 		// The screening kernel: float32 dot products accumulated in
 		// chunks of screenChunk dimensions.
-		for _, sh := range is.shapes {
+		for _, sh := range is.blkShapes {
 			tile(is, precs[1], false, true, sh[0], sh[1])
 		}
 	}
@@ -142,7 +149,7 @@ func writeTables(path string) {
 			}
 		}
 		fmt.Fprintf(&b, "dotBlk32: blkTiles{width: %d, shapes: []blkShape{\n", is.vbytes/4)
-		for _, sh := range is.shapes {
+		for _, sh := range is.blkShapes {
 			fmt.Fprintf(&b, "{mr: %d, nv: %d, fn: %s},\n", sh[0], sh[1], tileName(is.name, 32, "dotBlk", sh[0], sh[1]))
 		}
 		fmt.Fprintf(&b, "}},\n")
