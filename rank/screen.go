@@ -61,11 +61,7 @@ func (s *scorer) newScreen() *screenState {
 	}
 	d := s.d
 	st := &screenState{q32: make([]float32, len(s.q64)), rq: make([]float64, s.nq)}
-	// The cheap score is kernel.DotBlocked32: every product meets at most
-	// min(d, B) + ⌈d/B⌉ float32 roundings (screen.md §6).
-	st.k = gamma(blockedRoundings(d), u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
-	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
-	st.tau = float64(4*d+16) * 0x1p-149
+	st.setBound(d)
 	for i, v := range s.q64 {
 		st.q32[i] = float32(v)
 	}
@@ -82,6 +78,15 @@ func (s *scorer) newScreen() *screenState {
 func blockedRoundings(d int) int {
 	b := kernel.ScreenChunk
 	return min(d, b) + (d+b-1)/b - 1
+}
+
+// setBound sets the constants of the bound for width d (screen.md §4). The
+// cheap score is kernel.DotBlocked32: every product meets at most
+// min(d, B) + ⌈d/B⌉ − 1 float32 roundings (screen.md §6).
+func (st *screenState) setBound(d int) {
+	st.k = gamma(blockedRoundings(d), u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
+	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
+	st.tau = float64(4*d+16) * 0x1p-149
 }
 
 // normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2).

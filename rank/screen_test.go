@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -304,5 +305,46 @@ func TestScreenedManyPositives(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The bound itself, pair by pair: for every adversarial family and width
+// (dot: the working rows are the inputs), the blocked float32 score c and
+// the exact score s differ by at most the computed bound e. The decision
+// tests above would also catch a violation, but only where it flips a
+// comparison; this checks every pair, and that the bound is not absurdly
+// loose (the largest observed |c − s|/e is reported).
+func TestScreenBoundHoldsPairByPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, d := range []int{1, 3, 17, 33, 384, 769, 1536} {
+		st := &screenState{}
+		st.setBound(d)
+		worst := 0.0
+		for _, c := range screenCases(r, d, 6, 40) {
+			for _, q := range c.q {
+				q32 := make([]float32, d)
+				rq, qfits := convertNormBound(q, q32)
+				for _, g := range c.g {
+					g32 := make([]float32, d)
+					rg, gfits := convertNormBound(g, g32)
+					if !qfits || !gfits {
+						continue // beyond float32: scored exactly
+					}
+					cheap := make([]float32, 1)
+					kernel.DotBlocked32(q32, 1, g32, 1, d, cheap)
+					if x := cheap[0]; x-x != 0 {
+						continue // overflow: the row is scored exactly
+					}
+					exact := kernel.DotRow64(q, g)
+					e := st.bound(rq, rg)
+					diff := math.Abs(float64(cheap[0]) - exact)
+					if !(diff <= e) {
+						t.Fatalf("d=%d %s: |c − s| = %g > e = %g (c %g, s %g)", d, c.name, diff, e, cheap[0], exact)
+					}
+					worst = max(worst, diff/e)
+				}
+			}
+		}
+		t.Logf("d=%d: largest |c − s|/e = %.3f", d, worst)
 	}
 }
