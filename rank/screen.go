@@ -62,11 +62,10 @@ func (s *scorer) newScreen() *screenState {
 	d := s.d
 	st := &screenState{q32: make([]float32, len(s.q64)), rq: make([]float64, s.nq)}
 	st.setBound(d)
-	for i, v := range s.q64 {
-		st.q32[i] = float32(v)
-	}
+	// A query value beyond float32 makes its cheap scores non-finite, and
+	// its rows take the exact path (screenedRow).
 	for q := range s.nq {
-		st.rq[q] = normBound(s.q64[q*d : (q+1)*d])
+		st.rq[q], _ = convertNormBound(s.q64[q*d:(q+1)*d], st.q32[q*d:(q+1)*d])
 	}
 	return st
 }
@@ -89,14 +88,9 @@ func (st *screenState) setBound(d int) {
 	st.tau = float64(4*d+16) * 0x1p-149
 }
 
-// normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2).
-func normBound(y []float64) float64 {
-	r, _ := convertNormBound(y, make([]float32, len(y)))
-	return r
-}
-
 // convertNormBound writes the float32 rounding of y to y32, reports
-// whether every rounded value is finite, and returns R ≥ ‖y‖₂: the sum of
+// whether every rounded value is finite, and returns an upper bound
+// R ≥ ‖y‖₂ of the float64 row (screen.md §2): the sum of
 // squares of kernel.ConvertNorm64 gives every term at most d + 32
 // roundings, so ‖y‖² ≤ acc·(1 + γ_{2d+66}(u)) + 2⁻¹⁰⁰⁰ (screen.md §2); the
 // final sqrt, sum and product round at most four times, which the factor
