@@ -50,9 +50,14 @@ awk -v a="$n" -v b="$o64" -v c="$f" -v d="$o32" -v e="$o64off" 'BEGIN {
 pure=$("$VB" bench --queries 1000 --gallery 100000 --dim 384 --similarity cosine --repeat "$REPEAT" --calibrate 0 | awk '/^median:/ {print $2}')
 awk -v a="$o64" -v b="$pure" 'BEGIN { printf "  end to end / bench pure scoring (float64 cosine): %s / %s = %.2fx\n", a, b, a/b }'
 
-# One thread, 2048 × 65536 × 768, dot: exact scoring vs OpenBLAS gemm alone.
+# One thread, 2048 × 65536 × 768, dot: exact scoring vs OpenBLAS gemm alone,
+# alternating one run of each, medians of REPEAT.
 for prec in float64 float32; do
-	ours=$("$VB" bench --queries 2048 --gallery 65536 --dim 768 --similarity dot --precision $prec --threads 1 --repeat "$REPEAT" --calibrate 0 | awk '/^median:/ {print $2}')
-	blas=$("${peer[@]}" OPENBLAS_NUM_THREADS=1 $PY "$ROOT/bench/gemm.py" 2048 65536 768 $prec "$REPEAT" | awk '{print $3}')
-	awk -v a="$blas" -v b="$ours" -v p=$prec 'BEGIN { printf "one thread 2048x65536x768 dot %s: gemm %s s, vertebrae %s s, ratio gemm/ours %.2fx\n", p, a, b, a/b }'
+	oursr=() blasr=()
+	for i in $(seq "$REPEAT"); do
+		oursr+=("$("$VB" bench --queries 2048 --gallery 65536 --dim 768 --similarity dot --precision $prec --threads 1 --repeat 1 --calibrate 0 | awk '/^median:/ {print $2}')")
+		blasr+=("$("${peer[@]}" OPENBLAS_NUM_THREADS=1 $PY "$ROOT/bench/gemm.py" 2048 65536 768 $prec 1 | awk '{print $3}')")
+	done
+	ours=$(m "${oursr[@]}") blas=$(m "${blasr[@]}")
+	awk -v a="$blas" -v b="$ours" -v p=$prec -v ra="${blasr[*]}" -v rb="${oursr[*]}" 'BEGIN { printf "one thread 2048x65536x768 dot %s: gemm %s s [%s], vertebrae %s s [%s], ratio gemm/ours %.2fx\n", p, a, ra, b, rb, a/b }'
 done

@@ -28,6 +28,7 @@ func BenchmarkKernels(b *testing.B) {
 			{"Dot64", func() { m.dot64(q, qn, g, gn, d, out) }},
 			{"SqDist64", func() { m.sqDist64(q, qn, g, gn, d, out) }},
 			{"Dot32", func() { m.dot32(q32, qn, g32, gn, d, out32) }},
+			{"DotBlocked32", func() { m.dotBlk32(q32, qn, g32, gn, d, out32) }},
 			{"SqDist32", func() { m.sqDist32(q32, qn, g32, gn, d, out32) }},
 		} {
 			b.Run(m.name+"/"+f.name, func(b *testing.B) {

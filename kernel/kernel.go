@@ -10,6 +10,13 @@
 // implementation: a SIMD one on amd64 CPUs that have it (see Available), else
 // the portable generic one. Use, Name and the VERTEBRAE_KERNEL environment
 // variable choose and report it; the choice never changes a result.
+//
+// screen.go adds the kernels of rank's screened scoring, which are not the
+// exact rule: DotBlocked32 (a float32 dot product accumulated in chunks),
+// the row scans MaxFinite32 and Scan32, and the conversion pass
+// ConvertNorm64. Each has one definition that every implementation
+// reproduces bit for bit (ConvertNorm64's sum only within its stated
+// rounding bound).
 package kernel
 
 import "math"
@@ -17,23 +24,54 @@ import "math"
 // Dot64 writes out[i*gn+j] = Σ_k fma(q[i,k], g[j,k]) for the qn×d rows of q
 // and the gn×d rows of g (row-major, packed).
 func Dot64(q []float64, qn int, g []float64, gn int, d int, out []float64) {
+	if tiny(qn, gn) {
+		rows(q, qn, g, gn, d, out, DotRow64)
+		return
+	}
 	active.Load().dot64(q, qn, g, gn, d, out)
 }
 
 // SqDist64 writes out[i*gn+j] = Σ_k fma(t, t) with t = q[i,k] − g[j,k]
 // (the squared Euclidean distance; callers negate it).
 func SqDist64(q []float64, qn int, g []float64, gn int, d int, out []float64) {
+	if tiny(qn, gn) {
+		rows(q, qn, g, gn, d, out, SqDistRow64)
+		return
+	}
 	active.Load().sqDist64(q, qn, g, gn, d, out)
 }
 
 // Dot32 is Dot64 in float32 with FMA32.
 func Dot32(q []float32, qn int, g []float32, gn int, d int, out []float32) {
+	if tiny(qn, gn) {
+		rows(q, qn, g, gn, d, out, DotRow32)
+		return
+	}
 	active.Load().dot32(q, qn, g, gn, d, out)
 }
 
 // SqDist32 is SqDist64 in float32 (float32 subtraction, FMA32).
 func SqDist32(q []float32, qn int, g []float32, gn int, d int, out []float32) {
+	if tiny(qn, gn) {
+		rows(q, qn, g, gn, d, out, SqDistRow32)
+		return
+	}
 	active.Load().sqDist32(q, qn, g, gn, d, out)
+}
+
+// tiny reports whether a block is so small (an exact positive score, one
+// pair at a time) that packing it and padding a SIMD tile would cost more
+// than the row definition itself: then the block functions run the row
+// functions, which are the definition, so no bit changes.
+func tiny(qn, gn int) bool { return qn > 0 && gn > 0 && qn*gn <= 2 }
+
+func rows[T float](q []T, qn int, g []T, gn, d int, out []T, row func(a, b []T) T) {
+	out = out[:qn*gn]
+	for i := range qn {
+		for j := range gn {
+			out[i*gn+j] = row(q[i*d:(i+1)*d], g[j*d:(j+1)*d])
+		}
+	}
 }
 
 // DotRow64 is one accumulator of Dot64.

@@ -11,7 +11,12 @@ func addSIMD() {
 		addChecked(simdImpl("avx2", &setAVX2))
 	}
 	if cpu.X86.HasAVX512F {
-		addChecked(simdImpl("avx512", &setAVX512))
+		m := simdImpl("avx512", &setAVX512)
+		if cpu.X86.HasPOPCNT {
+			m.maxFinite32, m.scan32 = maxFinite32AVX512Go, scan32AVX512Go
+		}
+		m.convertNorm64 = convertNorm64AVX512Go
+		addChecked(m)
 	}
 }
 

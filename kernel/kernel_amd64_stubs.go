@@ -44,6 +44,18 @@ func sqDist32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc i
 //go:noescape
 func sqDist32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
 
+// dotBlk32AVX2x12x1 continues the totals at t (the tile as [row][query], 384 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
+//
+//go:noescape
+func dotBlk32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
+
+// dotBlk32AVX2x6x2 continues the totals at t (the tile as [row][query], 384 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
+//
+//go:noescape
+func dotBlk32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
+
 // dot64AVX512x24x1 computes a 24-row × 8-query tile of dot products (see the tile contract).
 //
 //go:noescape
@@ -123,3 +135,42 @@ func sqDist32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc 
 //
 //go:noescape
 func sqDist32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
+
+// dotBlk32AVX512x24x1 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
+//
+//go:noescape
+func dotBlk32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
+
+// dotBlk32AVX512x12x2 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
+//
+//go:noescape
+func dotBlk32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
+
+// dotBlk32AVX512x8x3 continues the totals at t (the tile as [row][query], 1536 bytes) over the next d
+// dimensions, which start a chunk: flags&1 starts them at +0, flags&2 copies them into out at the end.
+//
+//go:noescape
+func dotBlk32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
+
+// maxFinite32AVX512 writes, for n ≥ 1 vectors of 16 values at x, the lane maxima to out[0:16]
+// and the OR of the bits of x − x (zero exactly when every value is finite) to out[16:32].
+//
+//go:noescape
+func maxFinite32AVX512(x *float32, n int, out *float32)
+
+// convertNorm64AVX512 rounds n ≥ 1 groups of 16 float64 values at x to float32 at y, writes the
+// two 8-lane FMA chains of x² (values 16m…16m+7 and 16m+8…16m+15) to out[0:16], and the OR of the
+// bits of y − y (zero exactly when every rounding is finite) to out[16:32] as float32 values.
+//
+//go:noescape
+func convertNorm64AVX512(x *float64, n int, y *float32, out *float64)
+
+// scan32AVX512 scans n ≥ 1 vectors of 16 values at x with cut = {above, lo, hi, high}: it adds,
+// per lane, the number of values greater than above to cnt[0:16], and writes the offsets of the
+// values in [lo, hi] or at least high, in order, to idx, returning how many it wrote.
+// lanes holds 0…15.
+//
+//go:noescape
+func scan32AVX512(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int

@@ -21,6 +21,10 @@ var setAVX2 = simdSet{
 		{mr: 12, nv: 1, fn: sqDist32AVX2x12x1},
 		{mr: 6, nv: 2, fn: sqDist32AVX2x6x2},
 	}},
+	dotBlk32: blkTiles{width: 8, shapes: []blkShape{
+		{mr: 12, nv: 1, fn: dotBlk32AVX2x12x1},
+		{mr: 6, nv: 2, fn: dotBlk32AVX2x6x2},
+	}},
 }
 
 var setAVX512 = simdSet{
@@ -47,5 +51,10 @@ var setAVX512 = simdSet{
 		{mr: 12, nv: 2, fn: sqDist32AVX512x12x2},
 		{mr: 8, nv: 3, fn: sqDist32AVX512x8x3},
 		{mr: 6, nv: 4, fn: sqDist32AVX512x6x4},
+	}},
+	dotBlk32: blkTiles{width: 16, shapes: []blkShape{
+		{mr: 24, nv: 1, fn: dotBlk32AVX512x24x1},
+		{mr: 12, nv: 2, fn: dotBlk32AVX512x12x2},
+		{mr: 8, nv: 3, fn: dotBlk32AVX512x8x3},
 	}},
 }

@@ -181,6 +181,7 @@ type blockCase struct {
 	// The row definition's results, per function.
 	dot, sq     []float64
 	dot32, sq32 []float32
+	blk32       []float32 // DotBlockedRow32 (the screening kernel)
 }
 
 func newCase(r *rand.Rand, d, qn, gn int, fl flavour) *blockCase {
@@ -191,12 +192,14 @@ func newCase(r *rand.Rand, d, qn, gn int, fl flavour) *blockCase {
 	c.q32, c.g32 = to32(c.q, fl.f32), to32(c.g, fl.f32)
 	c.dot, c.sq = make([]float64, qn*gn), make([]float64, qn*gn)
 	c.dot32, c.sq32 = make([]float32, qn*gn), make([]float32, qn*gn)
+	c.blk32 = make([]float32, qn*gn)
 	for i := range qn {
 		for j := range gn {
 			a, b := c.q[i*d:(i+1)*d], c.g[j*d:(j+1)*d]
 			c.dot[i*gn+j], c.sq[i*gn+j] = DotRow64(a, b), SqDistRow64(a, b)
 			a32, b32 := c.q32[i*d:(i+1)*d], c.g32[j*d:(j+1)*d]
 			c.dot32[i*gn+j], c.sq32[i*gn+j] = DotRow32(a32, b32), SqDistRow32(a32, b32)
+			c.blk32[i*gn+j] = DotBlockedRow32(a32, b32)
 		}
 	}
 	return c
@@ -230,6 +233,7 @@ func (c *blockCase) check(t *testing.T, m *impl) {
 	}{
 		{"Dot32", func() { m.dot32(c.q32, c.qn, c.g32, c.gn, c.d, out32[:n]) }, c.dot32},
 		{"SqDist32", func() { m.sqDist32(c.q32, c.qn, c.g32, c.gn, c.d, out32[:n]) }, c.sq32},
+		{"DotBlocked32", func() { m.dotBlk32(c.q32, c.qn, c.g32, c.gn, c.d, out32[:n]) }, c.blk32},
 	} {
 		for i := range out32 {
 			out32[i] = float32(math.NaN())
@@ -357,7 +361,8 @@ func TestUse(t *testing.T) {
 		if Name() != name {
 			t.Fatalf("after Use(%q), Name() = %q", name, Name())
 		}
-		c.check(t, &impl{name, Dot64, SqDist64, Dot32, SqDist32})
+		c.check(t, &impl{name, Dot64, SqDist64, Dot32, SqDist32, DotBlocked32, MaxFinite32,
+			Scan32, ConvertNorm64})
 	}
 	if err := Use("auto"); err != nil || Name() != avail[len(avail)-1] {
 		t.Fatalf("Use(auto) = %v, Name() = %q; want %q", err, Name(), avail[len(avail)-1])
@@ -445,6 +450,39 @@ func goTile[T float](mr, nr int, sq bool, fma func(a, b, c T) T) tileFn[T] {
 	}
 }
 
+// goBlkTile is a Go model of a blocked screening tile kernel (dotBlk32):
+// it continues the totals at t over d dimensions that start a chunk.
+func goBlkTile(mr, nr int) blkTileFn {
+	return func(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq, ng int, t *float32, flags int) {
+		rows := unsafe.Slice(a, (mr-1)*lda/4+d)
+		pk := unsafe.Slice(p, d*nr)
+		tot := unsafe.Slice(t, mr*nr)
+		if flags&1 != 0 {
+			clear(tot)
+		}
+		for r := range mr {
+			row := rows[r*lda/4:][:d]
+			for l := range nr {
+				for k0 := 0; k0 < d; k0 += ScreenChunk {
+					var acc float32
+					for k := k0; k < min(d, k0+ScreenChunk); k++ {
+						acc = FMA32(pk[k*nr+l], row[k], acc)
+					}
+					tot[r*nr+l] += acc
+				}
+			}
+		}
+		if flags&2 != 0 {
+			dst := unsafe.Slice(c, (nq-1)*ldc/4+ng)
+			for r := range ng {
+				for l := range nq {
+					dst[l*ldc/4+r] = tot[r*nr+l]
+				}
+			}
+		}
+	}
+}
+
 func goTiles[T float](width int, mrs []int, sq bool, fma func(a, b, c T) T) tiles[T] {
 	t := tiles[T]{width: width}
 	for i, mr := range mrs {
@@ -471,6 +509,10 @@ func TestSIMDDriver(t *testing.T) {
 			sqDist64: goTiles(s.w64, s.mrs, true, math.FMA),
 			dot32:    goTiles(s.w32, s.mrs, false, FMA32),
 			sqDist32: goTiles(s.w32, s.mrs, true, FMA32),
+			dotBlk32: blkTiles{width: s.w32},
+		}
+		for i, mr := range s.mrs {
+			set.dotBlk32.shapes = append(set.dotBlk32.shapes, blkShape{mr, i + 1, goBlkTile(mr, (i+1)*s.w32)})
 		}
 		m := simdImpl(s.name, set)
 		forCases(func(c *blockCase) {

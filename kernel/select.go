@@ -21,12 +21,22 @@ type impl struct {
 	sqDist64 func(q []float64, qn int, g []float64, gn int, d int, out []float64)
 	dot32    func(q []float32, qn int, g []float32, gn int, d int, out []float32)
 	sqDist32 func(q []float32, qn int, g []float32, gn int, d int, out []float32)
+	// The screening kernels (screen.go).
+	dotBlk32    func(q []float32, qn int, g []float32, gn int, d int, out []float32)
+	maxFinite32 func(x []float32) (float32, bool)
+	scan32      func(x []float32, c Cut, idx []int32) (int, []int32)
+	// convertNorm64 may sum in any order within ConvertNorm64's bound.
+	convertNorm64 func(x []float64, y []float32) (float64, bool)
 }
 
-var generic = &impl{"generic", dot64Generic, sqDist64Generic, dot32Generic, sqDist32Generic}
+var generic = &impl{"generic", dot64Generic, sqDist64Generic, dot32Generic, sqDist32Generic,
+	dotBlk32Generic, maxFinite32Generic, scan32Generic, convertNorm64Generic}
 
+// simdImpl is an instruction set's tile kernels with the portable row scans
+// (the caller may replace them).
 func simdImpl(name string, s *simdSet) *impl {
-	return &impl{name, s.dot64.run, s.sqDist64.run, s.dot32.run, s.sqDist32.run}
+	return &impl{name, s.dot64.run, s.sqDist64.run, s.dot32.run, s.sqDist32.run,
+		s.dotBlk32.run, maxFinite32Generic, scan32Generic, convertNorm64Generic}
 }
 
 // names lists every implementation this package knows, slowest first.
@@ -144,5 +154,45 @@ func selfCheck(m *impl) bool {
 		return true
 	}
 	return same64(m.dot64, generic.dot64) && same64(m.sqDist64, generic.sqDist64) &&
-		same32(m.dot32, generic.dot32) && same32(m.sqDist32, generic.sqDist32)
+		same32(m.dot32, generic.dot32) && same32(m.sqDist32, generic.sqDist32) &&
+		same32(m.dotBlk32, generic.dotBlk32) && sameScans(m, w32)
+}
+
+// sameScans compares an implementation's row scans with the generic ones
+// on one row (scores of the self-check block, with a few special values).
+func sameScans(m *impl, row []float32) bool {
+	row = append([]float32(nil), row...)
+	for _, cut := range []int{len(row), 33, 16, 5} {
+		x := row[:min(cut, len(row))]
+		gm, gf := generic.maxFinite32(x)
+		mm, mf := m.maxFinite32(x)
+		if gf != mf || gf && gm != mm {
+			return false
+		}
+		if len(x) == 0 {
+			continue
+		}
+		for _, t := range []float32{x[0], x[len(x)/2], float32(math.Inf(-1))} {
+			gi, mi := make([]int32, len(x)), make([]int32, len(x))
+			c := Cut{t, t, x[len(x)-1], x[len(x)/3]}
+			ga, gh := generic.scan32(x, c, gi)
+			ma, mh := m.scan32(x, c, mi)
+			if ga != ma || !slices.Equal(gh, mh) {
+				return false
+			}
+		}
+	}
+	row[7] = float32(math.NaN())
+	_, gf := generic.maxFinite32(row)
+	_, mf := m.maxFinite32(row)
+	// The conversion pass: the same float32 values, and sums of squares
+	// that differ at most by rounding (the order may differ).
+	x := make([]float64, len(row))
+	for i := range x {
+		x[i] = float64(i%13) / 3
+	}
+	gy, my := make([]float32, len(x)), make([]float32, len(x))
+	gs, gok := generic.convertNorm64(x, gy)
+	ms, mok := m.convertNorm64(x, my)
+	return gf == mf && gok == mok && slices.Equal(gy, my) && math.Abs(gs-ms) <= 1e-12*gs
 }

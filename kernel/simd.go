@@ -42,6 +42,7 @@ type tiles[T float] struct {
 type simdSet struct {
 	dot64, sqDist64 tiles[float64]
 	dot32, sqDist32 tiles[float32]
+	dotBlk32        blkTiles // the screening kernel (screen.go, simd_blocked.go)
 }
 
 // buffers holds the packed queries and the padded copy of a last, short group

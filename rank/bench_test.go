@@ -43,3 +43,18 @@ func BenchmarkScoreSparse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScoreDot64LargeExhaustive is BenchmarkScoreDot64Large without the
+// float32 screen (VERTEBRAE_SCREEN=off): the ratio of the two is the
+// screen's speed-up.
+func BenchmarkScoreDot64LargeExhaustive(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	p := randomProblem(r, 1024, 32768, 768, false)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Score(context.Background(), p, Options{Similarity: Dot, QueryBatch: 128, GalleryBatch: 10000, Threads: 1, Exhaustive: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(2*1024*32768*768*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

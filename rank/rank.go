@@ -578,9 +578,9 @@ type workspace struct {
 	index         *postings // sparse–sparse: the gallery block inverted
 	tmp           []float64 // one row
 	part          *partial
-	above, below  []float64 // screening thresholds of one query row
-	near          []int32   // screening: nearest-negative candidates of one row
-	hits          []int32   // screening: candidates of a run that may precede a positive
+	above, below  []float64  // screening thresholds of one query row
+	runs          [][2]int32 // screening: runs of ordinary negatives of one row
+	hits          []int32    // screening: candidates of a run that may precede a positive
 	kernel, fold  time.Duration
 	id            int // the worker's index, where a pass keeps per-worker state
 }
@@ -913,7 +913,11 @@ func consume[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) 
 			var runBest float64
 			var finite bool
 			var n int
-			if runBest, finite, n = countRun(seg, neg, g0+j, lastScore, lastIndex); last > 0 && n > 0 {
+			if f32, ok := any(seg).([]float32); ok && !neg { // vectorised (count32.go)
+				if runBest, finite, n, hits = countRun32(f32, g0+j, lastScore, lastIndex, last > 0, hits); last == 0 {
+					hits = hits[:0]
+				}
+			} else if runBest, finite, n = countRun(seg, neg, g0+j, lastScore, lastIndex); last > 0 && n > 0 {
 				hits = precedingOffsets(seg, neg, g0+j, lastScore, lastIndex, hits[:0])
 			} else {
 				hits = hits[:0]

@@ -61,28 +61,43 @@ func (s *scorer) newScreen() *screenState {
 	}
 	d := s.d
 	st := &screenState{q32: make([]float32, len(s.q64)), rq: make([]float64, s.nq)}
-	st.k = gamma(d, u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
-	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
-	st.tau = float64(4*d+16) * 0x1p-149
-	for i, v := range s.q64 {
-		st.q32[i] = float32(v)
-	}
+	st.setBound(d)
+	// A query value beyond float32 makes its cheap scores non-finite, and
+	// its rows take the exact path (screenedRow).
 	for q := range s.nq {
-		st.rq[q] = normBound(s.q64[q*d : (q+1)*d])
+		st.rq[q], _ = convertNormBound(s.q64[q*d:(q+1)*d], st.q32[q*d:(q+1)*d])
 	}
 	return st
 }
 
-// normBound is an upper bound R ≥ ‖y‖₂ of a float64 row (screen.md §2):
-// the FMA chain of y² has relative error ≤ γ_d(u) plus underflow, so
-// ‖y‖² ≤ acc·(1 + γ_{2d+2}(u)) + 2⁻¹⁰⁰⁰; the final sqrt, sum and product
-// round at most four times, which the factor 1 + 2⁻⁵⁰ covers.
-func normBound(y []float64) float64 {
-	var acc float64
-	for _, v := range y {
-		acc = math.FMA(v, v, acc)
-	}
-	return math.Sqrt(acc*(1+gamma(2*len(y)+2, u64))+0x1p-1000) * (1 + 0x1p-50)
+// blockedRoundings is the most float32 roundings one product meets in
+// kernel.DotBlocked32 of width d ≥ 1: the rest of its chunk's chain and
+// the additions of chunk totals, of which the first (to +0) is exact
+// (screen.md §6).
+func blockedRoundings(d int) int {
+	b := kernel.ScreenChunk
+	return min(d, b) + (d+b-1)/b - 1
+}
+
+// setBound sets the constants of the bound for width d (screen.md §4). The
+// cheap score is kernel.DotBlocked32: every product meets at most
+// min(d, B) + ⌈d/B⌉ − 1 float32 roundings (screen.md §6).
+func (st *screenState) setBound(d int) {
+	st.k = gamma(blockedRoundings(d), u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
+	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
+	st.tau = float64(4*d+16) * 0x1p-149
+}
+
+// convertNormBound writes the float32 rounding of y to y32, reports
+// whether every rounded value is finite, and returns an upper bound
+// R ≥ ‖y‖₂ of the float64 row (screen.md §2): the sum of
+// squares of kernel.ConvertNorm64 gives every term at most d + 32
+// roundings, so ‖y‖² ≤ acc·(1 + γ_{2d+66}(u)) + 2⁻¹⁰⁰⁰ (screen.md §2); the
+// final sqrt, sum and product round at most four times, which the factor
+// 1 + 2⁻⁵⁰ covers.
+func convertNormBound(y []float64, y32 []float32) (float64, bool) {
+	acc, fits := kernel.ConvertNorm64(y, y32)
+	return math.Sqrt(acc*(1+gamma(2*len(y)+66, u64))+0x1p-1000) * (1 + 0x1p-50), fits
 }
 
 // bound is e' ≥ |c − s| for every pair of query q and a gallery block whose
@@ -102,6 +117,11 @@ type ScreenStats struct {
 	ExactTiles int64 // gallery blocks rescored exactly (values beyond float32)
 }
 
+// screenRowBytes bounds one pass of cheap scores (query block × gallery
+// sub-block); the scans stream it, so it need not fit a cache, and larger
+// sub-blocks pack the queries less often.
+const screenRowBytes = 16 << 20
+
 // screenedBlock is denseBlock for screened float64 scoring.
 func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {
 	st := s.screen
@@ -109,40 +129,41 @@ func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() err
 	g64 := s.g.block64(g0, g1, w.g64)
 	w.g32 = growTo(w.g32, gn*d)
 	g32 := w.g32[:gn*d]
-	fits := true
-	for i, v := range g64 {
-		g32[i] = float32(v)
-		if math.IsInf(float64(g32[i]), 0) {
-			fits = false
-		}
+	// One pass over the block (often straight from memory): the float32
+	// rounding, whether it fits float32, and the largest row norm bound.
+	fits, rg := true, 0.0
+	for j := range gn {
+		r, f := convertNormBound(g64[j*d:(j+1)*d], g32[j*d:(j+1)*d])
+		rg, fits = max(rg, r), fits && f
 	}
 	if !fits { // values beyond float32: this block is scored exactly
 		st.blocks.Add(1)
 		return s.exactBlock64(w, g0, g1, qb, g64, checkCtx)
 	}
-	rg := 0.0
-	for j := range gn {
-		rg = max(rg, normBound(g64[j*d:(j+1)*d]))
-	}
-	w.s32 = growTo(w.s32, qb*gn)
+	sub := max(64, min(gn, screenRowBytes/(4*qb)))
+	w.s32 = growTo(w.s32, qb*sub)
 	for q0 := 0; q0 < s.nq; q0 += qb {
 		if err := checkCtx(); err != nil {
 			return err
 		}
 		q1 := min(q0+qb, s.nq)
 		qn := q1 - q0
-		out := w.s32[:qn*gn]
-		t0 := time.Now()
-		kernel.Dot32(st.q32[q0*d:q1*d], qn, g32, gn, d, out)
-		t1 := time.Now()
-		w.kernel += t1.Sub(t0)
-		for i := range qn {
-			q := q0 + i
-			if err := s.screenedRow(w, q, g0, out[i*gn:(i+1)*gn], g64, st.bound(st.rq[q], rg)); err != nil {
-				return err
+		for j0 := 0; j0 < gn; j0 += sub {
+			j1 := min(j0+sub, gn)
+			sn := j1 - j0
+			out := w.s32[:qn*sn]
+			t0 := time.Now()
+			kernel.DotBlocked32(st.q32[q0*d:q1*d], qn, g32[j0*d:j1*d], sn, d, out)
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
+			for i := range qn {
+				q := q0 + i
+				if err := s.screenedRow(w, q, g0+j0, out[i*sn:(i+1)*sn], g64[j0*d:j1*d], st.bound(st.rq[q], rg)); err != nil {
+					return err
+				}
 			}
+			w.fold += time.Since(t1)
 		}
-		w.fold += time.Since(t1)
 		st.pairs.Add(int64(qn * gn))
 		s.meter.add(int64(qn) * int64(gn))
 	}
@@ -176,18 +197,57 @@ func (s *scorer) exactBlock64(w *workspace, g0, g1, qb int, g64 []float64, check
 }
 
 // screenedRow folds one query's cheap scores over gallery rows g0… into its
-// partial result with the decision rules of screen.md §4; e is the padded
-// bound of every pair of the row.
+// partial result with the decision rules of screen.md §5; e is the padded
+// bound of every pair of the row. Two vector passes do the work: the
+// maximum cheap score of the ordinary negatives (with the finiteness of
+// every score), then one scan that counts the candidates certainly ahead of
+// the first positive and lists the few that are undecided or may be the
+// nearest negative.
 func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float64, e float64) error {
 	st, qi, part, d := s.screen, &s.qs[q], w.part, s.d
-	for _, x := range row {
-		if x-x != 0 { // an overflowing cheap score: this row is scored exactly
-			w.s64 = growTo(w.s64, len(row))
-			exact := w.s64[:len(row)]
-			kernel.Dot64(s.q64[q*d:(q+1)*d], 1, g64, len(row), d, exact)
-			st.exact.Add(int64(len(row)))
-			return consume(s, part, q, g0, exact)
+	exactRow := func() error { // an overflowing cheap score: this row is scored exactly
+		w.s64 = growTo(w.s64, len(row))
+		exact := w.s64[:len(row)]
+		kernel.Dot64(s.q64[q*d:(q+1)*d], 1, g64, len(row), d, exact)
+		st.exact.Add(int64(len(row)))
+		return consume(s, part, q, g0, exact)
+	}
+	// The runs of ordinary negatives [j, end) between the special entries
+	// (excluded candidates and positives) of this row.
+	exPtr := sort.SearchInts(qi.excl, g0)
+	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	runs := w.runs[:0]
+	maxC, finite := float32(math.Inf(-1)), true
+	for j, ex, po := 0, exPtr, posPtr; j < len(row); {
+		end := len(row)
+		if ex < len(qi.excl) {
+			end = min(end, qi.excl[ex]-g0)
 		}
+		if po < len(qi.pos) {
+			end = min(end, qi.pos[po].Index-g0)
+		}
+		if j < end {
+			m, f := kernel.MaxFinite32(row[j:end])
+			maxC, finite = max(maxC, m), finite && f
+			runs = append(runs, [2]int32{int32(j), int32(end)})
+		}
+		if end == len(row) {
+			break
+		}
+		x := row[end]
+		finite = finite && x-x == 0
+		g := g0 + end
+		if ex < len(qi.excl) && qi.excl[ex] == g {
+			ex++
+		}
+		if po < len(qi.pos) && qi.pos[po].Index == g {
+			po++
+		}
+		j = end + 1
+	}
+	w.runs = runs
+	if !finite {
+		return exactRow()
 	}
 	qrow := s.q64[q*d : (q+1)*d]
 	exactAt := func(j int) float64 {
@@ -199,37 +259,45 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
 	// Per positive r (rank order): c > above[r] ⇒ s > s_r (the candidate
 	// precedes it); c < below[r] ⇒ s < s_r (it does not). Both are rounded
-	// outward, so each implication holds for the real numbers (screen.md §4).
+	// outward, so each implication holds for the real numbers (screen.md §5).
 	w.above, w.below = growTo(w.above, last+1), growTo(w.below, last+1)
 	above, below := w.above, w.below
 	for r, sr := range qi.ordScore {
 		above[r], below[r] = up(sr+e), down(sr-e)
 	}
-	skipBelow := below[last] // precedes no positive
-	exPtr := sort.SearchInts(qi.excl, g0)
-	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	// The run scan compares float32 values with float32 thresholds rounded
-	// outward, which only moves borderline values into the undecided band.
-	sc := screenCut{skip: down32(skipBelow), top: up32(above[0]), thr: float32(math.Inf(-1)), maxC: float32(math.Inf(-1)), e2: 2 * e}
-	near := w.near[:0] // negatives that may be the nearest one
-	w.hits = growTo(w.hits, len(row)+1)
-	for j := 0; j < len(row); {
-		// The run of ordinary negatives ends at the next special entry.
-		end := len(row)
-		if exPtr < len(qi.excl) {
-			end = min(end, qi.excl[exPtr]-g0)
-		}
-		if posPtr < len(qi.pos) {
-			end = min(end, qi.pos[posPtr].Index-g0)
-		}
-		if j < end {
-			seg := row[j:end]
-			var first int
-			var hits []int32
-			first, hits, near = sc.run(seg, int32(j), w.hits, near)
+	// The scan compares float32 values with float32 cut points rounded
+	// outward, which only moves borderline values into the listed ones.
+	skip, top := down32(below[last]), up32(above[0]) // below skip: precedes no positive
+	// Nearest-negative candidates: the exact maximiser has c ≥ max c − 2e,
+	// and only a negative with s > best (the exact nearest negative so far)
+	// changes it, which needs c > best − e.
+	best, hasBest := part.best[q], part.hasBest[q]
+	nthr := down(float64(maxC) - 2*e)
+	if hasBest {
+		nthr = max(nthr, down(best-e))
+	}
+	nthr32 := down32(nthr)
+	w.hits = growTo(w.hits, len(row))
+	if last < screenSlotScans {
+		best, hasBest = s.screenedSlots(w, q, g0, row, e, nthr, nthr32, best, hasBest, exactAt)
+	} else {
+		for _, run := range runs {
+			j := int(run[0])
+			seg := row[j:run[1]]
+			first, hits := kernel.Scan32(seg, kernel.Cut{Above: top, Lo: skip, Hi: top, High: nthr32}, w.hits)
 			beaten[0] += first
 			for _, k := range hits {
-				c := float64(seg[k])
+				x := seg[k]
+				jj := j + int(k)
+				if x >= nthr32 && float64(x) >= nthr {
+					if v := exactAt(jj); !hasBest || v > best {
+						best, hasBest = v, true
+					}
+				}
+				if x < skip || x > top {
+					continue
+				}
+				c := float64(x)
 				// The first positive the candidate certainly precedes; it
 				// is the exact slot when the candidate certainly does not
 				// precede the one before it.
@@ -250,52 +318,106 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 				if r == last+1 && c < below[last] {
 					continue // below every positive (in the float32 rounding margin of skip)
 				}
-				jj := j + int(k)
 				v := exactAt(jj)
 				if g := g0 + jj; precedes(v, g, lastScore, lastIndex) {
 					beaten[rankSlot(qi, v, g)]++
 				}
 			}
 		}
-		if end == len(row) {
-			break
-		}
-		g := g0 + end
-		switch {
-		case exPtr < len(qi.excl) && qi.excl[exPtr] == g:
-			// Excluded: never counts; its exact score is finite (|s| ≤ |c| + e).
-			exPtr++
-			if posPtr < len(qi.pos) && qi.pos[posPtr].Index == g {
-				posPtr++
-			}
-		default:
-			// A positive's exact score is known: it counts like any candidate.
-			v := qi.scores[posPtr]
-			posPtr++
-			if precedes(v, g, lastScore, lastIndex) {
-				beaten[rankSlot(qi, v, g)]++
-			}
-		}
-		j = end + 1
-	}
-	w.near = near
-	if len(near) == 0 {
-		return nil
-	}
-	// Nearest negative: the exact maximiser's cheap score is at least
-	// (max c) − 2e; the running max only grew, so stale entries drop here.
-	thr := down(float64(sc.maxC) - 2*e)
-	best, hasBest := part.best[q], part.hasBest[q]
-	for _, j := range near {
-		if float64(row[j]) < thr {
-			continue
-		}
-		if v := exactAt(int(j)); !hasBest || v > best {
-			best, hasBest = v, true
-		}
 	}
 	part.best[q], part.hasBest[q] = best, hasBest
+	// A positive's exact score is known: it counts like any candidate.
+	// Excluded candidates never count (their exact score is finite:
+	// |s| ≤ |c| + e).
+	for po := posPtr; po < len(qi.pos) && qi.pos[po].Index < g0+len(row); po++ {
+		g := qi.pos[po].Index
+		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
+			continue
+		}
+		if v := qi.scores[po]; precedes(v, g, lastScore, lastIndex) {
+			beaten[rankSlot(qi, v, g)]++
+		}
+	}
 	return nil
+}
+
+// screenSlotScans is the most positives per query for which screenedSlots
+// scans a run once per positive; beyond it one scan lists every candidate
+// between the lowest and the highest positive and a binary search places
+// each (screenedRow).
+const screenSlotScans = 8
+
+// screenedSlots counts the runs of ordinary negatives of one row (w.runs)
+// for a query with few positives: one vector scan per positive r counts
+// A_r = #{c > above_r} (certainly ahead of r) and lists the band
+// [below_r, above_r] (undecided for r; the scan of r = 0 also lists the
+// nearest-negative candidates, c ≥ nthr). A decided candidate is ahead of
+// exactly the positives r with c > above_r, a suffix since above_r does not
+// increase, so slot r holds A_r − A_{r−1} of them. Each undecided candidate
+// (handled in the first band that lists it) is taken out of the slot the
+// counts gave it and placed by its exact score (screen.md §5).
+func (s *scorer) screenedSlots(w *workspace, q, g0 int, row []float32, e, nthr float64, nthr32 float32,
+	best float64, hasBest bool, exactAt func(int) float64) (float64, bool) {
+	qi, part := &s.qs[q], w.part
+	last := len(qi.ordScore) - 1
+	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
+	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+	var hi, lo [screenSlotScans]float32
+	var count [screenSlotScans]int
+	for r := 0; r <= last; r++ {
+		hi[r], lo[r] = up32(w.above[r]), down32(w.below[r])
+	}
+	inf := float32(math.Inf(1))
+	for _, run := range w.runs {
+		j := int(run[0])
+		seg := row[j:run[1]]
+		for r := 0; r <= last; r++ {
+			high := inf
+			if r == 0 {
+				high = nthr32
+			}
+			n, hits := kernel.Scan32(seg, kernel.Cut{Above: hi[r], Lo: lo[r], Hi: hi[r], High: high}, w.hits)
+			count[r] += n
+			for _, k := range hits {
+				x := seg[k]
+				jj := j + int(k)
+				if r == 0 && x >= nthr32 && float64(x) >= nthr {
+					if v := exactAt(jj); !hasBest || v > best {
+						best, hasBest = v, true
+					}
+				}
+				if x < lo[r] || x > hi[r] {
+					continue
+				}
+				earlier := false
+				for rr := range r {
+					earlier = earlier || x >= lo[rr] && x <= hi[rr]
+				}
+				if earlier {
+					continue
+				}
+				// The counts put the candidate in the first slot whose
+				// threshold it exceeds (none: it precedes no positive).
+				cheap := r + 1
+				for cheap <= last && !(x > hi[cheap]) {
+					cheap++
+				}
+				if cheap <= last {
+					beaten[cheap]--
+				}
+				v := exactAt(jj)
+				if g := g0 + jj; precedes(v, g, lastScore, lastIndex) {
+					beaten[rankSlot(qi, v, g)]++
+				}
+			}
+		}
+	}
+	prev := 0
+	for r := 0; r <= last; r++ {
+		beaten[r] += count[r] - prev
+		prev = count[r]
+	}
+	return best, hasBest
 }
 
 // rankSlot is the first rank slot of query qi's positives that (v, g)
@@ -311,39 +433,6 @@ func rankSlot(qi *queryInfo, v float64, g int) int {
 		}
 	}
 	return lo
-}
-
-// screenCut holds one query row's float32 cut points: values below skip
-// precede no positive, values above top certainly precede the first one,
-// and values at or above thr may be the nearest negative (thr follows the
-// running maximum maxC down by 2e, rounded down).
-type screenCut struct {
-	skip, top, thr, maxC float32
-	e2                   float64
-}
-
-// run scans a run of ordinary negatives at row offset j0: it returns how
-// many certainly precede the first positive, the offsets of those in
-// [skip, top] (the only others that may precede a positive; written
-// without branches into hits, which has room for len(seg)+1 entries), and
-// near extended by the nearest-negative candidates.
-func (c *screenCut) run(seg []float32, j0 int32, hits, near []int32) (int, []int32, []int32) {
-	n, first := 0, 0
-	skip, top, thr := c.skip, c.top, c.thr
-	for k, x := range seg {
-		first += b2i(x > top)
-		hits[n] = int32(k)
-		n += b2i(x >= skip && x <= top)
-		if x >= thr { // rare once the running maximum is known
-			if x > c.maxC {
-				c.maxC = x
-				thr = down32(down(float64(x) - c.e2))
-			}
-			near = append(near, j0+int32(k))
-		}
-	}
-	c.thr = thr
-	return first, hits[:n], near
 }
 
 // down32 and up32 round a float64 to a float32 below / above it.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -277,5 +278,73 @@ func TestScreenedNearestNegativeInTightClusters(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Queries with more positives than screenSlotScans take the one-scan,
+// binary-search path of screenedRow; it is bit-identical too, on every
+// family (positives among near-ties and duplicates sit inside each other's
+// bands).
+func TestScreenedManyPositives(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, d := range []int{3, 17, 384} {
+		for _, c := range screenCases(r, d, 10, 200) {
+			p := denseProblem(t, c, r)
+			for i := range p.Relevance {
+				n := screenSlotScans - 2 + r.IntN(12) // both sides of the cut-over
+				perm := r.Perm(len(c.g))[:n]
+				slicesSort(perm)
+				p.Relevance[i] = p.Relevance[i][:0]
+				for _, j := range perm {
+					p.Relevance[i] = append(p.Relevance[i], retrieval.Positive{Index: j, Grade: 1})
+				}
+			}
+			for _, sim := range []Similarity{Cosine, Dot} {
+				if diff, _ := screenedVsExhaustive(t, p, Options{Similarity: sim, QueryBatch: 3, GalleryBatch: 64}); diff != "" {
+					t.Fatalf("d=%d %s sim %d: %s", d, c.name, sim, diff)
+				}
+			}
+		}
+	}
+}
+
+// The bound itself, pair by pair: for every adversarial family and width
+// (dot: the working rows are the inputs), the blocked float32 score c and
+// the exact score s differ by at most the computed bound e. The decision
+// tests above would also catch a violation, but only where it flips a
+// comparison; this checks every pair, and that the bound is not absurdly
+// loose (the largest observed |c − s|/e is reported).
+func TestScreenBoundHoldsPairByPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, d := range []int{1, 3, 17, 33, 384, 769, 1536} {
+		st := &screenState{}
+		st.setBound(d)
+		worst := 0.0
+		for _, c := range screenCases(r, d, 6, 40) {
+			for _, q := range c.q {
+				q32 := make([]float32, d)
+				rq, qfits := convertNormBound(q, q32)
+				for _, g := range c.g {
+					g32 := make([]float32, d)
+					rg, gfits := convertNormBound(g, g32)
+					if !qfits || !gfits {
+						continue // beyond float32: scored exactly
+					}
+					cheap := make([]float32, 1)
+					kernel.DotBlocked32(q32, 1, g32, 1, d, cheap)
+					if x := cheap[0]; x-x != 0 {
+						continue // overflow: the row is scored exactly
+					}
+					exact := kernel.DotRow64(q, g)
+					e := st.bound(rq, rg)
+					diff := math.Abs(float64(cheap[0]) - exact)
+					if !(diff <= e) {
+						t.Fatalf("d=%d %s: |c − s| = %g > e = %g (c %g, s %g)", d, c.name, diff, e, cheap[0], exact)
+					}
+					worst = max(worst, diff/e)
+				}
+			}
+		}
+		t.Logf("d=%d: largest |c − s|/e = %.3f", d, worst)
 	}
 }
