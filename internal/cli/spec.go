@@ -54,7 +54,7 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 		return err
 	}
 	if spec.Engine != "" && spec.Engine != "local" {
-		return fmt.Errorf("%s: engine %q is not available in this build; use engine: local", fl.spec, spec.Engine)
+		return fmt.Errorf("%s: engine %q is not available in this build; use engine: local, or run the file with `vertebrae-beam run --spec` (module beam/, README \"Apache Beam\")", fl.spec, spec.Engine)
 	}
 	out := fl.out
 	changed := cmd.Flags().Changed
