@@ -120,7 +120,7 @@ type ScreenStats struct {
 // screenRowBytes bounds one pass of cheap scores (query block × gallery
 // sub-block); the scans stream it, so it need not fit a cache, and larger
 // sub-blocks pack the queries less often.
-const screenRowBytes = 16 << 20
+var screenRowBytes = 16 << 20 // a variable for tests
 
 // screenedBlock is denseBlock for screened float64 scoring.
 func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {
