@@ -90,18 +90,17 @@ func (st *screenState) setBound(d int) {
 
 // convertNormBound writes the float32 rounding of y to y32, reports
 // whether every rounded value is finite, and returns an upper bound
-// R ≥ ‖y‖₂ of the float64 row (screen.md §2): the sum of
-// squares of kernel.ConvertNorm64 gives every term at most d + 32
-// roundings, so ‖y‖² ≤ acc·(1 + γ_{2d+66}(u)) + 2⁻¹⁰⁰⁰ (screen.md §2); the
-// final sqrt, sum and product round at most four times, which the factor
-// 1 + 2⁻⁵⁰ covers.
+// R ≥ ‖y‖₂ of the float64 row (screen.md §2): the sum of squares of
+// kernel.ConvertNorm64 gives every term at most d + 32 roundings, so
+// ‖y‖² ≤ acc·(1 + γ_{2d+66}(u)) + 2⁻¹⁰⁰⁰; evaluating that and its square
+// root rounds at most six times, which the factor 1 + 2⁻⁵⁰ covers.
 func convertNormBound(y []float64, y32 []float32) (float64, bool) {
 	acc, fits := kernel.ConvertNorm64(y, y32)
 	return math.Sqrt(acc*(1+gamma(2*len(y)+66, u64))+0x1p-1000) * (1 + 0x1p-50), fits
 }
 
 // bound is e' ≥ |c − s| for every pair of query q and a gallery block whose
-// row bounds are at most rg, rounded outward (screen.md §3).
+// row bounds are at most rg, rounded outward (screen.md §4).
 func (st *screenState) bound(rq, rg float64) float64 {
 	e := st.k*rq*rg + st.sd*(rq+rg) + st.tau
 	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * screenBoundScale
@@ -120,7 +119,7 @@ type ScreenStats struct {
 // screenRowBytes bounds one pass of cheap scores (query block × gallery
 // sub-block); the scans stream it, so it need not fit a cache, and larger
 // sub-blocks pack the queries less often.
-const screenRowBytes = 16 << 20
+var screenRowBytes = 16 << 20 // a variable for tests
 
 // screenedBlock is denseBlock for screened float64 scoring.
 func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {

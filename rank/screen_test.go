@@ -348,3 +348,26 @@ func TestScreenBoundHoldsPairByPair(t *testing.T) {
 		t.Logf("d=%d: largest |c − s|/e = %.3f", d, worst)
 	}
 }
+
+// Gallery blocks split into several sub-blocks of cheap scores (as with
+// thousands of queries per batch) give the same results: thresholds,
+// nearest-negative candidates and counts carry across sub-blocks.
+func TestScreenedSubBlocks(t *testing.T) {
+	defer func(v int) { screenRowBytes = v }(screenRowBytes)
+	screenRowBytes = 1 // sub-blocks of 64 gallery rows
+	r := rand.New(rand.NewPCG(55, 56))
+	for _, d := range []int{17, 384} {
+		for _, c := range screenCases(r, d, 7, 300) {
+			p := denseProblem(t, c, r)
+			for _, sim := range []Similarity{Cosine, Dot} {
+				diff, st := screenedVsExhaustive(t, p, Options{Similarity: sim, QueryBatch: 5, GalleryBatch: 300})
+				if diff != "" {
+					t.Fatalf("d=%d %s sim %d: %s", d, c.name, sim, diff)
+				}
+				if !st.Screened {
+					t.Fatalf("d=%d %s: not screened", d, c.name)
+				}
+			}
+		}
+	}
+}
