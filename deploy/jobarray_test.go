@@ -1,3 +1,5 @@
+//go:build unix
+
 package deploy
 
 // The simulated job array (issue #12, SPEC §11.4): the stage scripts of

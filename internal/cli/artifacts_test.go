@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/x448/float16"
-	"golang.org/x/sys/unix"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
@@ -526,8 +525,8 @@ func TestArtifactOutputTargets(t *testing.T) {
 	// A device node given as --output-json is written directly (the old
 	// code renamed a regular file over it); a FIFO without mknod rights.
 	dev := filepath.Join(dir, "null")
-	if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
-		if err := unix.Mkfifo(dev, 0o666); err != nil {
+	if err := mknodChar(dev, 1, 3); err != nil {
+		if err := mkfifo(dev); err != nil {
 			t.Skipf("neither mknod nor mkfifo: %v", err)
 		}
 		go func() { // drain the FIFO so the writer can finish

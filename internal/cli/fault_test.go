@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -74,7 +72,7 @@ func TestFaultInjection(t *testing.T) {
 		// 1. The output set is committed as one.
 		{"1 second output fails (disk full)", func(t *testing.T, e faultEnv) []string {
 			full := e.p("full") // a device of its own: the host's /dev/full is never a target
-			if err := unix.Mknod(full, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 7))); err != nil {
+			if err := mknodChar(full, 1, 7); err != nil {
 				t.Skipf("mknod (needs root): %v", err)
 			}
 			return e.runArgs("--json", e.p("old.json"), "--run", e.p("new/dir/r.run"), "--markdown", full)

@@ -7,10 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 )
@@ -23,9 +20,9 @@ func TestMarkdownToDeviceNode(t *testing.T) {
 	qrels := f.qrels(t)
 	dev := filepath.Join(f.dir, "null")
 	kind := fs.ModeCharDevice
-	if err := unix.Mknod(dev, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+	if err := mknodChar(dev, 1, 3); err != nil {
 		// Not root: a FIFO is the non-regular target we can make.
-		if err := syscall.Mkfifo(dev, 0o644); err != nil {
+		if err := mkfifo(dev); err != nil {
 			t.Fatalf("neither mknod nor mkfifo: %v", err)
 		}
 		kind = fs.ModeNamedPipe
@@ -187,7 +184,7 @@ func TestOutputTargetProperty(t *testing.T) {
 							t.Fatal(err)
 						}
 					case kindFIFO:
-						if err := syscall.Mkfifo(p, 0o644); err != nil {
+						if err := mkfifo(p); err != nil {
 							t.Fatal(err)
 						}
 						fifos = append(fifos, drainFIFO(t, p))

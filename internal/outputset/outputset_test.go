@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 )
 
@@ -175,7 +173,7 @@ func TestCommitSuccess(t *testing.T) {
 	// A null device of our own (never the machine's /dev/null: a bug here
 	// must not break the host), else the real one for non-root users.
 	null := filepath.Join(dir, "null")
-	if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+	if err := mknodChar(null, 1, 3); err != nil {
 		null = "/dev/null"
 	}
 	var s Set
@@ -209,7 +207,7 @@ func TestCommitSuccess(t *testing.T) {
 func TestFIFOTargetWrittenDirectly(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "pipe")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	got := make(chan string, 1)
@@ -238,7 +236,7 @@ func TestFIFOTargetWrittenDirectly(t *testing.T) {
 func fullDevice(t *testing.T, dir string) {
 	t.Helper()
 	p := filepath.Join(dir, "full")
-	if unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 7))) == nil {
+	if mknodChar(p, 1, 7) == nil {
 		return
 	}
 	if info, err := os.Stat("/dev/full"); err != nil || info.Mode()&fs.ModeCharDevice == 0 {
