@@ -49,7 +49,7 @@ func SummariseChunks(chunks [][]float64) Summary {
 					}
 					p.n++
 					p.lo, p.hi = min(p.lo, v), max(p.hi, v)
-					p.top[orderKey(v)>>(64-digitBits)]++
+					p.top[OrderKey(v)>>(64-digitBits)]++
 				}
 			}
 			parts[w] = p
@@ -97,9 +97,10 @@ func SummariseChunks(chunks [][]float64) Summary {
 
 const digitBits = 16
 
-// orderKey maps a finite float64 to a uint64 whose unsigned order is the
-// numeric order; −0 and +0 (equal numbers) share +0's key.
-func orderKey(v float64) uint64 {
+// OrderKey maps a finite float64 to a uint64 whose unsigned order is the
+// numeric order; −0 and +0 (equal numbers) share +0's key. Radix
+// selections over scores (here and in package rank) work on these keys.
+func OrderKey(v float64) uint64 {
 	b := math.Float64bits(v + 0)
 	if b>>63 != 0 {
 		return ^b
@@ -107,7 +108,8 @@ func orderKey(v float64) uint64 {
 	return b | 1<<63
 }
 
-func keyValue(k uint64) float64 {
+// KeyValue inverts OrderKey.
+func KeyValue(k uint64) float64 {
 	if k>>63 != 0 {
 		return math.Float64frombits(k &^ (1 << 63))
 	}
@@ -182,19 +184,19 @@ func selectChunks(chunks [][]float64, ks []int, top []int) []float64 {
 	out := make([]float64, len(ts))
 	for i, t := range ts {
 		if t.fixed == 64 {
-			out[i] = keyValue(t.prefix)
+			out[i] = KeyValue(t.prefix)
 			continue
 		}
 		keys := make([]uint64, 0, t.count)
 		for _, c := range chunks {
 			for _, v := range c {
-				if key := orderKey(v); key>>(64-t.fixed) == t.prefix {
+				if key := OrderKey(v); key>>(64-t.fixed) == t.prefix {
 					keys = append(keys, key)
 				}
 			}
 		}
 		slices.Sort(keys)
-		out[i] = keyValue(keys[t.rank])
+		out[i] = KeyValue(keys[t.rank])
 	}
 	return out
 }
@@ -216,7 +218,7 @@ func scanChunks(chunks [][]float64, count func(h [][]int, key uint64), nh int) [
 			defer wg.Done()
 			for ci := w; ci < len(chunks); ci += workers {
 				for _, v := range chunks[ci] {
-					count(hs[w], orderKey(v))
+					count(hs[w], OrderKey(v))
 				}
 			}
 		}()

@@ -184,23 +184,9 @@ func prepareProblem(ctx context.Context, p Problem, o Options) (*prepared, error
 	if p.Classes != nil {
 		p.Relevance, p.Classes = p.Classes.Materialise(), nil
 	}
-	eligible := make([][]retrieval.Positive, nq)
-	var missing []string
-	for q := range eligible {
-		var ex []int
-		if p.Exclusions != nil {
-			ex = p.Exclusions[q]
-		}
-		eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
-		if len(eligible[q]) == 0 {
-			missing = append(missing, p.QueryIDs[q])
-		}
-	}
-	if len(missing) > 0 {
-		return nil, &Error{Msg: retrieval.MissingPositivesMessage(missing)}
-	}
-	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
-		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
+	eligible, missing := eligibleOf(p)
+	if err := checkEligible(missing, o, nq, ng); err != nil {
+		return nil, err
 	}
 	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0])
 	if err != nil {

@@ -92,7 +92,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	var sample []uint64
 	if err := ps.scoreQueries(ctx, sampleQs, &workspace{}, func(_ int, vals []float64) {
 		for _, v := range vals {
-			sample = append(sample, orderKey(v))
+			sample = append(sample, metrics.OrderKey(v))
 		}
 	}); err != nil {
 		return err
@@ -180,7 +180,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 				}
 				p.lo, p.hi = min(p.lo, v), max(p.hi, v)
 				best = max(best, v)
-				k := orderKey(v)
+				k := metrics.OrderKey(v)
 				switch {
 				case k < lo:
 					p.below++
@@ -234,7 +234,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(window) {
 		slices.Sort(window)
 		for i, k := range ks {
-			vals[i] = keyValue(window[k-below])
+			vals[i] = metrics.KeyValue(window[k-below])
 		}
 	} else {
 		window = nil
@@ -474,7 +474,7 @@ func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, n int) ([]floa
 		}
 		if err := ps.rescan(ctx, func(w int, vals []float64) {
 			for _, v := range vals {
-				k := orderKey(v)
+				k := metrics.OrderKey(v)
 				for i, t := range ts {
 					if t.fixed < 64 && t.count > pooledWindowCap && k>>(64-t.fixed) == t.prefix {
 						wd := min(16, 64-t.fixed)
@@ -512,7 +512,7 @@ func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, n int) ([]floa
 	need := false
 	for i, t := range ts {
 		if t.fixed >= 64 {
-			out[i] = keyValue(t.prefix)
+			out[i] = metrics.KeyValue(t.prefix)
 		} else {
 			need = true
 		}
@@ -520,7 +520,7 @@ func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, n int) ([]floa
 	if need {
 		if err := ps.rescan(ctx, func(w int, vals []float64) {
 			for _, v := range vals {
-				k := orderKey(v)
+				k := metrics.OrderKey(v)
 				for i, t := range ts {
 					if t.fixed < 64 && k>>(64-t.fixed) == t.prefix {
 						keys[w][i] = append(keys[w][i], k)
@@ -539,24 +539,8 @@ func (ps *pooledScan) rescanSelect(ctx context.Context, ks []int, n int) ([]floa
 				all = append(all, keys[w][i]...)
 			}
 			slices.Sort(all)
-			out[i] = keyValue(all[t.rank])
+			out[i] = metrics.KeyValue(all[t.rank])
 		}
 	}
 	return out, nil
-}
-
-// orderKey maps a finite float64 to a uint64 in the same order (+0 for −0).
-func orderKey(v float64) uint64 {
-	b := math.Float64bits(v + 0)
-	if b>>63 != 0 {
-		return ^b
-	}
-	return b | 1<<63
-}
-
-func keyValue(k uint64) float64 {
-	if k>>63 != 0 {
-		return math.Float64frombits(k &^ (1 << 63))
-	}
-	return math.Float64frombits(^k)
 }

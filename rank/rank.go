@@ -191,23 +191,10 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 			}
 		}
 	} else {
-		eligible = make([][]retrieval.Positive, nq)
-		for q := range eligible {
-			var ex []int
-			if p.Exclusions != nil {
-				ex = p.Exclusions[q]
-			}
-			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
-			if len(eligible[q]) == 0 {
-				missing = append(missing, p.QueryIDs[q])
-			}
-		}
+		eligible, missing = eligibleOf(p)
 	}
-	if len(missing) > 0 {
-		return &Error{Msg: retrieval.MissingPositivesMessage(missing)}
-	}
-	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
-		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
+	if err := checkEligible(missing, o, nq, ng); err != nil {
+		return err
 	}
 	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0])
 	if err != nil {
@@ -225,14 +212,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 		// Sparse endpoints keep the explicit path (documented fallback):
 		// the pairs are materialised here, after every check.
 		p.Relevance, p.Classes = p.Classes.Materialise(), nil
-		eligible = make([][]retrieval.Positive, nq)
-		for q := range eligible {
-			var ex []int
-			if p.Exclusions != nil {
-				ex = p.Exclusions[q]
-			}
-			eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
-		}
+		eligible, _ = eligibleOf(p)
 	}
 	s := &scorer{p: p, o: o, q: qs, g: gs, nq: nq, ng: ng, d: p.Queries.Cols(), eligible: eligible, threads: threads, sortedRanks: sortedRanks}
 	s.sparse = qs.csr != nil && gs.csr != nil
@@ -287,6 +267,35 @@ func (s *scorer) score(ctx context.Context) error {
 	s.screen = s.newScreen()
 	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
+}
+
+// eligibleOf lists each query's eligible positives of explicit relevance
+// (SPEC §4.1) and the IDs of the queries left without one.
+func eligibleOf(p Problem) (eligible [][]retrieval.Positive, missing []string) {
+	eligible = make([][]retrieval.Positive, p.Queries.Rows())
+	for q := range eligible {
+		var ex []int
+		if p.Exclusions != nil {
+			ex = p.Exclusions[q]
+		}
+		eligible[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+		if len(eligible[q]) == 0 {
+			missing = append(missing, p.QueryIDs[q])
+		}
+	}
+	return eligible, missing
+}
+
+// checkEligible is the check of SPEC §4.9 after eligibility: every query
+// keeps a positive, and the pairs fit max_pairwise_comparisons.
+func checkEligible(missing []string, o Options, nq, ng int) error {
+	if len(missing) > 0 {
+		return &Error{Msg: retrieval.MissingPositivesMessage(missing)}
+	}
+	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
+		return errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
+	}
+	return nil
 }
 
 // forceMaterialisedClasses is a test hook: it sends Classes problems through
