@@ -9,13 +9,15 @@ import (
 // FirstNonFiniteParallel is FirstNonFinite split over row chunks scanned by
 // threads goroutines (0 = GOMAXPROCS): the entry found is the same, the
 // first in row-major order. A large endpoint is checked at load, at dataset
-// construction and before scoring, so the scan is on the critical path.
+// construction and before scoring, so the scan is on the critical path; on
+// read-only storage only the first of them reads the values (see
+// Dense.finite).
 func FirstNonFiniteParallel(m Matrix, threads int) (row, col int, ok bool) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	d, isDense := m.(*Dense)
-	if !isDense || threads <= 1 || d.Rows() < 2 {
+	if !isDense || threads <= 1 || d.Rows() < 2 || d.knownFinite() {
 		return FirstNonFinite(m)
 	}
 	chunk := max(1, min(4096, d.Rows()/(4*threads)))
@@ -40,5 +42,6 @@ func FirstNonFiniteParallel(m Matrix, threads int) (row, col int, ok bool) {
 			return rows[c], cols[c], true
 		}
 	}
+	d.markFinite()
 	return 0, 0, false
 }

@@ -47,3 +47,86 @@ func TestFirstNonFiniteParallelEqualsSerial(t *testing.T) {
 		}
 	}
 }
+
+// A read-only matrix remembers a clean scan (Dense.finite), so its later
+// checks are free; the answer must stay that of a fresh scan whatever the
+// order of serial, parallel and row-slice scans, including a bad value in
+// the last chunk only (a chunk's clean scan must not mark the whole).
+func TestFirstNonFiniteReadOnlyRemembered(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := range 60 {
+		rows, cols := 2+r.IntN(5000), 1+r.IntN(5)
+		v := make([]float32, rows*cols)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		switch trial % 3 {
+		case 1:
+			v[len(v)-1-r.IntN(cols)] = float32(math.NaN())
+		case 2:
+			v[r.IntN(len(v))] = float32(math.Inf(-1))
+		}
+		plain, _ := NewDense32(rows, cols, v)
+		wr, wc, wok := FirstNonFinite(plain)
+		ro, _ := NewDense32(rows, cols, v)
+		ro.ReadOnly()
+		_, _, _ = FirstNonFinite(ro.RowSlice(0, rows/2)) // a clean half, scanned first
+		for k := range 3 {
+			var gr, gc int
+			var gok bool
+			if k == 1 {
+				gr, gc, gok = FirstNonFinite(ro)
+			} else {
+				gr, gc, gok = FirstNonFiniteParallel(ro, 1+trial%3)
+			}
+			if gok != wok || (wok && (gr != wr || gc != wc)) {
+				t.Fatalf("trial %d, scan %d: got (%d,%d,%v), want (%d,%d,%v)", trial, k, gr, gc, gok, wr, wc, wok)
+			}
+		}
+		if ro.knownFinite() != !wok {
+			t.Fatalf("trial %d: remembered finite = %v for a matrix with a non-finite value = %v", trial, ro.knownFinite(), wok)
+		}
+		if plain.knownFinite() {
+			t.Fatalf("trial %d: writable storage must not remember a scan", trial)
+		}
+	}
+}
+
+// firstNonFinite checks eight values per comparison: every position of a
+// NaN or infinity, in slices that end inside or outside a group of eight,
+// next to the largest finite values (whose x−x is still 0), is found.
+func TestFirstNonFiniteEveryPosition(t *testing.T) {
+	for n := 0; n <= 41; n++ {
+		v64 := make([]float64, n)
+		for i := range v64 {
+			v64[i] = []float64{math.MaxFloat64, -math.MaxFloat64, 5e-324, 0, -1.5}[i%5]
+		}
+		v32 := make([]float32, n)
+		for i := range v32 {
+			v32[i] = []float32{math.MaxFloat32, -math.MaxFloat32, 1e-45, 0, -1.5}[i%5]
+		}
+		if got := firstNonFinite(v64); got != -1 {
+			t.Fatalf("finite float64 length %d: got %d", n, got)
+		}
+		if got := firstNonFinite(v32); got != -1 {
+			t.Fatalf("finite float32 length %d: got %d", n, got)
+		}
+		for p := 0; p < n; p++ {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				w64 := append([]float64(nil), v64...)
+				w64[p] = bad
+				if p+3 < n {
+					w64[p+3] = math.NaN() // a later one must not be reported
+				}
+				if got := firstNonFinite(w64); got != p {
+					t.Fatalf("float64 length %d, %v at %d: got %d", n, bad, p, got)
+				}
+				w32 := append([]float32(nil), v32...)
+				w32[p] = float32(bad)
+				if got := firstNonFinite(w32); got != p {
+					t.Fatalf("float32 length %d, %v at %d: got %d", n, bad, p, got)
+				}
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/x448/float16"
 )
@@ -85,6 +86,11 @@ type Dense struct {
 	f32        []float32
 	f64        []float64
 	readOnly   bool // storage cannot be modified by anyone (mapped file)
+	// finite, set only on read-only storage, records that a full scan found
+	// no NaN or ±Inf. The check of SPEC §4.9 runs at load, at dataset
+	// construction and before scoring; values that cannot change need one
+	// scan of a large mapped file, not three.
+	finite *atomic.Bool
 }
 
 // NewDense64 wraps data (rows*cols values, row-major) without copying.
@@ -298,6 +304,9 @@ func (m *CSR) Components() (indptr []int64, indices []int32) { return m.indptr, 
 func FirstNonFinite(m Matrix) (row, col int, ok bool) {
 	switch t := m.(type) {
 	case *Dense:
+		if t.knownFinite() {
+			return 0, 0, false
+		}
 		var k int
 		switch t.dtype {
 		case Float16:
@@ -310,6 +319,7 @@ func FirstNonFinite(m Matrix) (row, col int, ok bool) {
 		if k >= 0 {
 			return k / t.cols, k % t.cols, true
 		}
+		t.markFinite()
 	case *CSR:
 		var k int
 		if t.dtype == Float32 {
@@ -334,10 +344,22 @@ func FirstNonFinite(m Matrix) (row, col int, ok bool) {
 }
 
 // firstNonFinite returns the index of the first NaN or ±Inf, or -1. x−x is
-// 0 for finite x and NaN otherwise, which keeps the loop branch-light.
+// +0 for finite x and NaN otherwise, so a sum of eight such terms is 0
+// exactly when all eight are finite: one compare per eight values, in
+// independent sums, makes the check of a large mapped endpoint (on the
+// critical path of a run) about twice as fast as a compare per value.
 func firstNonFinite[T float32 | float64](v []T) int {
-	for i, x := range v {
-		if x-x != 0 {
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		w := v[i : i+8 : i+8]
+		a := (w[0] - w[0]) + (w[1] - w[1]) + (w[2] - w[2]) + (w[3] - w[3])
+		b := (w[4] - w[4]) + (w[5] - w[5]) + (w[6] - w[6]) + (w[7] - w[7])
+		if a+b != 0 {
+			break // the exact position is found below
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i]-v[i] != 0 {
 			return i
 		}
 	}
@@ -374,6 +396,9 @@ func (m *CSR) Clone() *CSR {
 func (m *Dense) RowSlice(lo, hi int) *Dense {
 	c := *m
 	c.rows = hi - lo
+	if !m.knownFinite() {
+		c.finite = nil // a clean scan of these rows says nothing of the others
+	}
 	a, b := lo*m.cols, hi*m.cols
 	switch m.dtype {
 	case Float16:
@@ -421,7 +446,22 @@ func Clone(m Matrix) Matrix {
 // mapping), so Clone may share it instead of copying. It returns m.
 func (m *Dense) ReadOnly() *Dense {
 	m.readOnly = true
+	if m.finite == nil {
+		m.finite = new(atomic.Bool)
+	}
 	return m
+}
+
+// knownFinite reports whether an earlier full scan of m's read-only
+// storage found only finite values.
+func (m *Dense) knownFinite() bool { return m.finite != nil && m.finite.Load() }
+
+// markFinite records a full scan without a non-finite value (read-only
+// storage only: anything else may change afterwards).
+func (m *Dense) markFinite() {
+	if m.finite != nil {
+		m.finite.Store(true)
+	}
 }
 
 // IsReadOnly reports whether m's storage is a read-only mapping (see ReadOnly).
