@@ -53,9 +53,7 @@ func BootstrapMeanContext(ctx context.Context, x []float64, level float64, resam
 	}
 	src := &indexSource{r: r}
 	return bootstrap(ctx, x, level, resamples, method, func(_ int, dst []int) {
-		for j := range dst {
-			dst[j] = int(src.index(uint64(n)))
-		}
+		src.fill(dst, uint64(n))
 	})
 }
 

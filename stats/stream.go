@@ -60,6 +60,41 @@ func (s *indexSource) index(n uint64) uint64 {
 	return m >> 32
 }
 
+// fill draws len(dst) integers in [0, n), n < 2^32, exactly as that many
+// calls of index: the same 32-bit halves in the same order, the same
+// rejections, and a half left over for the next call. Bootstrap resamples
+// draw ten million indices each; taking both halves of an output in one
+// step, with the rejection threshold computed once, is what makes it
+// cheaper. Lemire's first test (low bits below n) is implied by the second
+// (below (2^32 − n) mod n < n), so one comparison decides a draw.
+func (s *indexSource) fill(dst []int, n uint64) {
+	const mask = 0xffffffff
+	thresh := (1<<32 - n) % n
+	j := 0
+	if s.have && len(dst) > 0 {
+		s.have = false
+		if m := (s.buf >> 32) * n; m&mask >= thresh {
+			dst[0] = int(m >> 32)
+			j = 1
+		}
+	}
+	for j < len(dst) {
+		u := s.r.Uint64()
+		if m := (u & mask) * n; m&mask >= thresh {
+			dst[j] = int(m >> 32)
+			j++
+			if j == len(dst) {
+				s.buf, s.have = u, true // the high half is the next draw's
+				return
+			}
+		}
+		if m := (u >> 32) * n; m&mask >= thresh {
+			dst[j] = int(m >> 32)
+			j++
+		}
+	}
+}
+
 // uniformIndex draws an integer in [0, n) from r.Uint64 with Lemire's
 // multiply-and-reject method. It is written here rather than taken from
 // rand.IntN so that the resamples depend only on the ChaCha8 stream, whose
