@@ -334,13 +334,19 @@ func readPlan(path string) (*Plan, error) {
 }
 
 // planEndpoint is (*Plan).Endpoint with its errors as usage errors.
-func planEndpoint(p *Plan, name, side string) (*PlanExtractor, *PlanEndpoint, error) {
+// planEndpoint reads the plan file and finds the endpoint of extractor
+// name on side; an unknown extractor or side is a usage error.
+func planEndpoint(planPath, name, side string) (*Plan, *PlanExtractor, *PlanEndpoint, error) {
+	p, err := readPlan(planPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	pe, ep, err := p.Endpoint(name, side)
 	var ee *shard.EndpointError
 	if errors.As(err, &ee) {
-		return nil, nil, &UsageError{Msg: ee.Msg}
+		return nil, nil, nil, &UsageError{Msg: ee.Msg}
 	}
-	return pe, ep, err
+	return p, pe, ep, err
 }
 
 // shardIndex resolves --shard-index, JOB_COMPLETION_INDEX, then
@@ -372,11 +378,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 		Use: "embed-shard", Short: "Encode one extraction shard of a planned endpoint (SPEC §11.2)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			p, err := readPlan(planPath)
-			if err != nil {
-				return err
-			}
-			pe, ep, err := planEndpoint(p, name, side)
+			p, pe, ep, err := planEndpoint(planPath, name, side)
 			if err != nil {
 				return err
 			}
@@ -403,8 +405,12 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if rh, err := artifact.RecipeHash(x.Recipe()); err != nil || rh != pe.RecipeHash {
-				return fmt.Errorf("plan %s: the recipe of extractor %s changed since planning", planPath, name)
+			rh, err := artifact.RecipeHash(x.Recipe())
+			if err != nil {
+				return fmt.Errorf("plan %s: extractor %s: %w", planPath, name, err)
+			}
+			if rh != pe.RecipeHash {
+				return fmt.Errorf("plan %s: the recipe of extractor %s changed since planning (recipe hash %s, plan says %s)", planPath, name, rh, pe.RecipeHash)
 			}
 			st, done, err := af.open(ctx)
 			if err != nil {
@@ -443,11 +449,7 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 		Use: "merge", Short: "Validate and merge the extraction shards of a planned endpoint (SPEC §11.2)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			p, err := readPlan(planPath)
-			if err != nil {
-				return err
-			}
-			pe, ep, err := planEndpoint(p, name, side)
+			_, pe, ep, err := planEndpoint(planPath, name, side)
 			if err != nil {
 				return err
 			}

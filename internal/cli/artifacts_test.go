@@ -543,3 +543,33 @@ func TestArtifactOutputTargets(t *testing.T) {
 		t.Fatalf("%s is no longer a device or FIFO: %v %v", dev, fi.Mode(), err)
 	}
 }
+
+// A worker whose extractor recipe no longer matches the plan (here: a
+// precomputed table rewritten after planning) refuses to encode, naming the
+// plan, the extractor and both recipe hashes.
+func TestEmbedShardRefusesChangedRecipe(t *testing.T) {
+	dir := t.TempDir()
+	spec := artifactDataset(t, dir, artifactCase{name: "recipe", dtype: "float32", similarity: "cosine"}, 4, 6)
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 1))
+	writeEndpoint(t, dir, "tq", rng, 4, 6, "float32")
+	writeEndpoint(t, dir, "tg", rng, 6, 6, "float32")
+	withTables := strings.Replace(string(data), "{name: tables, type: precomputed}", "{name: tables, type: precomputed, queries: tq.npy, gallery: tg.npy}", 1)
+	if withTables == string(data) {
+		t.Fatal("fixture changed: no precomputed extractor line")
+	}
+	writeFile(t, dir, "run.yaml", withTables)
+	st := "mem://" + t.Name()
+	planPath := filepath.Join(dir, "plan.json")
+	if code, _, stderr := run(t, "retrieval", "plan", "--spec", spec, "--total-shards", "1", "--output-json", planPath, "--store", st); code != 0 {
+		t.Fatal(stderr)
+	}
+	writeEndpoint(t, dir, "tq", rand.New(rand.NewPCG(12, 1)), 4, 6, "float32") // same shape, other values
+	code, _, stderr := run(t, "retrieval", "embed-shard", "--plan", planPath, "--extractor", "tables", "--side", "query", "--shard-index", "0", "--store", st)
+	if code != 1 || !strings.Contains(stderr, "changed since planning") || !strings.Contains(stderr, planPath) || !strings.Contains(stderr, "plan says") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+}
