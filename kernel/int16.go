@@ -1,0 +1,150 @@
+package kernel
+
+// The integer kernel of rank's int16 screen for the float32 protocol
+// (rank/screen.md "float32 protocol"). It is not the exact rule of SPEC
+// §4.2: it computes the integer dot product of two quantised rows,
+//
+//	I = Σ_k a_k·b_k   (int16 values, products and sums in int32, wrapping),
+//
+// and scales it to float32 as c = fl32(fl32(fl32(I)·σ_g)·σ_q). Addition
+// modulo 2³² is associative and commutative, so every summation order
+// gives the same I, and the callers keep |partial sums| < 2³¹ so that I
+// is the exact integer. DotInt16Row plus the scaling is the definition
+// every implementation reproduces bit for bit.
+
+// Int16QueryTile and Int16GalleryTile are the row groups of the packed
+// layouts: queries in groups of 12 rows, gallery rows in groups of 16, and
+// a kernel call covers 12 queries × 32 gallery rows.
+const (
+	Int16QueryTile   = 12
+	Int16GalleryTile = 32
+	int16Lanes       = 16
+)
+
+// DotInt16Row is the integer dot product of the definition (int32,
+// wrapping).
+func DotInt16Row(a, b []int16) int32 {
+	b = b[:len(a)]
+	var acc int32
+	for k, x := range a {
+		acc += int32(x) * int32(b[k])
+	}
+	return acc
+}
+
+// ScaleInt16 is the scaling of the definition: fl32(fl32(fl32(I)·gs)·qs).
+func ScaleInt16(i int32, qs, gs float32) float32 {
+	return float32(float32(float32(i)*gs) * qs)
+}
+
+// Int16Pairs is the number of 32-bit pairs of a row of width d.
+func Int16Pairs(d int) int { return (d + 1) / 2 }
+
+// Int16QueryLen and Int16GalleryLen are the lengths (in int32 pairs) of
+// the packed layouts of n rows of width d: whole groups, zero-padded.
+func Int16QueryLen(n, d int) int {
+	return (n + Int16QueryTile - 1) / Int16QueryTile * Int16QueryTile * Int16Pairs(d)
+}
+
+func Int16GalleryLen(n, d int) int {
+	return (n + Int16GalleryTile - 1) / Int16GalleryTile * Int16GalleryTile * Int16Pairs(d)
+}
+
+// PackInt16Query writes query row i (width d) into the packed query
+// layout dst: group i/12 holds, for each pair p, the pairs of its 12 rows.
+// Rows never written must be zero (a fresh or cleared slice).
+func PackInt16Query(row []int16, i int, dst []int32) {
+	packInt16(row, i, Int16QueryTile, dst)
+}
+
+// PackInt16Gallery writes gallery row j into the packed gallery layout
+// dst: group j/16 holds, for each pair p, the pairs of its 16 rows.
+func PackInt16Gallery(row []int16, j int, dst []int32) {
+	packInt16(row, j, int16Lanes, dst)
+}
+
+func packInt16(row []int16, i, tile int, dst []int32) {
+	d := len(row)
+	np := Int16Pairs(d)
+	base := (i/tile)*tile*np + i%tile
+	k := 0
+	for p := range d / 2 {
+		dst[base+p*tile] = int32(uint32(uint16(row[k])) | uint32(uint16(row[k+1]))<<16)
+		k += 2
+	}
+	if d%2 == 1 {
+		dst[base+(np-1)*tile] = int32(uint32(uint16(row[d-1])))
+	}
+}
+
+// DotInt16 writes out[i*gn+j] = ScaleInt16(I_ij, qs[i], gs[j]) for the qn
+// packed queries qp and the gn packed gallery rows gp of width d.
+func DotInt16(qp []int32, qn int, gp []int32, gn, d int, qs, gs []float32, out []float32) {
+	np := Int16Pairs(d)
+	out = out[:qn*gn]
+	qs, gs = qs[:qn], gs[:gn]
+	qp, gp = qp[:Int16QueryLen(qn, d)], gp[:Int16GalleryLen(gn, d)]
+	fast := int16SIMD()
+	var tile [Int16QueryTile * Int16GalleryTile]float32
+	var qsPad [Int16QueryTile]float32
+	var gsPad [Int16GalleryTile]float32
+	for j0 := 0; j0 < gn; j0 += Int16GalleryTile {
+		jn := min(Int16GalleryTile, gn-j0)
+		gsT := gs[j0:]
+		if jn < Int16GalleryTile {
+			gsPad = [Int16GalleryTile]float32{}
+			copy(gsPad[:], gs[j0:])
+			gsT = gsPad[:]
+		}
+		ga := gp[j0*np:]
+		for i0 := 0; i0 < qn; i0 += Int16QueryTile {
+			in := min(Int16QueryTile, qn-i0)
+			qsT := qs[i0:]
+			if in < Int16QueryTile {
+				qsPad = [Int16QueryTile]float32{}
+				copy(qsPad[:], qs[i0:])
+				qsT = qsPad[:]
+			}
+			qa := qp[i0*np:]
+			full := in == Int16QueryTile && jn == Int16GalleryTile
+			dst, ldo := tile[:], Int16GalleryTile
+			if full {
+				dst, ldo = out[i0*gn+j0:], gn
+			}
+			if fast {
+				dotInt16Tile(qa, ga, np, qsT, gsT, dst, ldo)
+			} else {
+				dotInt16TileGeneric(qa, ga, np, qsT, gsT, dst, ldo)
+			}
+			if !full {
+				for i := range in {
+					copy(out[(i0+i)*gn+j0:(i0+i)*gn+j0+jn], tile[i*Int16GalleryTile:])
+				}
+			}
+		}
+	}
+}
+
+// dotInt16TileGeneric is the portable tile: 12 packed queries × 32 packed
+// gallery rows (two groups of 16), written to dst with row stride ldo.
+func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo int) {
+	var acc [Int16QueryTile][Int16GalleryTile]int32
+	for p := range np {
+		qv := qa[p*Int16QueryTile : (p+1)*Int16QueryTile]
+		g0 := ga[p*int16Lanes : (p+1)*int16Lanes]
+		g1 := ga[(np+p)*int16Lanes : (np+p+1)*int16Lanes]
+		for i, qq := range qv {
+			qlo, qhi := int32(int16(qq)), qq>>16
+			for l := range int16Lanes {
+				a, b := g0[l], g1[l]
+				acc[i][l] += qlo*int32(int16(a)) + qhi*(a>>16)
+				acc[i][int16Lanes+l] += qlo*int32(int16(b)) + qhi*(b>>16)
+			}
+		}
+	}
+	for i := range Int16QueryTile {
+		for j := range Int16GalleryTile {
+			dst[i*ldo+j] = ScaleInt16(acc[i][j], qs[i], gs[j])
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package kernel
+
+func int16SIMD() bool { return false }
+
+func dotInt16Tile(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo int) {
+	dotInt16TileGeneric(qa, ga, np, qs, gs, dst, ldo)
+}

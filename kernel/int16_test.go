@@ -1,0 +1,97 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// int16Rows draws n rows of width d: uniform values, with a share of the
+// extremes (±32767, −32768) so that the wrapping of the definition is
+// exercised too.
+func int16Rows(r *rand.Rand, n, d int) []int16 {
+	v := make([]int16, n*d)
+	for i := range v {
+		switch r.IntN(8) {
+		case 0:
+			v[i] = 32767
+		case 1:
+			v[i] = -32768
+		case 2:
+			v[i] = 0
+		default:
+			v[i] = int16(r.IntN(65536) - 32768)
+		}
+	}
+	return v
+}
+
+func int16Scales(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		if r.IntN(2) == 0 {
+			s[i] = float32(math.Ldexp(1, r.IntN(60)-40)) // powers of two, as rank uses
+		} else {
+			s[i] = float32(r.Float64() * 1e-3)
+		}
+	}
+	return s
+}
+
+// TestDotInt16MatchesDefinition compares DotInt16 (the active tile and the
+// portable one) with DotInt16Row and ScaleInt16 bit for bit.
+func TestDotInt16MatchesDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, d := range []int{1, 2, 3, 17, 31, 32, 33, 384, 769} {
+		for _, sh := range [][2]int{{1, 1}, {1, 33}, {12, 32}, {13, 31}, {25, 70}, {7, 100}} {
+			qn, gn := sh[0], sh[1]
+			q, g := int16Rows(r, qn, d), int16Rows(r, gn, d)
+			qs, gs := int16Scales(r, qn), int16Scales(r, gn)
+			qp := make([]int32, Int16QueryLen(qn, d))
+			gp := make([]int32, Int16GalleryLen(gn, d))
+			for i := range qn {
+				PackInt16Query(q[i*d:(i+1)*d], i, qp)
+			}
+			for j := range gn {
+				PackInt16Gallery(g[j*d:(j+1)*d], j, gp)
+			}
+			out := make([]float32, qn*gn)
+			DotInt16(qp, qn, gp, gn, d, qs, gs, out)
+			for i := range qn {
+				for j := range gn {
+					want := ScaleInt16(DotInt16Row(q[i*d:(i+1)*d], g[j*d:(j+1)*d]), qs[i], gs[j])
+					if math.Float32bits(out[i*gn+j]) != math.Float32bits(want) {
+						t.Fatalf("d=%d qn=%d gn=%d (%d,%d): got %v, want %v (SIMD %v)", d, qn, gn, i, j, out[i*gn+j], want, int16SIMD())
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotInt16TileMatchesGeneric runs the tile of this build (the VNNI
+// assembly where the CPU has it) against the portable tile on full tiles.
+func TestDotInt16TileMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, d := range []int{1, 2, 5, 64, 385} {
+		np := Int16Pairs(d)
+		qa := make([]int32, Int16QueryTile*np)
+		ga := make([]int32, Int16GalleryTile*np)
+		for i := range qa {
+			qa[i] = int32(r.Uint32())
+		}
+		for i := range ga {
+			ga[i] = int32(r.Uint32())
+		}
+		qs, gs := int16Scales(r, Int16QueryTile), int16Scales(r, Int16GalleryTile)
+		a := make([]float32, Int16QueryTile*40)
+		b := make([]float32, Int16QueryTile*40)
+		dotInt16Tile(qa, ga, np, qs, gs, a, 40)
+		dotInt16TileGeneric(qa, ga, np, qs, gs, b, 40)
+		for k := range a {
+			if math.Float32bits(a[k]) != math.Float32bits(b[k]) {
+				t.Fatalf("d=%d element %d: tile %v, generic %v", d, k, a[k], b[k])
+			}
+		}
+	}
+}
