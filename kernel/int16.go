@@ -148,3 +148,8 @@ func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32
 		}
 	}
 }
+
+// Int16Fast reports whether DotInt16 runs a SIMD tile (AVX-512 VNNI: twice
+// the multiply-adds of a float32 FMA per instruction); the portable tile is
+// far slower than Dot32, so rank screens with it only in tests.
+func Int16Fast() bool { return int16SIMD() }

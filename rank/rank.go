@@ -265,6 +265,7 @@ func (s *scorer) score(ctx context.Context) error {
 		return err
 	}
 	s.screen = s.newScreen()
+	s.screen16 = s.newScreen16() // int16 screen of the float32 protocol (screen16.go)
 	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
 }
@@ -390,6 +391,7 @@ type scorer struct {
 	cls      *classState // implicit label relevance (classes.go)
 	meter    *meter      // progress of the gallery pass (nil: nobody listens)
 	screen   *screenState
+	screen16 *screen16State // int16 screen of the float32 protocol (screen16.go)
 	stats    *Stats
 	emit     func(q int, r QueryResult) error
 	// sortedRanks: Options.SortedRanks for a Classes problem (also when it
@@ -712,6 +714,11 @@ func (s *scorer) run(ctx context.Context) error {
 			return s.screenedBlock(w, g0, g1, qb, ctx.Err)
 		}
 	}
+	if s.screen16 != nil { // int16 screen of the float32 protocol (screen16.go)
+		task = func(ctx context.Context, w *workspace, g0, g1, qb int) error {
+			return s.screened16Block(w, g0, g1, qb, ctx.Err)
+		}
+	}
 	t0 := time.Now()
 	err := s.parallelWith(ctx, nBlocks, newWS, func(b int, w *workspace) error {
 		g0 := b * gb
@@ -730,6 +737,7 @@ func (s *scorer) run(ctx context.Context) error {
 		s.stats.Screened = true
 		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
 	}
+	s.screen16Stats() // int16 screen of the float32 protocol (screen16.go)
 	err = s.merge(ctx, parts)
 	s.stats.Merge = time.Since(t1)
 	return err

@@ -1,0 +1,539 @@
+package rank
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
+)
+
+// The int16 screen of the float32 protocol (SPEC §4.2 "Screened
+// evaluation"; the bound and its proof are screen.md §7). Every float32
+// working row x is quantised to int16 values Q with a power-of-two step σ,
+// the integer dot product I = Σ Q^q_i Q^g_i is exact (kernel.DotInt16, the
+// AVX-512 VNNI tile), and c = fl32(fl32(fl32(I)·σ_g)·σ_q) is the cheap
+// score. A comparison is decided from c only where the proven bound
+// |c − s| ≤ e makes it certain (the rules of screen.md §5); every undecided
+// pair gets its exact float32 score by the one formula (kernel.Dot32, a
+// batch of gathered gallery rows per query), so every reported number is
+// that of exhaustive evaluation.
+//
+// Scope as the float64 screen: dot and cosine, dense endpoints, explicit
+// relevance, no run export, and only where it pays: the CPU runs the
+// integer tile (kernel.Int16Fast) and a measured sample of the run leaves
+// few pairs undecided (screen16Sample).
+
+// screen16Force screens whatever the CPU (tests: the portable tile).
+var screen16Force = false
+
+// screen16MaxUndecided is the largest undecided share of the sampled pairs
+// for which the run is screened: an undecided pair costs a gathered exact
+// score (a few times a kernel pair), a decided one saves half a kernel pair.
+const screen16MaxUndecided = 0.05
+
+// screen16MinPairs is the smallest run screened: below it the run takes
+// milliseconds, and quantising the queries and the sample would be most of
+// what the screen saves.
+const screen16MinPairs = 1 << 22
+
+// int16NormCap bounds ‖Q‖ of every row: then every partial sum of
+// Q^q_i·Q^g_i is at most ‖Q^q‖‖Q^g‖ ≤ 46340² < 2³¹ (Cauchy–Schwarz), so
+// the int32 accumulation is exact in any order.
+const int16NormCap = 46340 * 46340
+
+type screen16State struct {
+	qp             []int32   // packed quantised queries
+	qs             []float32 // σ_q
+	qn, qr, qR     []float64 // ≥ ‖σ_qQ^q‖, ≥ ‖q − σ_qQ^q‖, ≥ ‖q‖
+	qok            []bool    // the row could be quantised
+	allOK          bool      // every query row was quantised
+	maxQR          float64   // the largest R_q
+	gd, tau        float64   // γ_d(v) and (d+2)·2⁻¹⁴⁹
+	pairs, exact   atomic.Int64
+	blocks         atomic.Int64
+	sampled, undec int64 // the selection sample
+	scratch        sync.Map
+}
+
+// ws16 is one worker's int16 screen buffers.
+type ws16 struct {
+	row16  []int16
+	gp     []int32
+	gs     []float32
+	out    []float32
+	need   []need16
+	gather []float32
+	vals   []float32
+	exact  []float32
+}
+
+// need16 is a pair of one row that needs its exact score: offset, whether
+// it may be the nearest negative, and (slot ≥ −1) whether it is undecided
+// for the rank counts, with the slot the cheap counts gave it (−1: none).
+type need16 struct {
+	j     int32
+	nn    bool
+	undec bool
+	cheap int32
+}
+
+func (st *screen16State) ws(w *workspace) *ws16 {
+	if x, ok := st.scratch.Load(w); ok {
+		return x.(*ws16)
+	}
+	x := &ws16{}
+	st.scratch.Store(w, x)
+	return x
+}
+
+// quantise16 writes the int16 image of the float32 row x to q and returns
+// its power-of-two step σ and the norms of the bound: n ≥ ‖σQ‖,
+// r ≥ ‖x − σQ‖, R ≥ ‖x‖ (screen.md §7.1). ok is false when no step fits.
+func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
+	d := len(x)
+	mx, ss := 0.0, 0.0
+	for _, v := range x {
+		f := float64(v)
+		mx = max(mx, math.Abs(f))
+		ss += f * f // each square exact; d − 1 additions round
+	}
+	if mx-mx != 0 {
+		return 0, 0, 0, 0, false
+	}
+	// ‖x‖² ≤ ss·(1 + γ_{2d}(u)); the root and products round at most four
+	// times more, covered by 1 + 2⁻⁵⁰.
+	R = math.Sqrt(ss*(1+gamma(2*d, u64))) * (1 + 0x1p-50)
+	if mx == 0 {
+		clear(q[:d])
+		return 1, 0, 0, 0, true
+	}
+	_, e := math.Frexp(max(mx/32767, math.Sqrt(ss)/46340))
+	e = max(e, -126) // σ must be a normal float32 for the kernel's exact scaling
+	for ; e <= 127; e++ {
+		sigma = math.Ldexp(1, e)
+		inv := math.Ldexp(1, -e)
+		var n2 int64
+		rr := 0.0
+		fits := true
+		for i, v := range x {
+			t := math.RoundToEven(float64(v) * inv) // exact scaling
+			if t > 32767 || t < -32767 {
+				fits = false
+				break
+			}
+			k := int64(t)
+			q[i] = int16(k)
+			n2 += k * k
+			dl := float64(v) - t*sigma // exact (screen.md §7.1)
+			rr += dl * dl
+		}
+		if !fits || n2 > int16NormCap {
+			continue
+		}
+		n = sigma * math.Sqrt(float64(n2)) * (1 + 0x1p-50)
+		r = math.Sqrt(rr*(1+gamma(2*d+2, u64))) * (1 + 0x1p-50)
+		return sigma, n, r, R, true
+	}
+	return 0, 0, 0, 0, false
+}
+
+// newScreen16 prepares the int16 screen, or returns nil when it does not
+// apply or the sample says it would not pay.
+func (s *scorer) newScreen16() *screen16State {
+	o := s.o
+	if o.Exhaustive || ScreenDisabledByEnv() || o.Precision != Float32 || o.Similarity == SquaredL2 || s.sparse ||
+		s.p.Classes != nil || o.TopN > 0 || o.FullRanking || s.q32 == nil || s.d >= 1<<22 ||
+		!(kernel.Int16Fast() && int64(s.nq)*int64(s.ng) >= screen16MinPairs || screen16Force) {
+		return nil
+	}
+	d := s.d
+	st := &screen16State{
+		qp:  make([]int32, kernel.Int16QueryLen(s.nq, d)),
+		qs:  make([]float32, s.nq),
+		qn:  make([]float64, s.nq),
+		qr:  make([]float64, s.nq),
+		qR:  make([]float64, s.nq),
+		qok: make([]bool, s.nq),
+		gd:  gamma(d, u32),
+		tau: float64(d+2) * 0x1p-149,
+	}
+	row := make([]int16, d)
+	st.allOK = true
+	for q := range s.nq {
+		sg, n, r, R, ok := quantise16(s.q32[q*d:(q+1)*d], row)
+		if !ok {
+			st.allOK = false // every block takes the exhaustive path
+			continue
+		}
+		kernel.PackInt16Query(row, q, st.qp)
+		st.qs[q], st.qn[q], st.qr[q], st.qR[q], st.qok[q] = float32(sg), n, r, R, true
+		st.maxQR = max(st.maxQR, R)
+	}
+	if !st.allOK || !screen16Force && !st.samplePays(s) {
+		return nil
+	}
+	return st
+}
+
+// samplePays screens the first queries (at most 24) against up to 4096
+// gallery rows spread over the gallery and reports whether the share of
+// pairs the rank rules leave undecided is at most screen16MaxUndecided.
+func (st *screen16State) samplePays(s *scorer) bool {
+	d := s.d
+	nq := min(s.nq, 2*kernel.Int16QueryTile)
+	ng := min(s.ng, 4096)
+	g32 := make([]float32, ng*d)
+	tmp := make([]float64, d)
+	for j := range ng {
+		gi := int(int64(j) * int64(s.ng) / int64(ng))
+		copy(g32[j*d:(j+1)*d], s.g.block32(gi, gi+1, g32[j*d:(j+1)*d], tmp))
+	}
+	x := &ws16{}
+	gb := st.quantiseBlock(x, g32, ng, d)
+	if !gb.ok {
+		return false
+	}
+	out := make([]float32, nq*ng)
+	kernel.DotInt16(st.qp, nq, x.gp, ng, d, st.qs[:nq], x.gs, out)
+	var und int64
+	for q := range nq {
+		if !st.qok[q] {
+			return false
+		}
+		e := st.bound(q, gb)
+		ord := s.qs[q].ordScore
+		for _, c := range out[q*ng : (q+1)*ng] {
+			cf := float64(c)
+			for _, sr := range ord {
+				if cf >= sr-e && cf <= sr+e {
+					und++
+					break
+				}
+			}
+		}
+	}
+	st.sampled, st.undec = int64(nq*ng), und
+	return float64(und) <= screen16MaxUndecided*float64(nq*ng)
+}
+
+// block16 is what the bound needs of a quantised gallery block.
+type block16 struct {
+	n, r, R float64 // the largest row bounds of the block
+	ok      bool    // every row quantised
+}
+
+// quantiseBlock quantises gn float32 gallery rows into x.gp (packed) and
+// x.gs (steps).
+func (st *screen16State) quantiseBlock(x *ws16, g32 []float32, gn, d int) block16 {
+	x.row16 = growTo(x.row16, d)
+	x.gp = growTo(x.gp, kernel.Int16GalleryLen(gn, d))
+	x.gs = growTo(x.gs, gn)
+	b := block16{ok: true}
+	for j := range gn {
+		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16)
+		if !ok {
+			return block16{}
+		}
+		kernel.PackInt16Gallery(x.row16, j, x.gp)
+		x.gs[j] = float32(sg)
+		b.n, b.r, b.R = max(b.n, n), max(b.r, r), max(b.R, R)
+	}
+	return b
+}
+
+// bound is e' ≥ |c − s| for every pair of query q and block b, rounded
+// outward (screen.md §7.2):
+//
+//	e = min(n_q r_g + r_q R_g, R_q r_g + r_q n_g) + γ_d(v)·R_q R_g + v·n_q n_g + τ + σ_q·2⁻¹⁵⁰
+func (st *screen16State) bound(q int, b block16) float64 {
+	nq, rq, Rq := st.qn[q], st.qr[q], st.qR[q]
+	quant := min(nq*b.r+rq*b.R, Rq*b.r+rq*b.n)
+	e := quant + st.gd*Rq*b.R + u32*nq*b.n + st.tau + float64(st.qs[q])*0x1p-150
+	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * screenBoundScale
+}
+
+// screen16Fits bounds the products whose float32 chains are screened:
+// with R_q·R_g ≤ 2¹²⁰ no exact chain or cheap score can overflow, so every
+// exact score of a screened pair is finite (screen.md §7.3).
+const screen16Fits = 0x1p120
+
+// screened16Block scores gallery rows [g0, g1) against every query with the
+// int16 screen.
+func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() error) error {
+	st := s.screen16
+	x := st.ws(w)
+	d, gn := s.d, g1-g0
+	g32 := s.g.block32(g0, g1, w.g32, w.tmp)
+	b := st.quantiseBlock(x, g32, gn, d)
+	if !b.ok || !st.allOK || st.maxQR*b.R > screen16Fits {
+		// Values this screen cannot bound: the block is scored exhaustively,
+		// in the exhaustive order, so an error names the same pair.
+		st.blocks.Add(1)
+		return s.exact16Block(w, x, g0, g1, qb, g32, checkCtx)
+	}
+	qb = max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
+	sub := max(kernel.Int16GalleryTile, min(gn, screenRowBytes/(4*qb))/kernel.Int16GalleryTile*kernel.Int16GalleryTile)
+	x.out = growTo(x.out, qb*sub)
+	np := kernel.Int16Pairs(d)
+	for q0 := 0; q0 < s.nq; q0 += qb {
+		if err := checkCtx(); err != nil {
+			return err
+		}
+		q1 := min(q0+qb, s.nq)
+		qn := q1 - q0
+		for j0 := 0; j0 < gn; j0 += sub {
+			j1 := min(j0+sub, gn)
+			sn := j1 - j0
+			out := x.out[:qn*sn]
+			t0 := time.Now()
+			kernel.DotInt16(st.qp[q0*np:], qn, x.gp[j0*np:], sn, d, st.qs[q0:q1], x.gs[j0:j1], out)
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
+			grows := g32[j0*d : j1*d]
+			for i := range qn {
+				q := q0 + i
+				if err := s.screened16Row(w, x, q, g0+j0, out[i*sn:(i+1)*sn], grows, st.bound(q, b)); err != nil {
+					return err
+				}
+			}
+			w.fold += time.Since(t1)
+		}
+		st.pairs.Add(int64(qn * gn))
+		s.meter.add(int64(qn) * int64(gn))
+	}
+	return nil
+}
+
+// exact16Block is the exhaustive float32 path for one gallery block.
+func (s *scorer) exact16Block(w *workspace, x *ws16, g0, g1, qb int, g32 []float32, checkCtx func() error) error {
+	d, gn := s.d, g1-g0
+	x.exact = growTo(x.exact, qb*gn)
+	for q0 := 0; q0 < s.nq; q0 += qb {
+		if err := checkCtx(); err != nil {
+			return err
+		}
+		q1 := min(q0+qb, s.nq)
+		qn := q1 - q0
+		out := x.exact[:qn*gn]
+		t0 := time.Now()
+		kernel.Dot32(s.q32[q0*d:q1*d], qn, g32, gn, d, out)
+		t1 := time.Now()
+		w.kernel += t1.Sub(t0)
+		for i := range qn {
+			if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
+				return err
+			}
+		}
+		w.fold += time.Since(t1)
+		s.meter.add(int64(qn) * int64(gn))
+	}
+	return nil
+}
+
+// exact16Row is the exhaustive float32 path for one query row of a block.
+func (s *scorer) exact16Row(w *workspace, x *ws16, q, g0 int, g32 []float32, gn int) error {
+	d := s.d
+	x.exact = growTo(x.exact, gn)
+	kernel.Dot32(s.q32[q*d:(q+1)*d], 1, g32, gn, d, x.exact[:gn])
+	s.screen16.exact.Add(int64(gn))
+	return consume(s, w.part, q, g0, x.exact)
+}
+
+// screened16Row folds one query's cheap scores over gallery rows g0… into
+// its partial result with the decision rules of screen.md §5 (as
+// screenedRow), except that the pairs needing an exact score are first
+// collected and then scored in batches of gathered gallery rows.
+func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, g32 []float32, e float64) error {
+	st, qi, part, d := s.screen16, &s.qs[q], w.part, s.d
+	exPtr := sort.SearchInts(qi.excl, g0)
+	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	runs := w.runs[:0]
+	maxC, finite := float32(math.Inf(-1)), true
+	for j, ex, po := 0, exPtr, posPtr; j < len(row); {
+		end := len(row)
+		if ex < len(qi.excl) {
+			end = min(end, qi.excl[ex]-g0)
+		}
+		if po < len(qi.pos) {
+			end = min(end, qi.pos[po].Index-g0)
+		}
+		if j < end {
+			m, f := kernel.MaxFinite32(row[j:end])
+			maxC, finite = max(maxC, m), finite && f
+			runs = append(runs, [2]int32{int32(j), int32(end)})
+		}
+		if end == len(row) {
+			break
+		}
+		v := row[end]
+		finite = finite && v-v == 0
+		g := g0 + end
+		if ex < len(qi.excl) && qi.excl[ex] == g {
+			ex++
+		}
+		if po < len(qi.pos) && qi.pos[po].Index == g {
+			po++
+		}
+		j = end + 1
+	}
+	w.runs = runs
+	if !finite { // an overflowing cheap score: this row is scored exactly
+		return s.exact16Row(w, x, q, g0, g32, len(row))
+	}
+	last := len(qi.ordScore) - 1
+	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
+	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+	w.above, w.below = growTo(w.above, last+1), growTo(w.below, last+1)
+	above, below := w.above, w.below
+	for r, sr := range qi.ordScore {
+		above[r], below[r] = up(sr+e), down(sr-e)
+	}
+	best, hasBest := part.best[q], part.hasBest[q]
+	nthr := down(float64(maxC) - 2*e)
+	if hasBest {
+		nthr = max(nthr, down(best-e))
+	}
+	nthr32 := down32(nthr)
+	w.hits = growTo(w.hits, len(row))
+	need := x.need[:0]
+	if last < screenSlotScans {
+		var hi, lo [screenSlotScans]float32
+		var count [screenSlotScans]int
+		for r := 0; r <= last; r++ {
+			hi[r], lo[r] = up32(above[r]), down32(below[r])
+		}
+		inf := float32(math.Inf(1))
+		for _, run := range runs {
+			j := int(run[0])
+			seg := row[j:run[1]]
+			for r := 0; r <= last; r++ {
+				high := inf
+				if r == 0 {
+					high = nthr32
+				}
+				n, hits := kernel.Scan32(seg, kernel.Cut{Above: hi[r], Lo: lo[r], Hi: hi[r], High: high}, w.hits)
+				count[r] += n
+				for _, k := range hits {
+					c := seg[k]
+					nd := need16{j: int32(j) + k, cheap: -1}
+					nd.nn = r == 0 && c >= nthr32 && float64(c) >= nthr
+					if c >= lo[r] && c <= hi[r] {
+						earlier := false
+						for rr := range r {
+							earlier = earlier || c >= lo[rr] && c <= hi[rr]
+						}
+						if !earlier {
+							// The counts put the candidate in the first slot
+							// whose threshold it exceeds (none: no slot).
+							cheap := r + 1
+							for cheap <= last && !(c > hi[cheap]) {
+								cheap++
+							}
+							if cheap <= last {
+								nd.cheap = int32(cheap)
+							}
+							nd.undec = true
+						}
+					}
+					if nd.nn || nd.undec {
+						need = append(need, nd)
+					}
+				}
+			}
+		}
+		prev := 0
+		for r := 0; r <= last; r++ {
+			beaten[r] += count[r] - prev
+			prev = count[r]
+		}
+	} else {
+		skip, top := down32(below[last]), up32(above[0])
+		for _, run := range runs {
+			j := int(run[0])
+			seg := row[j:run[1]]
+			first, hits := kernel.Scan32(seg, kernel.Cut{Above: top, Lo: skip, Hi: top, High: nthr32}, w.hits)
+			beaten[0] += first
+			for _, k := range hits {
+				c32 := seg[k]
+				nd := need16{j: int32(j) + k, cheap: -1}
+				nd.nn = c32 >= nthr32 && float64(c32) >= nthr
+				if c32 >= skip && c32 <= top {
+					c := float64(c32)
+					r := 0
+					for n := last + 1; n > 0; {
+						half := n >> 1
+						if !(c > above[r+half]) {
+							r += half + 1
+							n -= half + 1
+						} else {
+							n = half
+						}
+					}
+					switch {
+					case r <= last && (r == 0 || c < below[r-1]):
+						beaten[r]++
+					case r == last+1 && c < below[last]:
+					default:
+						nd.undec = true
+					}
+				}
+				if nd.nn || nd.undec {
+					need = append(need, nd)
+				}
+			}
+		}
+	}
+	x.need = need
+	// The exact scores of the listed pairs, a batch of gathered rows at a
+	// time (kernel.Dot32: the bits of the exhaustive path).
+	qrow := s.q32[q*d : (q+1)*d]
+	const batch = 64
+	for k0 := 0; k0 < len(need); k0 += batch {
+		k1 := min(k0+batch, len(need))
+		n := k1 - k0
+		x.gather = growTo(x.gather, n*d)
+		x.vals = growTo(x.vals, n)
+		for k, nd := range need[k0:k1] {
+			j := int(nd.j)
+			copy(x.gather[k*d:(k+1)*d], g32[j*d:(j+1)*d])
+		}
+		kernel.Dot32(qrow, 1, x.gather, n, d, x.vals)
+		for k, nd := range need[k0:k1] {
+			v := float64(x.vals[k]) + 0 // −0 → +0
+			if nd.nn && (!hasBest || v > best) {
+				best, hasBest = v, true
+			}
+			if nd.undec {
+				if nd.cheap >= 0 {
+					beaten[nd.cheap]--
+				}
+				if g := g0 + int(nd.j); precedes(v, g, lastScore, lastIndex) {
+					beaten[rankSlot(qi, v, g)]++
+				}
+			}
+		}
+	}
+	st.exact.Add(int64(len(need)))
+	part.best[q], part.hasBest[q] = best, hasBest
+	for po := posPtr; po < len(qi.pos) && qi.pos[po].Index < g0+len(row); po++ {
+		g := qi.pos[po].Index
+		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
+			continue
+		}
+		if v := qi.scores[po]; precedes(v, g, lastScore, lastIndex) {
+			beaten[rankSlot(qi, v, g)]++
+		}
+	}
+	return nil
+}
+
+// screen16Stats records what the int16 screen did in the run's Stats.
+func (s *scorer) screen16Stats() {
+	if st := s.screen16; st != nil {
+		s.stats.Screened = true
+		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
+	}
+}
