@@ -153,3 +153,29 @@ func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32
 // the multiply-adds of a float32 FMA per instruction); the portable tile is
 // far slower than Dot32, so rank screens with it only in tests.
 func Int16Fast() bool { return int16SIMD() }
+
+// Dot32Gather writes out[l] = DotRow32(q, g[off[l] : off[l]+d]) for every
+// element offset off[l] (a row start of g): the exact float32 rule for a
+// list of scattered rows against one query, as rank's int16 screen verifies
+// its undecided pairs. Where the CPU has AVX-512, 16 lanes hold 16 rows'
+// chains and read the rows by gathers, so nothing is copied; every
+// implementation produces the bits of DotRow32.
+func Dot32Gather(q, g []float32, d int, off []int32, out []float32) {
+	q, out = q[:d], out[:len(off)]
+	for _, o := range off {
+		if o < 0 || int(o)+d > len(g) {
+			panic("kernel: Dot32Gather offset out of range")
+		}
+	}
+	if d == 0 || len(off) == 0 {
+		clear(out)
+		return
+	}
+	if gatherSIMD() && len(g) < 1<<31 { // the gathers take int32 offsets
+		dot32GatherSIMD(q, g, d, off, out)
+		return
+	}
+	for l, o := range off {
+		out[l] = DotRow32(q, g[int(o):int(o)+d])
+	}
+}

@@ -51,7 +51,7 @@ type screen16State struct {
 	qok            []bool    // the row could be quantised
 	allOK          bool      // every query row was quantised
 	maxQR          float64   // the largest R_q
-	gd, tau        float64   // γ_d(v) and (d+2)·2⁻¹⁴⁹
+	gd, g3, tau    float64   // γ_d(v), γ_3(v) and (d+2)·2⁻¹⁴⁹
 	pairs, exact   atomic.Int64
 	blocks         atomic.Int64
 	sampled, undec int64 // the selection sample
@@ -65,16 +65,16 @@ type ws16 struct {
 	gs     []float32
 	out    []float32
 	need   []need16
-	gather []float32
 	vals   []float32
 	exact  []float32
+	off    []int32 // element offsets of the rows to verify
 }
 
-// need16 is a pair of one row that needs its exact score: offset, whether
+// need16 is a pair that needs its exact score: query, offset, whether
 // it may be the nearest negative, and (slot ≥ −1) whether it is undecided
 // for the rank counts, with the slot the cheap counts gave it (−1: none).
 type need16 struct {
-	j     int32
+	q, j  int32
 	nn    bool
 	undec bool
 	cheap int32
@@ -94,50 +94,87 @@ func (st *screen16State) ws(w *workspace) *ws16 {
 // r ≥ ‖x − σQ‖, R ≥ ‖x‖ (screen.md §7.1). ok is false when no step fits.
 func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
 	d := len(x)
-	mx, ss := 0.0, 0.0
-	for _, v := range x {
-		f := float64(v)
-		mx = max(mx, math.Abs(f))
-		ss += f * f // each square exact; d − 1 additions round
+	q = q[:d]
+	// Four partial sums: each square is exact (float32 × float32 fits
+	// float64) and meets at most d/4 + 3 ≤ d + 2 roundings.
+	var m0, m1, s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= d; i += 4 {
+		a, b, c, e := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
+		s0, s1, s2, s3 = s0+a*a, s1+b*b, s2+c*c, s3+e*e
+		// Plain comparisons (math.Max is a call); a NaN makes ss NaN.
+		if v := math.Abs(a); v > m0 {
+			m0 = v
+		}
+		if v := math.Abs(b); v > m1 {
+			m1 = v
+		}
+		if v := math.Abs(c); v > m0 {
+			m0 = v
+		}
+		if v := math.Abs(e); v > m1 {
+			m1 = v
+		}
 	}
-	if mx-mx != 0 {
+	for ; i < d; i++ {
+		a := float64(x[i])
+		s0 += a * a
+		if v := math.Abs(a); v > m0 {
+			m0 = v
+		}
+	}
+	mx, ss := max(m0, m1), (s0+s1)+(s2+s3)
+	if mx-mx != 0 || ss-ss != 0 {
 		return 0, 0, 0, 0, false
 	}
-	// ‖x‖² ≤ ss·(1 + γ_{2d}(u)); the root and products round at most four
-	// times more, covered by 1 + 2⁻⁵⁰.
-	R = math.Sqrt(ss*(1+gamma(2*d, u64))) * (1 + 0x1p-50)
+	// ‖x‖² ≤ ss·(1 + γ_{2d+4}(u)); the root and products round at most
+	// four times more, covered by 1 + 2⁻⁵⁰ (screen.md §7.1).
+	R = math.Sqrt(ss*(1+gamma(2*d+4, u64))) * (1 + 0x1p-50)
 	if mx == 0 {
-		clear(q[:d])
+		clear(q)
 		return 1, 0, 0, 0, true
 	}
-	_, e := math.Frexp(max(mx/32767, math.Sqrt(ss)/46340))
-	e = max(e, -126) // σ must be a normal float32 for the kernel's exact scaling
-	for ; e <= 127; e++ {
-		sigma = math.Ldexp(1, e)
-		inv := math.Ldexp(1, -e)
+	// Any float32 step σ will do (σ·Q is exact in float64); the smallest
+	// that keeps |Q| ≤ 32767 and ‖Q‖ ≤ 46340 makes the residual smallest.
+	sig32 := float32(max(mx/32767, math.Sqrt(ss)/46340, 0x1p-126))
+	const magic = 0x1.8p52 // adding and subtracting it rounds |y| < 2⁵¹ to an integer, ties to even
+	for ; ; sig32 = float32(float64(sig32) * (1 + 0x1p-12)) {
+		sigma = float64(sig32)
+		if sigma > math.MaxFloat32 {
+			return 0, 0, 0, 0, false
+		}
+		inv := 1 / sigma
+		if mx*inv > 32766 { // then every |x_i·inv| rounds to at most 32767
+			continue
+		}
 		var n2 int64
-		rr := 0.0
-		fits := true
-		for i, v := range x {
-			t := math.RoundToEven(float64(v) * inv) // exact scaling
-			if t > 32767 || t < -32767 {
-				fits = false
-				break
-			}
+		var r0, r1 float64
+		i := 0
+		for ; i+2 <= d; i += 2 {
+			a, b := float64(x[i]), float64(x[i+1])
+			ta, tb := (a*inv+magic)-magic, (b*inv+magic)-magic // integers near x/σ
+			ka, kb := int64(ta), int64(tb)
+			q[i], q[i+1] = int16(ka), int16(kb)
+			n2 += ka*ka + kb*kb
+			da, db := a-ta*sigma, b-tb*sigma // exact (screen.md §7.1)
+			r0, r1 = r0+da*da, r1+db*db
+		}
+		if i < d {
+			a := float64(x[i])
+			t := (a*inv + magic) - magic
 			k := int64(t)
 			q[i] = int16(k)
 			n2 += k * k
-			dl := float64(v) - t*sigma // exact (screen.md §7.1)
-			rr += dl * dl
+			da := a - t*sigma
+			r0 += da * da
 		}
-		if !fits || n2 > int16NormCap {
+		if n2 > int16NormCap {
 			continue
 		}
 		n = sigma * math.Sqrt(float64(n2)) * (1 + 0x1p-50)
-		r = math.Sqrt(rr*(1+gamma(2*d+2, u64))) * (1 + 0x1p-50)
+		r = math.Sqrt((r0+r1)*(1+gamma(2*d+4, u64))) * (1 + 0x1p-50)
 		return sigma, n, r, R, true
 	}
-	return 0, 0, 0, 0, false
 }
 
 // newScreen16 prepares the int16 screen, or returns nil when it does not
@@ -158,6 +195,7 @@ func (s *scorer) newScreen16() *screen16State {
 		qR:  make([]float64, s.nq),
 		qok: make([]bool, s.nq),
 		gd:  gamma(d, u32),
+		g3:  gamma(3, u32),
 		tau: float64(d+2) * 0x1p-149,
 	}
 	row := make([]int16, d)
@@ -247,11 +285,11 @@ func (st *screen16State) quantiseBlock(x *ws16, g32 []float32, gn, d int) block1
 // bound is e' ≥ |c − s| for every pair of query q and block b, rounded
 // outward (screen.md §7.2):
 //
-//	e = min(n_q r_g + r_q R_g, R_q r_g + r_q n_g) + γ_d(v)·R_q R_g + v·n_q n_g + τ + σ_q·2⁻¹⁵⁰
+//	e = min(n_q r_g + r_q R_g, R_q r_g + r_q n_g) + γ_d(v)·R_q R_g + γ_3(v)·n_q n_g + τ + σ_q·2⁻¹⁴⁹
 func (st *screen16State) bound(q int, b block16) float64 {
 	nq, rq, Rq := st.qn[q], st.qr[q], st.qR[q]
 	quant := min(nq*b.r+rq*b.R, Rq*b.r+rq*b.n)
-	e := quant + st.gd*Rq*b.R + u32*nq*b.n + st.tau + float64(st.qs[q])*0x1p-150
+	e := quant + st.gd*Rq*b.R + st.g3*nq*b.n + st.tau + float64(st.qs[q])*0x1p-149
 	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * screenBoundScale
 }
 
@@ -293,12 +331,14 @@ func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() e
 			t1 := time.Now()
 			w.kernel += t1.Sub(t0)
 			grows := g32[j0*d : j1*d]
+			x.need = x.need[:0]
 			for i := range qn {
 				q := q0 + i
 				if err := s.screened16Row(w, x, q, g0+j0, out[i*sn:(i+1)*sn], grows, st.bound(q, b)); err != nil {
 					return err
 				}
 			}
+			s.verify16(w, x, g0+j0, grows)
 			w.fold += time.Since(t1)
 		}
 		st.pairs.Add(int64(qn * gn))
@@ -344,10 +384,10 @@ func (s *scorer) exact16Row(w *workspace, x *ws16, q, g0 int, g32 []float32, gn 
 
 // screened16Row folds one query's cheap scores over gallery rows g0… into
 // its partial result with the decision rules of screen.md §5 (as
-// screenedRow), except that the pairs needing an exact score are first
-// collected and then scored in batches of gathered gallery rows.
+// screenedRow), except that the pairs needing an exact score are only
+// listed (x.need); verify16 scores them and applies their decisions.
 func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, g32 []float32, e float64) error {
-	st, qi, part, d := s.screen16, &s.qs[q], w.part, s.d
+	qi, part := &s.qs[q], w.part
 	exPtr := sort.SearchInts(qi.excl, g0)
 	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
 	runs := w.runs[:0]
@@ -391,14 +431,14 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 	for r, sr := range qi.ordScore {
 		above[r], below[r] = up(sr+e), down(sr-e)
 	}
-	best, hasBest := part.best[q], part.hasBest[q]
+	best, hasBest := part.best[q], part.hasBest[q] // updated by verify16
 	nthr := down(float64(maxC) - 2*e)
 	if hasBest {
 		nthr = max(nthr, down(best-e))
 	}
 	nthr32 := down32(nthr)
 	w.hits = growTo(w.hits, len(row))
-	need := x.need[:0]
+	need := x.need
 	if last < screenSlotScans {
 		var hi, lo [screenSlotScans]float32
 		var count [screenSlotScans]int
@@ -418,7 +458,7 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 				count[r] += n
 				for _, k := range hits {
 					c := seg[k]
-					nd := need16{j: int32(j) + k, cheap: -1}
+					nd := need16{q: int32(q), j: int32(j) + k, cheap: -1}
 					nd.nn = r == 0 && c >= nthr32 && float64(c) >= nthr
 					if c >= lo[r] && c <= hi[r] {
 						earlier := false
@@ -458,7 +498,7 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 			beaten[0] += first
 			for _, k := range hits {
 				c32 := seg[k]
-				nd := need16{j: int32(j) + k, cheap: -1}
+				nd := need16{q: int32(q), j: int32(j) + k, cheap: -1}
 				nd.nn = c32 >= nthr32 && float64(c32) >= nthr
 				if c32 >= skip && c32 <= top {
 					c := float64(c32)
@@ -487,37 +527,6 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 		}
 	}
 	x.need = need
-	// The exact scores of the listed pairs, a batch of gathered rows at a
-	// time (kernel.Dot32: the bits of the exhaustive path).
-	qrow := s.q32[q*d : (q+1)*d]
-	const batch = 64
-	for k0 := 0; k0 < len(need); k0 += batch {
-		k1 := min(k0+batch, len(need))
-		n := k1 - k0
-		x.gather = growTo(x.gather, n*d)
-		x.vals = growTo(x.vals, n)
-		for k, nd := range need[k0:k1] {
-			j := int(nd.j)
-			copy(x.gather[k*d:(k+1)*d], g32[j*d:(j+1)*d])
-		}
-		kernel.Dot32(qrow, 1, x.gather, n, d, x.vals)
-		for k, nd := range need[k0:k1] {
-			v := float64(x.vals[k]) + 0 // −0 → +0
-			if nd.nn && (!hasBest || v > best) {
-				best, hasBest = v, true
-			}
-			if nd.undec {
-				if nd.cheap >= 0 {
-					beaten[nd.cheap]--
-				}
-				if g := g0 + int(nd.j); precedes(v, g, lastScore, lastIndex) {
-					beaten[rankSlot(qi, v, g)]++
-				}
-			}
-		}
-	}
-	st.exact.Add(int64(len(need)))
-	part.best[q], part.hasBest[q] = best, hasBest
 	for po := posPtr; po < len(qi.pos) && qi.pos[po].Index < g0+len(row); po++ {
 		g := qi.pos[po].Index
 		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
@@ -528,6 +537,51 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 		}
 	}
 	return nil
+}
+
+// verify16 scores the listed pairs of query rows [q0, q1) against the
+// sub-block's gallery rows g32 (offsets from g0) exactly and applies their
+// decisions: each undecided pair leaves the slot the cheap counts gave it
+// and takes the one of its exact score; a nearest-negative candidate
+// raises the nearest negative. The pairs of one query are scored together
+// by kernel.Dot32Gather (the exact float32 chain of each listed row: the
+// bits of the exhaustive path), which reads the rows where they are.
+func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
+	d, part := s.d, w.part
+	need := x.need
+	s.screen16.exact.Add(int64(len(need)))
+	for k := 0; k < len(need); {
+		q := int(need[k].q)
+		k1 := k
+		for k1 < len(need) && int(need[k1].q) == q {
+			k1++
+		}
+		x.off = growTo(x.off, k1-k)
+		for i, nd := range need[k:k1] {
+			x.off[i] = nd.j * int32(d)
+		}
+		x.vals = growTo(x.vals, k1-k)
+		kernel.Dot32Gather(s.q32[q*d:(q+1)*d], g32, d, x.off, x.vals)
+		qi := &s.qs[q]
+		beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+		last := len(qi.ordScore) - 1
+		for i, nd := range need[k:k1] {
+			v := float64(x.vals[i]) + 0 // −0 → +0
+			if nd.nn && (!part.hasBest[q] || v > part.best[q]) {
+				part.best[q], part.hasBest[q] = v, true
+			}
+			if nd.undec {
+				if nd.cheap >= 0 {
+					beaten[nd.cheap]--
+				}
+				if g := g0 + int(nd.j); precedes(v, g, qi.ordScore[last], qi.ordIndex[last]) {
+					beaten[rankSlot(qi, v, g)]++
+				}
+			}
+		}
+		k = k1
+	}
+	x.need = need[:0]
 }
 
 // screen16Stats records what the int16 screen did in the run's Stats.

@@ -92,7 +92,7 @@ func TestScreen16BoundHoldsPairByPair(t *testing.T) {
 				q32, g32 := rows32(c.q, cosine), rows32(c.g, cosine)
 				nq, ng := len(c.q), len(c.g)
 				st := &screen16State{qp: make([]int32, kernel.Int16QueryLen(nq, d)), qs: make([]float32, nq),
-					qn: make([]float64, nq), qr: make([]float64, nq), qR: make([]float64, nq), gd: gamma(d, u32), tau: float64(d+2) * 0x1p-149}
+					qn: make([]float64, nq), qr: make([]float64, nq), qR: make([]float64, nq), gd: gamma(d, u32), g3: gamma(3, u32), tau: float64(d+2) * 0x1p-149}
 				row := make([]int16, d)
 				for q := range nq {
 					sg, n, rr, R, ok := quantise16(q32[q*d:(q+1)*d], row)
