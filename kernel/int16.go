@@ -1,5 +1,7 @@
 package kernel
 
+import "math"
+
 // The integer kernel of rank's int16 screen for the float32 protocol
 // (rank/screen.md "float32 protocol"). It is not the exact rule of SPEC
 // §4.2: it computes the integer dot product of two quantised rows,
@@ -154,28 +156,66 @@ func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32
 // far slower than Dot32, so rank screens with it only in tests.
 func Int16Fast() bool { return int16SIMD() }
 
-// Dot32Gather writes out[l] = DotRow32(q, g[off[l] : off[l]+d]) for every
-// element offset off[l] (a row start of g): the exact float32 rule for a
-// list of scattered rows against one query, as rank's int16 screen verifies
-// its undecided pairs. Where the CPU has AVX-512, 16 lanes hold 16 rows'
-// chains and read the rows by gathers, so nothing is copied; every
+// Dot32Pairs writes out[l] = DotRow32(q[qoff[l]:qoff[l]+d], g[goff[l]:goff[l]+d])
+// for element offsets qoff[l], goff[l] of rows of q and g: the exact
+// float32 rule for a list of scattered pairs, as rank's int16 screen
+// verifies its undecided pairs. Where the CPU has AVX-512, 16 lanes hold 16
+// pairs' chains and read both rows by gathers, so nothing is copied; every
 // implementation produces the bits of DotRow32.
-func Dot32Gather(q, g []float32, d int, off []int32, out []float32) {
-	q, out = q[:d], out[:len(off)]
-	for _, o := range off {
-		if o < 0 || int(o)+d > len(g) {
-			panic("kernel: Dot32Gather offset out of range")
+func Dot32Pairs(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
+	qoff, out = qoff[:len(goff)], out[:len(goff)]
+	for l, o := range goff {
+		if o < 0 || int(o)+d > len(g) || qoff[l] < 0 || int(qoff[l])+d > len(q) {
+			panic("kernel: Dot32Pairs offset out of range")
 		}
 	}
-	if d == 0 || len(off) == 0 {
+	if d == 0 || len(goff) == 0 {
 		clear(out)
 		return
 	}
-	if gatherSIMD() && len(g) < 1<<31 { // the gathers take int32 offsets
-		dot32GatherSIMD(q, g, d, off, out)
+	if gatherSIMD() && len(g) < 1<<31 && len(q) < 1<<31 { // the gathers take int32 offsets
+		dot32PairsSIMD(q, qoff, g, goff, d, out)
 		return
 	}
-	for l, o := range off {
-		out[l] = DotRow32(q, g[int(o):int(o)+d])
+	for l, o := range goff {
+		out[l] = DotRow32(q[qoff[l]:int(qoff[l])+d], g[o:int(o)+d])
 	}
+}
+
+// AbsMaxSumSq32 returns max_i |x_i| and a float64 sum of the squares x_i²
+// (each exact; the sum is formed by chains of at most len(x)/16 + 12
+// roundings per term, so it is within γ_{len(x)+12}(2⁻⁵³) of Σ x_i²).
+func AbsMaxSumSq32(x []float32) (mx, ss float64) { return absMaxSumSq32(x) }
+
+func absMaxSumSq32Generic(x []float32) (mx, ss float64) {
+	for _, v := range x {
+		f := float64(v)
+		if a := math.Abs(f); a > mx {
+			mx = a
+		}
+		ss = math.FMA(f, f, ss)
+	}
+	return mx, ss
+}
+
+// Quantise16 writes q_i = Q_i = round-to-even(fl64(x_i·inv)) as int16 (the
+// caller ensures |Q_i| ≤ 32767) and returns n2 = Σ Q_i² (exact: integers
+// below 2⁵³ while len(x) < 2²³) and rr, a sum of the squared residuals
+// δ_i = x_i − σ·Q_i (each exact in float64 for a float32 σ) formed by
+// chains of at most len(x)/8 + 9 roundings per term.
+func Quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
+	return quantise16(x, inv, sigma, q[:len(x)])
+}
+
+func quantise16Generic(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
+	q = q[:len(x)]
+	for i, v := range x {
+		f := float64(v)
+		t := math.RoundToEven(f * inv)
+		q[i] = int16(t)
+		n2 = math.FMA(t, t, n2)
+		dl := math.FMA(-sigma, t, f)
+		rr = math.FMA(dl, dl, rr)
+	}
+	return n2, rr
 }

@@ -23,33 +23,76 @@ func dotInt16Tile(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo i
 	dotInt16VNNI(&qa[0], &ga[0], np, &qs[0], &gs[0], &dst[0], ldo)
 }
 
-// gatherSIMD reports whether Dot32Gather runs the AVX-512 gather chains.
+// gatherSIMD reports whether Dot32Pairs runs the AVX-512 gather chains.
 func gatherSIMD() bool { return cpu.X86.HasAVX512F && Name() == "avx512" }
 
-// dot32Gather4 and dot32Gather1 are 64 and 16 chains (gather_amd64.s).
+// dot32Pairs4 and dot32Pairs1 are 64 and 16 chains (gather_amd64.s).
 //
 //go:noescape
-func dot32Gather4(q, rows *float32, d int, off *int32, out *float32)
+func dot32Pairs4(q *float32, qoff *int32, rows *float32, goff *int32, d int, out *float32)
 
 //go:noescape
-func dot32Gather1(q, rows *float32, d int, off *int32, out *float32)
+func dot32Pairs1(q *float32, qoff *int32, rows *float32, goff *int32, d int, out *float32)
 
-func dot32GatherSIMD(q, g []float32, d int, off []int32, out []float32) {
-	n := len(off)
+func dot32PairsSIMD(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
+	n := len(goff)
 	k := 0
 	for ; k+64 <= n; k += 64 {
-		dot32Gather4(&q[0], &g[0], d, &off[k], &out[k])
+		dot32Pairs4(&q[0], &qoff[k], &g[0], &goff[k], d, &out[k])
 	}
 	for ; k+16 <= n; k += 16 {
-		dot32Gather1(&q[0], &g[0], d, &off[k], &out[k])
+		dot32Pairs1(&q[0], &qoff[k], &g[0], &goff[k], d, &out[k])
 	}
 	if k < n {
-		var o [16]int32
+		var qo, gO [16]int32
 		var r [16]float32
-		for l := range o {
-			o[l] = off[min(k+l, n-1)]
+		for l := range qo {
+			qo[l], gO[l] = qoff[min(k+l, n-1)], goff[min(k+l, n-1)]
 		}
-		dot32Gather1(&q[0], &g[0], d, &o[0], &r[0])
+		dot32Pairs1(&q[0], &qo[0], &g[0], &gO[0], d, &r[0])
 		copy(out[k:n], r[:])
 	}
+}
+
+var hasQuantSIMD = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+//go:noescape
+func absMaxSumSq32AVX512(x *float32, n int, mx *float32, ss *float64)
+
+//go:noescape
+func quant16AVX512(x *float32, n int, inv, sigma float64, q *int16, out *float64)
+
+func absMaxSumSq32(x []float32) (mx, ss float64) {
+	nb := len(x) / 16
+	if !hasQuantSIMD || nb == 0 {
+		return absMaxSumSq32Generic(x)
+	}
+	var m [16]float32
+	var s [8]float64
+	absMaxSumSq32AVX512(&x[0], nb, &m[0], &s[0])
+	tm, ts := absMaxSumSq32Generic(x[nb*16:])
+	mx = tm
+	for _, v := range m {
+		mx = max(mx, float64(v))
+	}
+	ss = ts
+	for _, v := range s {
+		ss += v
+	}
+	return mx, ss
+}
+
+func quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
+	nb := len(x) / 8
+	if !hasQuantSIMD || nb == 0 {
+		return quantise16Generic(x, inv, sigma, q)
+	}
+	var out [16]float64
+	quant16AVX512(&x[0], nb, inv, sigma, &q[0], &out[0])
+	n2, rr = quantise16Generic(x[nb*8:], inv, sigma, q[nb*8:])
+	for l := range 8 {
+		n2 += out[l]
+		rr += out[8+l]
+	}
+	return n2, rr
 }

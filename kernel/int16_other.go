@@ -10,6 +10,12 @@ func dotInt16Tile(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo i
 
 func gatherSIMD() bool { return false }
 
-func dot32GatherSIMD(q, g []float32, d int, off []int32, out []float32) {
+func dot32PairsSIMD(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
 	panic("unreachable")
+}
+
+func absMaxSumSq32(x []float32) (mx, ss float64) { return absMaxSumSq32Generic(x) }
+
+func quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
+	return quantise16Generic(x, inv, sigma, q)
 }

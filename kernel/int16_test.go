@@ -96,10 +96,10 @@ func TestDotInt16TileMatchesGeneric(t *testing.T) {
 	}
 }
 
-// TestDot32GatherMatchesDotRow32 compares Dot32Gather with DotRow32 bit for
-// bit on scattered rows (repeats, every tail length of the 64/16-lane
+// TestDot32PairsMatchesDotRow32 compares Dot32Pairs with DotRow32 bit for
+// bit on scattered pairs (repeats, every tail length of the 64/16-lane
 // groups), with values from subnormal to overflowing.
-func TestDot32GatherMatchesDotRow32(t *testing.T) {
+func TestDot32PairsMatchesDotRow32(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	val := func() float32 {
 		switch r.IntN(10) {
@@ -114,29 +114,63 @@ func TestDot32GatherMatchesDotRow32(t *testing.T) {
 		}
 	}
 	for _, d := range []int{1, 2, 3, 17, 384, 769} {
-		const rows = 50
+		const rows, qrows = 50, 7
 		g := make([]float32, rows*d)
 		for i := range g {
 			g[i] = val()
 		}
-		q := make([]float32, d)
+		q := make([]float32, qrows*d)
 		for i := range q {
 			q[i] = val()
 		}
 		for _, n := range []int{1, 15, 16, 17, 63, 64, 65, 130} {
-			off := make([]int32, n)
-			for l := range off {
-				off[l] = int32(r.IntN(rows) * d)
+			goff, qoff := make([]int32, n), make([]int32, n)
+			for l := range goff {
+				goff[l], qoff[l] = int32(r.IntN(rows)*d), int32(r.IntN(qrows)*d)
 			}
 			out := make([]float32, n)
-			Dot32Gather(q, g, d, off, out)
-			for l, o := range off {
-				want := DotRow32(q, g[o:int(o)+d])
+			Dot32Pairs(q, qoff, g, goff, d, out)
+			for l, o := range goff {
+				want := DotRow32(q[qoff[l]:int(qoff[l])+d], g[o:int(o)+d])
 				got := out[l]
 				if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
 					t.Fatalf("d=%d n=%d lane %d: got %v, want %v (SIMD %v)", d, n, l, got, want, gatherSIMD())
 				}
 			}
+		}
+	}
+}
+
+// TestQuantise16MatchesGeneric: the SIMD passes give the portable Q and
+// Σ Q² exactly, max|x| exactly, and the float64 sums within their stated
+// rounding bounds.
+func TestQuantise16MatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, d := range []int{1, 7, 8, 9, 16, 17, 384, 769} {
+		x := make([]float32, d)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(5)-2)))
+		}
+		mx, ss := AbsMaxSumSq32(x)
+		gmx, gss := absMaxSumSq32Generic(x)
+		if mx != gmx || math.Abs(ss-gss) > 2*float64(d+12)*0x1p-53*gss {
+			t.Fatalf("d=%d: AbsMaxSumSq32 %v %v, generic %v %v", d, mx, ss, gmx, gss)
+		}
+		sigma := float64(float32(mx / 30000))
+		inv := 1 / sigma
+		q, gq := make([]int16, d), make([]int16, d)
+		n2, rr := Quantise16(x, inv, sigma, q)
+		gn2, grr := quantise16Generic(x, inv, sigma, gq)
+		var want float64
+		for i, v := range x {
+			if q[i] != gq[i] {
+				t.Fatalf("d=%d i=%d: Q %d, generic %d", d, i, q[i], gq[i])
+			}
+			dl := float64(v) - sigma*float64(q[i])
+			want += dl * dl
+		}
+		if n2 != gn2 || math.Abs(rr-grr) > 2*float64(d+12)*0x1p-53*want {
+			t.Fatalf("d=%d: Quantise16 %v %v, generic %v %v", d, n2, rr, gn2, grr)
 		}
 	}
 }

@@ -60,14 +60,14 @@ type screen16State struct {
 
 // ws16 is one worker's int16 screen buffers.
 type ws16 struct {
-	row16  []int16
-	gp     []int32
-	gs     []float32
-	out    []float32
-	need   []need16
-	vals   []float32
-	exact  []float32
-	off    []int32 // element offsets of the rows to verify
+	row16 []int16
+	gp    []int32
+	gs    []float32
+	out   []float32
+	need  []need16
+	vals  []float32
+	exact []float32
+	off   []int32 // element offsets of the rows to verify
 }
 
 // need16 is a pair that needs its exact score: query, offset, whether
@@ -95,49 +95,22 @@ func (st *screen16State) ws(w *workspace) *ws16 {
 func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
 	d := len(x)
 	q = q[:d]
-	// Four partial sums: each square is exact (float32 × float32 fits
-	// float64) and meets at most d/4 + 3 ≤ d + 2 roundings.
-	var m0, m1, s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= d; i += 4 {
-		a, b, c, e := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
-		s0, s1, s2, s3 = s0+a*a, s1+b*b, s2+c*c, s3+e*e
-		// Plain comparisons (math.Max is a call); a NaN makes ss NaN.
-		if v := math.Abs(a); v > m0 {
-			m0 = v
-		}
-		if v := math.Abs(b); v > m1 {
-			m1 = v
-		}
-		if v := math.Abs(c); v > m0 {
-			m0 = v
-		}
-		if v := math.Abs(e); v > m1 {
-			m1 = v
-		}
-	}
-	for ; i < d; i++ {
-		a := float64(x[i])
-		s0 += a * a
-		if v := math.Abs(a); v > m0 {
-			m0 = v
-		}
-	}
-	mx, ss := max(m0, m1), (s0+s1)+(s2+s3)
+	mx, ss := kernel.AbsMaxSumSq32(x)
 	if mx-mx != 0 || ss-ss != 0 {
 		return 0, 0, 0, 0, false
 	}
-	// ‖x‖² ≤ ss·(1 + γ_{2d+4}(u)); the root and products round at most
+	// The squares are exact and each meets at most d + 12 roundings in ss,
+	// so ‖x‖² ≤ ss·(1 + γ_{2d+24}(u)); the root and products round at most
 	// four times more, covered by 1 + 2⁻⁵⁰ (screen.md §7.1).
-	R = math.Sqrt(ss*(1+gamma(2*d+4, u64))) * (1 + 0x1p-50)
+	R = math.Sqrt(ss*(1+gamma(2*d+24, u64))) * (1 + 0x1p-50)
 	if mx == 0 {
 		clear(q)
 		return 1, 0, 0, 0, true
 	}
-	// Any float32 step σ will do (σ·Q is exact in float64); the smallest
-	// that keeps |Q| ≤ 32767 and ‖Q‖ ≤ 46340 makes the residual smallest.
+	// Any float32 step σ will do (σ·Q and x − σ·Q are exact in float64);
+	// the smallest that keeps |Q| ≤ 32767 and ‖Q‖ ≤ 46340 makes the
+	// residual smallest.
 	sig32 := float32(max(mx/32767, math.Sqrt(ss)/46340, 0x1p-126))
-	const magic = 0x1.8p52 // adding and subtracting it rounds |y| < 2⁵¹ to an integer, ties to even
 	for ; ; sig32 = float32(float64(sig32) * (1 + 0x1p-12)) {
 		sigma = float64(sig32)
 		if sigma > math.MaxFloat32 {
@@ -147,32 +120,13 @@ func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
 		if mx*inv > 32766 { // then every |x_i·inv| rounds to at most 32767
 			continue
 		}
-		var n2 int64
-		var r0, r1 float64
-		i := 0
-		for ; i+2 <= d; i += 2 {
-			a, b := float64(x[i]), float64(x[i+1])
-			ta, tb := (a*inv+magic)-magic, (b*inv+magic)-magic // integers near x/σ
-			ka, kb := int64(ta), int64(tb)
-			q[i], q[i+1] = int16(ka), int16(kb)
-			n2 += ka*ka + kb*kb
-			da, db := a-ta*sigma, b-tb*sigma // exact (screen.md §7.1)
-			r0, r1 = r0+da*da, r1+db*db
-		}
-		if i < d {
-			a := float64(x[i])
-			t := (a*inv + magic) - magic
-			k := int64(t)
-			q[i] = int16(k)
-			n2 += k * k
-			da := a - t*sigma
-			r0 += da * da
-		}
+		n2, rr := kernel.Quantise16(x, inv, sigma, q)
 		if n2 > int16NormCap {
 			continue
 		}
-		n = sigma * math.Sqrt(float64(n2)) * (1 + 0x1p-50)
-		r = math.Sqrt((r0+r1)*(1+gamma(2*d+4, u64))) * (1 + 0x1p-50)
+		// n2 is exact; rr meets at most d + 9 roundings per term.
+		n = sigma * math.Sqrt(n2) * (1 + 0x1p-50)
+		r = math.Sqrt(rr*(1+gamma(2*d+24, u64))) * (1 + 0x1p-50)
 		return sigma, n, r, R, true
 	}
 }
@@ -298,6 +252,11 @@ func (st *screen16State) bound(q int, b block16) float64 {
 // exact score of a screened pair is finite (screen.md §7.3).
 const screen16Fits = 0x1p120
 
+// screen16SubRows is the gallery rows of one sub-block: quantised, scored
+// against a query block and verified while its float32 rows are in the
+// core's cache (the verification reads them).
+var screen16SubRows = 128 // a variable for tests; a multiple of kernel.Int16GalleryTile
+
 // screened16Block scores gallery rows [g0, g1) against every query with the
 // int16 screen.
 func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() error) error {
@@ -305,32 +264,43 @@ func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() e
 	x := st.ws(w)
 	d, gn := s.d, g1-g0
 	g32 := s.g.block32(g0, g1, w.g32, w.tmp)
-	b := st.quantiseBlock(x, g32, gn, d)
-	if !b.ok || !st.allOK || st.maxQR*b.R > screen16Fits {
-		// Values this screen cannot bound: the block is scored exhaustively,
-		// in the exhaustive order, so an error names the same pair.
+	if !st.allOK || st.maxQR*blockNormBound(s.o.Similarity, g32, d) > screen16Fits {
+		// Products this screen does not bound: the block is scored
+		// exhaustively, in the exhaustive order, so an error names the
+		// same pair. Otherwise no pair of the block can fail.
 		st.blocks.Add(1)
 		return s.exact16Block(w, x, g0, g1, qb, g32, checkCtx)
 	}
 	qb = max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
-	sub := max(kernel.Int16GalleryTile, min(gn, screenRowBytes/(4*qb))/kernel.Int16GalleryTile*kernel.Int16GalleryTile)
+	sub := screen16SubRows
 	x.out = growTo(x.out, qb*sub)
 	np := kernel.Int16Pairs(d)
-	for q0 := 0; q0 < s.nq; q0 += qb {
+	for j0 := 0; j0 < gn; j0 += sub {
 		if err := checkCtx(); err != nil {
 			return err
 		}
-		q1 := min(q0+qb, s.nq)
-		qn := q1 - q0
-		for j0 := 0; j0 < gn; j0 += sub {
-			j1 := min(j0+sub, gn)
-			sn := j1 - j0
+		j1 := min(j0+sub, gn)
+		sn := j1 - j0
+		grows := g32[j0*d : j1*d]
+		t0 := time.Now()
+		b := st.quantiseBlock(x, grows, sn, d)
+		w.fold += time.Since(t0)
+		for q0 := 0; q0 < s.nq; q0 += qb {
+			q1 := min(q0+qb, s.nq)
+			qn := q1 - q0
+			if !b.ok { // not reached for finite rows (screen.md §7.1); exact, and cannot fail
+				for q := q0; q < q1; q++ {
+					if err := s.exact16Row(w, x, q, g0+j0, grows, sn); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			out := x.out[:qn*sn]
 			t0 := time.Now()
-			kernel.DotInt16(st.qp[q0*np:], qn, x.gp[j0*np:], sn, d, st.qs[q0:q1], x.gs[j0:j1], out)
+			kernel.DotInt16(st.qp[q0*np:], qn, x.gp, sn, d, st.qs[q0:q1], x.gs[:sn], out)
 			t1 := time.Now()
 			w.kernel += t1.Sub(t0)
-			grows := g32[j0*d : j1*d]
 			x.need = x.need[:0]
 			for i := range qn {
 				q := q0 + i
@@ -341,10 +311,31 @@ func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() e
 			s.verify16(w, x, g0+j0, grows)
 			w.fold += time.Since(t1)
 		}
-		st.pairs.Add(int64(qn * gn))
-		s.meter.add(int64(qn) * int64(gn))
+		st.pairs.Add(int64(s.nq * sn))
+		s.meter.add(int64(s.nq) * int64(sn))
 	}
 	return nil
+}
+
+// blockNormBound is an upper bound of ‖x‖ over the float32 rows of a
+// block: 2 for cosine (normalised rows: ‖x‖ ≤ (1 + 2⁻²⁴)(1 + O(d·2⁻⁵³))),
+// else √d·max|x_i| (rounded up).
+func blockNormBound(sim Similarity, g32 []float32, d int) float64 {
+	if sim == Cosine {
+		return 2
+	}
+	// Finite float32 magnitudes order as their bit patterns.
+	var m0, m1 uint32
+	i := 0
+	for ; i+2 <= len(g32); i += 2 {
+		m0 = max(m0, math.Float32bits(g32[i])&0x7fffffff)
+		m1 = max(m1, math.Float32bits(g32[i+1])&0x7fffffff)
+	}
+	if i < len(g32) {
+		m0 = max(m0, math.Float32bits(g32[i])&0x7fffffff)
+	}
+	mx := float64(math.Float32frombits(max(m0, m1)))
+	return math.Sqrt(float64(d)) * mx * (1 + 0x1p-40)
 }
 
 // exact16Block is the exhaustive float32 path for one gallery block.
@@ -539,47 +530,44 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 	return nil
 }
 
-// verify16 scores the listed pairs of query rows [q0, q1) against the
-// sub-block's gallery rows g32 (offsets from g0) exactly and applies their
+// verify16 scores the listed pairs (of a query block against the
+// sub-block's gallery rows g32, offsets from g0) exactly and applies their
 // decisions: each undecided pair leaves the slot the cheap counts gave it
 // and takes the one of its exact score; a nearest-negative candidate
-// raises the nearest negative. The pairs of one query are scored together
-// by kernel.Dot32Gather (the exact float32 chain of each listed row: the
-// bits of the exhaustive path), which reads the rows where they are.
+// raises the nearest negative. kernel.Dot32Pairs scores them all in one
+// call (the exact float32 chain of each pair: the bits of the exhaustive
+// path), 16 pairs per vector, reading the rows where they are.
 func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
 	d, part := s.d, w.part
 	need := x.need
+	if len(need) == 0 {
+		return
+	}
 	s.screen16.exact.Add(int64(len(need)))
-	for k := 0; k < len(need); {
-		q := int(need[k].q)
-		k1 := k
-		for k1 < len(need) && int(need[k1].q) == q {
-			k1++
+	x.off = growTo(x.off, 2*len(need))
+	qoff, goff := x.off[:len(need)], x.off[len(need):]
+	for i, nd := range need {
+		qoff[i], goff[i] = nd.q*int32(d), nd.j*int32(d)
+	}
+	x.vals = growTo(x.vals, len(need))
+	kernel.Dot32Pairs(s.q32, qoff, g32, goff, d, x.vals)
+	for i, nd := range need {
+		q := int(nd.q)
+		v := float64(x.vals[i]) + 0 // −0 → +0
+		if nd.nn && (!part.hasBest[q] || v > part.best[q]) {
+			part.best[q], part.hasBest[q] = v, true
 		}
-		x.off = growTo(x.off, k1-k)
-		for i, nd := range need[k:k1] {
-			x.off[i] = nd.j * int32(d)
-		}
-		x.vals = growTo(x.vals, k1-k)
-		kernel.Dot32Gather(s.q32[q*d:(q+1)*d], g32, d, x.off, x.vals)
-		qi := &s.qs[q]
-		beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
-		last := len(qi.ordScore) - 1
-		for i, nd := range need[k:k1] {
-			v := float64(x.vals[i]) + 0 // −0 → +0
-			if nd.nn && (!part.hasBest[q] || v > part.best[q]) {
-				part.best[q], part.hasBest[q] = v, true
+		if nd.undec {
+			qi := &s.qs[q]
+			beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
+			last := len(qi.ordScore) - 1
+			if nd.cheap >= 0 {
+				beaten[nd.cheap]--
 			}
-			if nd.undec {
-				if nd.cheap >= 0 {
-					beaten[nd.cheap]--
-				}
-				if g := g0 + int(nd.j); precedes(v, g, qi.ordScore[last], qi.ordIndex[last]) {
-					beaten[rankSlot(qi, v, g)]++
-				}
+			if g := g0 + int(nd.j); precedes(v, g, qi.ordScore[last], qi.ordIndex[last]) {
+				beaten[rankSlot(qi, v, g)]++
 			}
 		}
-		k = k1
 	}
 	x.need = need[:0]
 }
