@@ -253,7 +253,7 @@ func TestMeasureInt16Screen(t *testing.T) {
 		sets = append(sets, m16set{name: f[0], q: q[:sample*d], g: g, nq: sample, ng: ng, d: d, pos: pos[:sample]})
 	}
 	for _, s := range sets {
-		for _, chunk := range []int{0, 32, 16} {
+		for _, chunk := range []int{-1, 0, 32, 16} {
 			m16measure(t, s, chunk)
 		}
 	}
@@ -270,11 +270,23 @@ func m16measure(t *testing.T, s m16set, chunk int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			quant := func(x []float32) quantised {
+				if chunk >= 0 {
+					return m16quant(x, chunk)
+				}
+				// chunk −1: the implementation's quantise16 (float32 steps)
+				q := make([]int16, len(x))
+				sg, n, r, R, ok := quantise16(x, q)
+				if !ok {
+					panic("quantise16 failed")
+				}
+				return quantised{Q: q, sigma: sg, n: n, r: r, R: R}
+			}
 			for i := w; i < s.nq; i += 2 {
-				qq[i] = m16quant(s.q[i*d:(i+1)*d], chunk)
+				qq[i] = quant(s.q[i*d : (i+1)*d])
 			}
 			for i := w; i < s.ng; i += 2 {
-				gq[i] = m16quant(s.g[i*d:(i+1)*d], chunk)
+				gq[i] = quant(s.g[i*d : (i+1)*d])
 			}
 		}()
 	}
@@ -309,9 +321,13 @@ func m16measure(t *testing.T, s m16set, chunk int) {
 				emax, M := 0.0, math.Inf(-1)
 				for g := range s.ng {
 					b := gq[g]
-					c[g] = a.sigma * b.sigma * float64(idot(a.Q, b.Q, chunk))
+					c[g] = a.sigma * b.sigma * float64(idot(a.Q, b.Q, max(chunk, 0)))
 					quant := math.Min(a.n*b.r+a.r*b.R, a.R*b.r+a.r*b.n)
 					e[g] = (quant + gd*a.R*b.R + float64(4*d+16)*0x1p-149) * (1 + 1e-10)
+					if chunk < 0 { // the implementation's cheap score and bound (per pair)
+						c[g] = float64(kernel.ScaleInt16(int32(idot(a.Q, b.Q, 0)), float32(a.sigma), float32(b.sigma)))
+						e[g] = quant + gd*a.R*b.R + gamma(3, v)*a.n*b.n + float64(d+2)*0x1p-149 + a.sigma*0x1p-149
+					}
 					if s.self && g == qi {
 						continue
 					}
@@ -375,6 +391,9 @@ func m16measure(t *testing.T, s m16set, chunk int) {
 	r.viol += r1.viol
 	r.maxRatio = math.Max(r.maxRatio, r1.maxRatio)
 	scheme := "int32 row (‖Q‖≤46340)"
+	if chunk < 0 {
+		scheme = "implementation (f32 step)"
+	}
 	if chunk > 0 {
 		scheme = fmt.Sprintf("int32 per %d dims → int64", chunk)
 	}
