@@ -160,8 +160,9 @@ func Int16Fast() bool { return int16SIMD() }
 // for element offsets qoff[l], goff[l] of rows of q and g: the exact
 // float32 rule for a list of scattered pairs, as rank's int16 screen
 // verifies its undecided pairs. Where the CPU has AVX-512, 16 lanes hold 16
-// pairs' chains and read both rows by gathers, so nothing is copied; every
-// implementation produces the bits of DotRow32.
+// pairs' chains, fed by 16×16 transposes of the rows' chunks in registers
+// (gathers were slower here); every implementation produces the bits of
+// DotRow32.
 func Dot32Pairs(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
 	qoff, out = qoff[:len(goff)], out[:len(goff)]
 	for l, o := range goff {

@@ -23,33 +23,25 @@ func dotInt16Tile(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo i
 	dotInt16VNNI(&qa[0], &ga[0], np, &qs[0], &gs[0], &dst[0], ldo)
 }
 
-// gatherSIMD reports whether Dot32Pairs runs the AVX-512 gather chains.
+// gatherSIMD reports whether Dot32Pairs runs the AVX-512 chains.
 func gatherSIMD() bool { return cpu.X86.HasAVX512F && Name() == "avx512" }
 
-// dot32Pairs4 and dot32Pairs1 are 64 and 16 chains (gather_amd64.s).
-//
-//go:noescape
-func dot32Pairs4(q *float32, qoff *int32, rows *float32, goff *int32, d int, out *float32)
-
-//go:noescape
-func dot32Pairs1(q *float32, qoff *int32, rows *float32, goff *int32, d int, out *float32)
-
+// dot32PairsSIMD runs 16 pairs per dot32PairsT call; a short last group
+// repeats its last pair.
 func dot32PairsSIMD(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
+	var buf [512]float32
+	var qo, gO [16]int32
+	var r [16]float32
 	n := len(goff)
-	k := 0
-	for ; k+64 <= n; k += 64 {
-		dot32Pairs4(&q[0], &qoff[k], &g[0], &goff[k], d, &out[k])
-	}
-	for ; k+16 <= n; k += 16 {
-		dot32Pairs1(&q[0], &qoff[k], &g[0], &goff[k], d, &out[k])
-	}
-	if k < n {
-		var qo, gO [16]int32
-		var r [16]float32
+	for k := 0; k < n; k += 16 {
+		if k+16 <= n {
+			dot32PairsT(&q[0], &qoff[k], &g[0], &goff[k], d, &buf[0], &out[k])
+			continue
+		}
 		for l := range qo {
 			qo[l], gO[l] = qoff[min(k+l, n-1)], goff[min(k+l, n-1)]
 		}
-		dot32Pairs1(&q[0], &qo[0], &g[0], &gO[0], d, &r[0])
+		dot32PairsT(&q[0], &qo[0], &g[0], &gO[0], d, &buf[0], &r[0])
 		copy(out[k:n], r[:])
 	}
 }
@@ -96,3 +88,9 @@ func quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
 	}
 	return n2, rr
 }
+
+// dot32PairsT is 16 chains with the rows transposed in registers
+// (pairs_amd64.s); buf is 512 floats of scratch.
+//
+//go:noescape
+func dot32PairsT(q *float32, qoff *int32, rows *float32, goff *int32, d int, buf *float32, out *float32)

@@ -32,9 +32,9 @@ var screen16Force = false
 // screen16MaxUndecided is the largest undecided share of the sampled pairs
 // for which the run is screened (screen.md §7.5): the integer kernel and
 // quantisation cost about 0.45 of the exhaustive float32 pass and each
-// undecided pair about 90 exhaustive pairs (two gathers per step), so the
-// screen breaks even near 0.6 % and this cut keeps a margin of ≥ 1.5×.
-const screen16MaxUndecided = 0.0025
+// undecided pair about 30 exhaustive pairs (kernel.Dot32Pairs), so the
+// screen breaks even near 1.8 % and this cut keeps a margin of about 1.45×.
+const screen16MaxUndecided = 0.008
 
 // screen16MinPairs is the smallest run screened: below it the run takes
 // milliseconds, and quantising the queries and the sample would be most of
@@ -538,7 +538,7 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 // and takes the one of its exact score; a nearest-negative candidate
 // raises the nearest negative. kernel.Dot32Pairs scores them all in one
 // call (the exact float32 chain of each pair: the bits of the exhaustive
-// path), 16 pairs per vector, reading the rows where they are.
+// path), 16 pairs per vector.
 func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
 	d, part := s.d, w.part
 	need := x.need
