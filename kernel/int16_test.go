@@ -97,8 +97,8 @@ func TestDotInt16TileMatchesGeneric(t *testing.T) {
 }
 
 // TestDot32PairsMatchesDotRow32 compares Dot32Pairs with DotRow32 bit for
-// bit on scattered pairs (repeats, every tail length of the 64/16-lane
-// groups), with values from subnormal to overflowing.
+// bit on scattered pairs (repeats, short last groups of 16 pairs, partial
+// last blocks of 16 dimensions), with values from subnormal to overflowing.
 func TestDot32PairsMatchesDotRow32(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	val := func() float32 {
@@ -113,7 +113,7 @@ func TestDot32PairsMatchesDotRow32(t *testing.T) {
 			return float32(r.NormFloat64())
 		}
 	}
-	for _, d := range []int{1, 2, 3, 17, 384, 769} {
+	for _, d := range []int{1, 2, 3, 15, 16, 17, 31, 384, 769} {
 		const rows, qrows = 50, 7
 		g := make([]float32, rows*d)
 		for i := range g {
