@@ -44,9 +44,10 @@ func manyPositives(p Problem, r *rand.Rand) Problem {
 // duplicated rows, scaled copies, near-ties around the bound, tight
 // clusters, extreme magnitudes with float32 underflow and overflow), every
 // width class, dot and cosine, few and many positives, several block
-// shapes and thread counts; squared_l2 stays unscreened.
+// shapes, sub-block sizes and thread counts; squared_l2 stays unscreened.
 func TestScreened16EqualsExhaustive(t *testing.T) {
 	forceScreen16(t)
+	defer func(n int) { screen16SubRows = n }(screen16SubRows)
 	r := rand.New(rand.NewPCG(61, 62))
 	for _, d := range []int{1, 3, 17, 384, 769, 1536} {
 		nq, ng := 26, 160
@@ -64,6 +65,7 @@ func TestScreened16EqualsExhaustive(t *testing.T) {
 					if sim != Dot && c.name == "extreme magnitudes" {
 						continue // as TestScreenedEqualsExhaustive
 					}
+					screen16SubRows = []int{32, 64, 512}[r.IntN(3)] // several sub-blocks per gallery block, or one
 					o := Options{Similarity: sim, Precision: Float32, QueryBatch: 1 + r.IntN(30), GalleryBatch: 7 + r.IntN(90), Threads: 1 + r.IntN(2)}
 					diff, st := screenedVsExhaustive(t, p, o)
 					if diff != "" {
