@@ -32,8 +32,9 @@ var screen16Force = false
 // screen16MaxUndecided is the largest undecided share of the sampled pairs
 // for which the run is screened (screen.md §7.5): the integer kernel and
 // quantisation cost about 0.45 of the exhaustive float32 pass and each
-// undecided pair about 30 exhaustive pairs (kernel.Dot32Pairs), so the
-// screen breaks even near 1.8 % and this cut keeps a margin of about 1.45×.
+// undecided pair about 20 exhaustive pairs (kernel.Dot32Pairs), so the
+// screen breaks even near 2.7 % and this cut expects at most 0.61 of the
+// exhaustive cost.
 const screen16MaxUndecided = 0.008
 
 // screen16MinPairs is the smallest run screened: below it the run takes
