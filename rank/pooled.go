@@ -82,6 +82,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	// are large: 32 MiB of scores per worker.
 	qBlock := max(1, min(1024, (1<<22)/max(1, most)))
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
+	ps.cacheGallery(ctx)
 
 	// The window: exact scores of a sample of whole queries.
 	step := max(1, s.nq/16)
@@ -97,24 +98,17 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	slices.Sort(sample)
 	const delta = 0.01
-	lo := sample[int(math.Floor(float64(len(sample)-1)*(0.5-delta)))]
-	hi := sample[int(math.Ceil(float64(len(sample)-1)*(0.5+delta)))]
+	lo := nthKey(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
+	hi := nthKey(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
 
 	// The main pass: ordered sum, extremes, the counts of the values
 	// below and inside the window, each query's best positive.
 	maxPos := make([]float64, s.nq)
-	type part struct {
-		lo, hi float64
-		seen   bool
-		below  int
-		window []uint64
-		bad    struct{ g, q int }
-	}
-	parts := make([]*part, max(1, s.threads))
+	window := pooledWindow{lo: metrics.KeyValue(lo), hi: metrics.KeyValue(hi)}
+	parts := make([]*pooledPart, max(1, s.threads))
 	for i := range parts {
-		parts[i] = &part{}
+		parts[i] = &pooledPart{}
 		parts[i].bad.g, parts[i].bad.q = -1, -1
 	}
 	nextWorker := 0
@@ -139,6 +133,11 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		}
 		rows := make([][]float64, q1-q0)
 		err := ps.scoreQueries(ctx, qs, w, func(q int, vals []float64) { rows[q-q0] = vals })
+		if err == nil {
+			for i, vals := range rows {
+				ps.rowStats(p, q0+i, vals, window, &kept, &overflow, maxPos)
+			}
+		}
 		// The ordered sum takes block after block (SPEC §4.7: query
 		// order, then gallery order), also after a failure so that no
 		// worker waits for a block that is never summed.
@@ -164,36 +163,6 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for i, vals := range rows {
-			q := q0 + i
-			best := vals[0]
-			for _, v := range vals {
-				if v-v != 0 {
-					g := ps.galleryIndex(q, vals)
-					if p.bad.g < 0 || g < p.bad.g || (g == p.bad.g && q < p.bad.q) {
-						p.bad.g, p.bad.q = g, q
-					}
-					break
-				}
-				if !p.seen {
-					p.lo, p.hi, p.seen = v, v, true
-				}
-				p.lo, p.hi = min(p.lo, v), max(p.hi, v)
-				best = max(best, v)
-				k := metrics.OrderKey(v)
-				switch {
-				case k < lo:
-					p.below++
-				case k <= hi && !overflow.Load():
-					if kept.Add(1) > int64(pooledWindowCap) {
-						overflow.Store(true)
-						continue
-					}
-					p.window = append(p.window, k)
-				}
-			}
-			maxPos[q] = best
-		}
 		s.meter.add(int64(q1-q0) * int64(s.ng)) // progress: every pair of these queries is decided
 		return nil
 	})
@@ -215,7 +184,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	var min_, max_ float64
 	seen := false
 	below := 0
-	var window []uint64
+	var kept_ []uint64
 	for _, p := range parts {
 		if p.seen {
 			if !seen {
@@ -224,20 +193,19 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			min_, max_ = min(min_, p.lo), max(max_, p.hi)
 		}
 		below += p.below
-		window = append(window, p.window...)
+		kept_ = append(kept_, p.window...)
 	}
 	ks := []int{n / 2}
 	if n%2 == 0 {
 		ks = []int{n/2 - 1, n / 2}
 	}
 	vals := make([]float64, len(ks))
-	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(window) {
-		slices.Sort(window)
+	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(kept_) {
 		for i, k := range ks {
-			vals[i] = metrics.KeyValue(window[k-below])
+			vals[i] = metrics.KeyValue(nthKey(kept_, k-below))
 		}
 	} else {
-		window = nil
+		kept_ = nil
 		if vals, err = ps.rescanSelect(ctx, ks, n); err != nil {
 			return err
 		}
@@ -286,6 +254,10 @@ type pooledScan struct {
 	excluded [][]int32 // per query: excluded member positions, ascending
 	qBlock   int
 	slabs    [][]float64 // per worker: the score rows of its current task
+	// The members of each class in working values, member order, converted
+	// once (nil: converted block by block in every task).
+	gal64 [][]float64
+	gal32 [][]float32
 }
 
 // galleryIndex finds the gallery index of the first non-finite value of a
@@ -325,6 +297,7 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 		byClass[k] = append(byClass[k], q)
 	}
 	f64 := s.o.Precision == Float64
+	neg := s.o.Similarity == SquaredL2
 	// The rows of every query of the call live in the worker's slab (valid
 	// until its next call).
 	total := 0
@@ -342,6 +315,14 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 		rows := make([][]float64, qn)
 		for a := range rows {
 			rows[a], slab = slab[:len(members):len(members)], slab[len(members):]
+		}
+		var cached64 []float64
+		var cached32 []float32
+		if ps.gal64 != nil {
+			cached64 = ps.gal64[k]
+		}
+		if ps.gal32 != nil {
+			cached32 = ps.gal32[k]
 		}
 		if f64 {
 			w.q64 = growTo(w.q64, qn*d)
@@ -362,42 +343,63 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 			blk := members[m0:min(m0+gBlock, len(members))]
 			gn := len(blk)
 			if f64 {
-				w.g64 = growTo(w.g64, gn*d)
 				w.s64 = growTo(w.s64, qn*gn)
-				for j, g := range blk {
-					copy(w.g64[j*d:(j+1)*d], s.g.block64(int(g), int(g)+1, w.g64[j*d:(j+1)*d]))
-				}
-				if s.o.Similarity == SquaredL2 {
-					kernel.SqDist64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+				var gm []float64
+				if cached64 != nil {
+					gm = cached64[m0*d : (m0+gn)*d]
 				} else {
-					kernel.Dot64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+					w.g64 = growTo(w.g64, gn*d)
+					for j, g := range blk {
+						copy(w.g64[j*d:(j+1)*d], s.g.block64(int(g), int(g)+1, w.g64[j*d:(j+1)*d]))
+					}
+					gm = w.g64[:gn*d]
+				}
+				if neg {
+					kernel.SqDist64(w.q64[:qn*d], qn, gm, gn, d, w.s64)
+				} else {
+					kernel.Dot64(w.q64[:qn*d], qn, gm, gn, d, w.s64)
+				}
+				for a := range part {
+					row, src := rows[a][m0:m0+gn], w.s64[a*gn:(a+1)*gn]
+					if neg {
+						for j, v := range src {
+							row[j] = -v + 0 // −0 → +0 (SPEC §1.3)
+						}
+					} else {
+						for j, v := range src {
+							row[j] = v + 0
+						}
+					}
 				}
 			} else {
-				w.tmp = growTo(w.tmp, d)
-				w.g32 = growTo(w.g32, gn*d)
 				w.s32 = growTo(w.s32, qn*gn)
-				for j, g := range blk {
-					copy(w.g32[j*d:(j+1)*d], s.g.block32(int(g), int(g)+1, w.g32[j*d:(j+1)*d], w.tmp))
-				}
-				if s.o.Similarity == SquaredL2 {
-					kernel.SqDist32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+				var gm []float32
+				if cached32 != nil {
+					gm = cached32[m0*d : (m0+gn)*d]
 				} else {
-					kernel.Dot32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+					w.tmp = growTo(w.tmp, d)
+					w.g32 = growTo(w.g32, gn*d)
+					for j, g := range blk {
+						copy(w.g32[j*d:(j+1)*d], s.g.block32(int(g), int(g)+1, w.g32[j*d:(j+1)*d], w.tmp))
+					}
+					gm = w.g32[:gn*d]
 				}
-			}
-			for a := range part {
-				row := rows[a][m0 : m0+gn]
-				for j := range row {
-					var v float64
-					if f64 {
-						v = w.s64[a*gn+j]
+				if neg {
+					kernel.SqDist32(w.q32[:qn*d], qn, gm, gn, d, w.s32)
+				} else {
+					kernel.Dot32(w.q32[:qn*d], qn, gm, gn, d, w.s32)
+				}
+				for a := range part {
+					row, src := rows[a][m0:m0+gn], w.s32[a*gn:(a+1)*gn]
+					if neg {
+						for j, v := range src {
+							row[j] = -float64(v) + 0
+						}
 					} else {
-						v = float64(w.s32[a*gn+j])
+						for j, v := range src {
+							row[j] = float64(v) + 0
+						}
 					}
-					if s.o.Similarity == SquaredL2 {
-						v = -v
-					}
-					row[j] = v + 0 // −0 → +0 (SPEC §1.3)
 				}
 			}
 		}
