@@ -80,7 +80,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	}
 	// Every task converts the members of its queries' classes once, so blocks
 	// are large: 32 MiB of scores per worker.
-	qBlock := max(1, min(1024, (1<<22)/max(1, most)))
+	qBlock := max(1, min(1024, (1<<21)/max(1, most)))
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
 	ps.cacheGallery(ctx)
 
