@@ -3,6 +3,7 @@ package rank
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -340,6 +341,13 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			// A gallery block is about a millisecond of work: yielding
+			// here lets a goroutine the scheduler preempted (the identity
+			// and relevance fingerprint hashes of the same run, SPEC §2.9
+			// and §10.3, which chain 2 × 14 bytes per pair of SHA-256 and
+			// end after the scores otherwise) take the processor back at
+			// once instead of after a worker's 10 ms time slice.
+			runtime.Gosched()
 			blk := members[m0:min(m0+gBlock, len(members))]
 			gn := len(blk)
 			if f64 {
