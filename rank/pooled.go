@@ -51,6 +51,10 @@ func (s *scorer) pooledStreamable() bool {
 // stored-scores path, the reference of the streaming one.
 var forceStoredPooled = false
 
+// pooledGalleryBlock is the number of class members scored per kernel call
+// (a variable so that tests can make excluded members fall at block edges).
+var pooledGalleryBlock = 512
+
 // pooledWindowCap bounds the values kept inside the median window
 // (a variable so that tests can force the re-scoring passes).
 var pooledWindowCap = 1 << 21
@@ -287,7 +291,7 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 	s := ps.s
 	c := s.p.Classes
 	d := s.d
-	const gBlock = 512
+	gBlock := pooledGalleryBlock
 	byClass := map[int32][]int32{}
 	var order []int32
 	for _, q := range qs {
