@@ -114,7 +114,6 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	parts := make([]*pooledPart, max(1, s.threads))
 	for i := range parts {
 		parts[i] = &pooledPart{}
-		parts[i].bad.g, parts[i].bad.q = -1, -1
 	}
 	nextWorker := 0
 	var kept atomic.Int64
@@ -174,14 +173,14 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	first := struct{ g, q int }{-1, -1}
-	for _, p := range parts {
-		if b := p.bad; b.g >= 0 && (first.g < 0 || b.g < first.g || (b.g == first.g && b.q < first.q)) {
-			first = b
+	if sum-sum != 0 { // a non-finite score, or an overflowing sum
+		g, q, bad, err := ps.firstNonFinite(ctx)
+		if err != nil {
+			return err
 		}
-	}
-	if first.g >= 0 {
-		return s.checkFinite(nanScore, first.q, first.g)
+		if bad {
+			return s.checkFinite(nanScore, q, g)
+		}
 	}
 	if err := s.pooledExclusionsFinite(); err != nil {
 		return err
