@@ -41,6 +41,14 @@ func (c *Classes) labelTriples() canonjson.Array {
 			texts[kw] = t
 		}
 		t.stamp(d)
+		if f, ok := w.(interface{ Flush() error }); ok && len(t.text) >= 64<<10 {
+			// A buffered writer passes a large write straight through
+			// once its buffer is empty (the hash then reads the text
+			// where it is) instead of copying a buffer-full first.
+			if err := f.Flush(); err != nil {
+				return err
+			}
+		}
 		_, err := w.Write(t.text)
 		return err
 	}}
