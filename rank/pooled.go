@@ -111,6 +111,11 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	// below and inside the window, each query's best positive.
 	maxPos := make([]float64, s.nq)
 	window := pooledWindow{lo: metrics.KeyValue(lo), hi: metrics.KeyValue(hi)}
+	if window.lo == 0 {
+		// Rows may hold −0 (Dot64 rows are copied as they are): v − (−0)
+		// is +0 for v = ±0, so a zero is not counted below a zero bound.
+		window.lo = math.Copysign(0, -1)
+	}
 	parts := make([]*pooledPart, max(1, s.threads))
 	for i := range parts {
 		parts[i] = &pooledPart{}
@@ -199,6 +204,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		below += p.below
 		kept_ = append(kept_, p.window...)
 	}
+	min_, max_ = min_+0, max_+0 // −0 → +0 (SPEC §1.3)
 	ks := []int{n / 2}
 	if n%2 == 0 {
 		ks = []int{n/2 - 1, n / 2}
@@ -377,9 +383,10 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 							row[j] = -v + 0 // −0 → +0 (SPEC §1.3)
 						}
 					} else {
-						for j, v := range src {
-							row[j] = v + 0
-						}
+						// Copied as they are: a −0 is normalised where it
+						// would show (rowStats, metrics.OrderKey; the
+						// ordered sum, from +0, never is −0).
+						copy(row, src)
 					}
 				}
 			} else {

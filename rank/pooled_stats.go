@@ -17,10 +17,10 @@ type pooledPart struct {
 	window []uint64 // keys of the values inside it
 }
 
-// pooledWindow is the median window [lo, hi] as values: rows hold no −0
-// (scores are +0-normalised) and are used only when they hold no NaN or
-// infinity (see rowStats), so comparing values is comparing their
-// metrics.OrderKey keys.
+// pooledWindow is the median window [lo, hi] as values: rows are used only
+// when they hold no NaN or infinity (see rowStats), and a zero lo is −0, so
+// comparing values is comparing their metrics.OrderKey keys (which take −0
+// as +0).
 type pooledWindow struct{ lo, hi float64 }
 
 // rowStats folds query q's eligible positive scores into p: extremes, the
@@ -61,7 +61,7 @@ func (ps *pooledScan) rowStats(p *pooledPart, q int, vals []float64, win pooledW
 		overflow.Store(true) // the window is of no use any more
 		p.window = nil
 	}
-	maxPos[q] = hi
+	maxPos[q] = hi + 0 // −0 → +0 (SPEC §1.3)
 }
 
 // nthKey returns the k-th smallest of keys (0-based), reordering keys: a
