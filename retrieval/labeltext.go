@@ -91,13 +91,18 @@ func newRunText(members []int32, width int) *runText {
 // stamp writes the query digits d (of the text's width) into every slot,
 // position by position, only where they differ from the digits there now.
 func (t *runText) stamp(d []byte) {
-	text := t.text
 	for j, b := range d {
 		if t.cur[j] == b {
 			continue
 		}
-		for _, off := range t.slots {
-			text[int(off)+j] = b
+		text, slots := t.text[j:], t.slots
+		for len(slots) >= 4 { // unrolled: this loop is most of the cost
+			s := slots[:4:4]
+			text[s[0]], text[s[1]], text[s[2]], text[s[3]] = b, b, b, b
+			slots = slots[4:]
+		}
+		for _, off := range slots {
+			text[off] = b
 		}
 		t.cur[j] = b
 	}
