@@ -23,7 +23,8 @@ import (
 // query block by query block, the ordered sum is taken block after block,
 // and the median comes from the values inside a narrow window around it,
 // placed from an exact sample. Memory is then O(threads · block · P) plus
-// the window instead of O(Q · P). When the sample misplaced the window
+// the window and one working copy of the class members (at most the
+// gallery) instead of O(Q · P). When the sample misplaced the window
 // (or the window overflowed) the positives are scored again, as many times
 // as a radix selection over the keys needs; every number is that of
 // metrics.SummariseChunks over the stored scores, bit for bit.
@@ -83,8 +84,10 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			}
 		}
 	}
-	// Every task converts the members of its queries' classes once, so blocks
-	// are large: 32 MiB of scores per worker.
+	// 16 MiB of scores per worker. The members' working values are shared
+	// (cacheGallery), so smaller blocks cost only the kernel's packing of
+	// the queries; without the cache every block converts its classes'
+	// members again.
 	qBlock := max(1, min(1024, (1<<21)/max(1, most)))
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
 	ps.cacheGallery(ctx)
