@@ -3,6 +3,7 @@ package rank
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ import (
 // query block by query block, the ordered sum is taken block after block,
 // and the median comes from the values inside a narrow window around it,
 // placed from an exact sample. Memory is then O(threads · block · P) plus
-// the window instead of O(Q · P). When the sample misplaced the window
+// the window and one working copy of the class members (at most the
+// gallery) instead of O(Q · P). When the sample misplaced the window
 // (or the window overflowed) the positives are scored again, as many times
 // as a radix selection over the keys needs; every number is that of
 // metrics.SummariseChunks over the stored scores, bit for bit.
@@ -49,6 +51,10 @@ func (s *scorer) pooledStreamable() bool {
 // forceStoredPooled is a test hook: it sends Pooled problems through the
 // stored-scores path, the reference of the streaming one.
 var forceStoredPooled = false
+
+// pooledGalleryBlock is the number of class members scored per kernel call
+// (a variable so that tests can make excluded members fall at block edges).
+var pooledGalleryBlock = 512
 
 // pooledWindowCap bounds the values kept inside the median window
 // (a variable so that tests can force the re-scoring passes).
@@ -78,10 +84,13 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			}
 		}
 	}
-	// Every task converts the members of its queries' classes once, so blocks
-	// are large: 32 MiB of scores per worker.
-	qBlock := max(1, min(1024, (1<<22)/max(1, most)))
+	// 16 MiB of scores per worker. The members' working values are shared
+	// (cacheGallery), so smaller blocks cost only the kernel's packing of
+	// the queries; without the cache every block converts its classes'
+	// members again.
+	qBlock := max(1, min(1024, (1<<21)/max(1, most)))
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
+	ps.cacheGallery(ctx)
 
 	// The window: exact scores of a sample of whole queries.
 	step := max(1, s.nq/16)
@@ -97,25 +106,22 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	slices.Sort(sample)
 	const delta = 0.01
-	lo := sample[int(math.Floor(float64(len(sample)-1)*(0.5-delta)))]
-	hi := sample[int(math.Ceil(float64(len(sample)-1)*(0.5+delta)))]
+	lo := nthKey(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
+	hi := nthKey(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
 
 	// The main pass: ordered sum, extremes, the counts of the values
 	// below and inside the window, each query's best positive.
 	maxPos := make([]float64, s.nq)
-	type part struct {
-		lo, hi float64
-		seen   bool
-		below  int
-		window []uint64
-		bad    struct{ g, q int }
+	window := pooledWindow{lo: metrics.KeyValue(lo), hi: metrics.KeyValue(hi)}
+	if window.lo == 0 {
+		// Rows may hold −0 (Dot64 rows are copied as they are): v − (−0)
+		// is +0 for v = ±0, so a zero is not counted below a zero bound.
+		window.lo = math.Copysign(0, -1)
 	}
-	parts := make([]*part, max(1, s.threads))
+	parts := make([]*pooledPart, max(1, s.threads))
 	for i := range parts {
-		parts[i] = &part{}
-		parts[i].bad.g, parts[i].bad.q = -1, -1
+		parts[i] = &pooledPart{}
 	}
 	nextWorker := 0
 	var kept atomic.Int64
@@ -139,6 +145,11 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		}
 		rows := make([][]float64, q1-q0)
 		err := ps.scoreQueries(ctx, qs, w, func(q int, vals []float64) { rows[q-q0] = vals })
+		if err == nil {
+			for i, vals := range rows {
+				ps.rowStats(p, q0+i, vals, window, &kept, &overflow, maxPos)
+			}
+		}
 		// The ordered sum takes block after block (SPEC §4.7: query
 		// order, then gallery order), also after a failure so that no
 		// worker waits for a block that is never summed.
@@ -164,50 +175,20 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for i, vals := range rows {
-			q := q0 + i
-			best := vals[0]
-			for _, v := range vals {
-				if v-v != 0 {
-					g := ps.galleryIndex(q, vals)
-					if p.bad.g < 0 || g < p.bad.g || (g == p.bad.g && q < p.bad.q) {
-						p.bad.g, p.bad.q = g, q
-					}
-					break
-				}
-				if !p.seen {
-					p.lo, p.hi, p.seen = v, v, true
-				}
-				p.lo, p.hi = min(p.lo, v), max(p.hi, v)
-				best = max(best, v)
-				k := metrics.OrderKey(v)
-				switch {
-				case k < lo:
-					p.below++
-				case k <= hi && !overflow.Load():
-					if kept.Add(1) > int64(pooledWindowCap) {
-						overflow.Store(true)
-						continue
-					}
-					p.window = append(p.window, k)
-				}
-			}
-			maxPos[q] = best
-		}
 		s.meter.add(int64(q1-q0) * int64(s.ng)) // progress: every pair of these queries is decided
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	first := struct{ g, q int }{-1, -1}
-	for _, p := range parts {
-		if b := p.bad; b.g >= 0 && (first.g < 0 || b.g < first.g || (b.g == first.g && b.q < first.q)) {
-			first = b
+	if sum-sum != 0 { // a non-finite score, or an overflowing sum
+		g, q, bad, err := ps.firstNonFinite(ctx)
+		if err != nil {
+			return err
 		}
-	}
-	if first.g >= 0 {
-		return s.checkFinite(nanScore, first.q, first.g)
+		if bad {
+			return s.checkFinite(nanScore, q, g)
+		}
 	}
 	if err := s.pooledExclusionsFinite(); err != nil {
 		return err
@@ -215,7 +196,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	var min_, max_ float64
 	seen := false
 	below := 0
-	var window []uint64
+	var kept_ []uint64
 	for _, p := range parts {
 		if p.seen {
 			if !seen {
@@ -224,20 +205,20 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			min_, max_ = min(min_, p.lo), max(max_, p.hi)
 		}
 		below += p.below
-		window = append(window, p.window...)
+		kept_ = append(kept_, p.window...)
 	}
+	min_, max_ = min_+0, max_+0 // −0 → +0 (SPEC §1.3)
 	ks := []int{n / 2}
 	if n%2 == 0 {
 		ks = []int{n/2 - 1, n / 2}
 	}
 	vals := make([]float64, len(ks))
-	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(window) {
-		slices.Sort(window)
+	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(kept_) {
 		for i, k := range ks {
-			vals[i] = metrics.KeyValue(window[k-below])
+			vals[i] = metrics.KeyValue(nthKey(kept_, k-below))
 		}
 	} else {
-		window = nil
+		kept_ = nil
 		if vals, err = ps.rescanSelect(ctx, ks, n); err != nil {
 			return err
 		}
@@ -286,6 +267,10 @@ type pooledScan struct {
 	excluded [][]int32 // per query: excluded member positions, ascending
 	qBlock   int
 	slabs    [][]float64 // per worker: the score rows of its current task
+	// The members of each class in working values, member order, converted
+	// once (nil: converted block by block in every task).
+	gal64 [][]float64
+	gal32 [][]float32
 }
 
 // galleryIndex finds the gallery index of the first non-finite value of a
@@ -314,7 +299,7 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 	s := ps.s
 	c := s.p.Classes
 	d := s.d
-	const gBlock = 512
+	gBlock := pooledGalleryBlock
 	byClass := map[int32][]int32{}
 	var order []int32
 	for _, q := range qs {
@@ -325,6 +310,7 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 		byClass[k] = append(byClass[k], q)
 	}
 	f64 := s.o.Precision == Float64
+	neg := s.o.Similarity == SquaredL2
 	// The rows of every query of the call live in the worker's slab (valid
 	// until its next call).
 	total := 0
@@ -343,6 +329,14 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 		for a := range rows {
 			rows[a], slab = slab[:len(members):len(members)], slab[len(members):]
 		}
+		var cached64 []float64
+		var cached32 []float32
+		if ps.gal64 != nil {
+			cached64 = ps.gal64[k]
+		}
+		if ps.gal32 != nil {
+			cached32 = ps.gal32[k]
+		}
 		if f64 {
 			w.q64 = growTo(w.q64, qn*d)
 			for a, q := range part {
@@ -359,45 +353,74 @@ func (ps *pooledScan) scoreQueries(ctx context.Context, qs []int32, w *workspace
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			// A gallery block is about a millisecond of work: yielding
+			// here lets a goroutine the scheduler preempted (the identity
+			// and relevance fingerprint hashes of the same run, SPEC §2.9
+			// and §10.3, which chain 2 × 14 bytes per pair of SHA-256 and
+			// end after the scores otherwise) take the processor back at
+			// once instead of after a worker's 10 ms time slice.
+			runtime.Gosched()
 			blk := members[m0:min(m0+gBlock, len(members))]
 			gn := len(blk)
 			if f64 {
-				w.g64 = growTo(w.g64, gn*d)
 				w.s64 = growTo(w.s64, qn*gn)
-				for j, g := range blk {
-					copy(w.g64[j*d:(j+1)*d], s.g.block64(int(g), int(g)+1, w.g64[j*d:(j+1)*d]))
-				}
-				if s.o.Similarity == SquaredL2 {
-					kernel.SqDist64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+				var gm []float64
+				if cached64 != nil {
+					gm = cached64[m0*d : (m0+gn)*d]
 				} else {
-					kernel.Dot64(w.q64[:qn*d], qn, w.g64[:gn*d], gn, d, w.s64)
+					w.g64 = growTo(w.g64, gn*d)
+					for j, g := range blk {
+						copy(w.g64[j*d:(j+1)*d], s.g.block64(int(g), int(g)+1, w.g64[j*d:(j+1)*d]))
+					}
+					gm = w.g64[:gn*d]
+				}
+				if neg {
+					kernel.SqDist64(w.q64[:qn*d], qn, gm, gn, d, w.s64)
+				} else {
+					kernel.Dot64(w.q64[:qn*d], qn, gm, gn, d, w.s64)
+				}
+				for a := range part {
+					row, src := rows[a][m0:m0+gn], w.s64[a*gn:(a+1)*gn]
+					if neg {
+						for j, v := range src {
+							row[j] = -v + 0 // −0 → +0 (SPEC §1.3)
+						}
+					} else {
+						// Copied as they are: a −0 is normalised where it
+						// would show (rowStats, metrics.OrderKey; the
+						// ordered sum, from +0, never is −0).
+						copy(row, src)
+					}
 				}
 			} else {
-				w.tmp = growTo(w.tmp, d)
-				w.g32 = growTo(w.g32, gn*d)
 				w.s32 = growTo(w.s32, qn*gn)
-				for j, g := range blk {
-					copy(w.g32[j*d:(j+1)*d], s.g.block32(int(g), int(g)+1, w.g32[j*d:(j+1)*d], w.tmp))
-				}
-				if s.o.Similarity == SquaredL2 {
-					kernel.SqDist32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+				var gm []float32
+				if cached32 != nil {
+					gm = cached32[m0*d : (m0+gn)*d]
 				} else {
-					kernel.Dot32(w.q32[:qn*d], qn, w.g32[:gn*d], gn, d, w.s32)
+					w.tmp = growTo(w.tmp, d)
+					w.g32 = growTo(w.g32, gn*d)
+					for j, g := range blk {
+						copy(w.g32[j*d:(j+1)*d], s.g.block32(int(g), int(g)+1, w.g32[j*d:(j+1)*d], w.tmp))
+					}
+					gm = w.g32[:gn*d]
 				}
-			}
-			for a := range part {
-				row := rows[a][m0 : m0+gn]
-				for j := range row {
-					var v float64
-					if f64 {
-						v = w.s64[a*gn+j]
+				if neg {
+					kernel.SqDist32(w.q32[:qn*d], qn, gm, gn, d, w.s32)
+				} else {
+					kernel.Dot32(w.q32[:qn*d], qn, gm, gn, d, w.s32)
+				}
+				for a := range part {
+					row, src := rows[a][m0:m0+gn], w.s32[a*gn:(a+1)*gn]
+					if neg {
+						for j, v := range src {
+							row[j] = -float64(v) + 0
+						}
 					} else {
-						v = float64(w.s32[a*gn+j])
+						for j, v := range src {
+							row[j] = float64(v) + 0
+						}
 					}
-					if s.o.Similarity == SquaredL2 {
-						v = -v
-					}
-					row[j] = v + 0 // −0 → +0 (SPEC §1.3)
 				}
 			}
 		}

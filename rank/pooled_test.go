@@ -28,12 +28,20 @@ func scorePooled(t *testing.T, p Problem, o Options, stored bool) ([]QueryResult
 // summary equal the stored path's bit for bit, and the summary equals
 // metrics.SummariseChunks over the materialised pairs' scores — with the
 // median found in the sampled window, and (window cap shrunk) through the
-// re-scoring radix passes; ties, exclusions, every similarity and
+// re-scoring radix passes; the gallery's working values cached or not,
+// scored in blocks of any size; ties, exclusions, every similarity and
 // precision, odd and even pair counts.
 func TestPooledStreamingEqualsStored(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	defer func(c int) { pooledWindowCap = c }(pooledWindowCap)
+	defer func(c int64) { pooledGalleryCap = c }(pooledGalleryCap)
+	defer func(b int) { pooledGalleryBlock = b }(pooledGalleryBlock)
 	for trial := range 36 {
+		// The gallery converted once (cached) and converted per task.
+		pooledGalleryCap = []int64{256 << 20, 0}[trial/3%2]
+		// Gallery blocks of 1 to 7 members and one of all: excluded
+		// members at block edges and inside blocks.
+		pooledGalleryBlock = []int{1, 2, 3, 5, 7, 512}[trial%6]
 		nq, ng := 1+r.IntN(40), 6+r.IntN(70)
 		ties := trial%4 == 1
 		var p Problem
