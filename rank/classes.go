@@ -347,6 +347,9 @@ func (s *scorer) skippedTileExclusions(q0, q1, g0, g1 int, w *workspace) error {
 // result under implicit relevance: negatives are counted against the
 // sorted positives, positives only feed the kept candidates.
 func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
+	if s.bucketedRow(part, q, g0, len(row)) {
+		return consumeClassesBucketed(s, part, q, g0, row)
+	}
 	st, c := s.cls, s.p.Classes
 	k := c.Query[q]
 	os, oi, beaten := st.ordScore[q], st.ordIndex[q], st.beaten[q]
@@ -607,29 +610,58 @@ func (p Problem) EligibleCounts() []int {
 // the exact comparison with the tie rule.
 type slotBuckets struct {
 	lo, scale float64
-	first     []int32 // first[k]: first rank slot whose bucket is ≤ k (len(desc) when none)
+	nb        int
+	// first[k]: first rank slot whose bucket is ≤ k (len(desc) when none),
+	// held in first16 when every slot fits 16 bits (a table a quarter the
+	// size stays in cache while the query's row is counted), else in first.
+	first   []int32
+	first16 []uint16
 }
 
 func newSlotBuckets(desc []float64) *slotBuckets {
-	nb := min(4096, len(desc))
+	nb := min(maxSlotBuckets, slotBucketsPerThreshold*len(desc))
 	lo, hi := desc[len(desc)-1], desc[0]
-	b := &slotBuckets{lo: lo, first: make([]int32, nb)}
+	b := &slotBuckets{lo: lo, nb: nb}
+	if len(desc) <= math.MaxUint16 {
+		b.first16 = make([]uint16, nb)
+	} else {
+		b.first = make([]int32, nb)
+	}
 	if hi > lo && !math.IsInf(hi-lo, 0) {
 		b.scale = float64(nb) / (hi - lo)
 	}
-	// Slots descend in score, so their buckets do not increase.
-	r := len(desc)
-	for k := 0; k < nb; k++ {
-		for r > 0 && b.bucket(desc[r-1]) <= k {
-			r--
+	// Slots descend in score, so their buckets do not increase: walking
+	// them from the last, slot r is the last one above every bucket below
+	// its own.
+	k := 0
+	for r := len(desc) - 1; r >= 0 && k < nb; r-- {
+		for bk := b.bucket(desc[r]); k < bk; k++ {
+			b.set(k, r+1)
 		}
-		b.first[k] = int32(r)
+	}
+	for ; k < nb; k++ {
+		b.set(k, 0)
 	}
 	return b
 }
 
+func (b *slotBuckets) set(k, r int) {
+	if b.first16 != nil {
+		b.first16[k] = uint16(r)
+	} else {
+		b.first[k] = int32(r)
+	}
+}
+
+func (b *slotBuckets) at(k int) int {
+	if b.first16 != nil {
+		return int(b.first16[k])
+	}
+	return int(b.first[k])
+}
+
 func (b *slotBuckets) bucket(v float64) int {
-	nb := len(b.first)
+	nb := b.nb
 	x := (v - b.lo) * b.scale
 	switch {
 	case !(x >= 0): // below every threshold (or a zero range)
@@ -646,10 +678,10 @@ func (b *slotBuckets) bucket(v float64) int {
 // precedes all of them).
 func (b *slotBuckets) window(v float64) (lo, n int) {
 	k := b.bucket(v)
-	lo = int(b.first[k])
+	lo = b.at(k)
 	hi := math.MaxInt32 // no lower bucket: the caller caps at the last slot
 	if k > 0 {
-		hi = int(b.first[k-1])
+		hi = b.at(k - 1)
 	}
 	return lo, hi - lo + 1
 }
