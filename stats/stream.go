@@ -95,6 +95,50 @@ func (s *indexSource) fill(dst []int, n uint64) {
 	}
 }
 
+// sumFixed draws len(v) indices i in [0, len(v)), len(v) < 2^32, exactly as
+// fill(dst, len(v)) does (same halves, same rejections, same half left
+// over), and returns Σ v[i] over them (exact: int128 addition is order-free
+// anyway). A bootstrap resample needs only this sum.
+func (s *indexSource) sumFixed(v []int128) int128 {
+	const mask = 0xffffffff
+	n := uint64(len(v))
+	if n == 0 {
+		return int128{}
+	}
+	thresh := (1<<32 - n) % n
+	var hi, lo, c uint64
+	j := 0
+	if s.have {
+		s.have = false
+		if m := (s.buf >> 32) * n; m&mask >= thresh {
+			x := v[m>>32]
+			lo, c = bits.Add64(lo, x.lo, 0)
+			hi += x.hi + c
+			j = 1
+		}
+	}
+	for j < len(v) {
+		u := s.r.Uint64()
+		if m := (u & mask) * n; m&mask >= thresh {
+			x := v[m>>32]
+			lo, c = bits.Add64(lo, x.lo, 0)
+			hi += x.hi + c
+			j++
+			if j == len(v) {
+				s.buf, s.have = u, true // the high half is the next draw's
+				break
+			}
+		}
+		if m := (u >> 32) * n; m&mask >= thresh {
+			x := v[m>>32]
+			lo, c = bits.Add64(lo, x.lo, 0)
+			hi += x.hi + c
+			j++
+		}
+	}
+	return int128{hi, lo}
+}
+
 // uniformIndex draws an integer in [0, n) from r.Uint64 with Lemire's
 // multiply-and-reject method. It is written here rather than taken from
 // rand.IntN so that the resamples depend only on the ChaCha8 stream, whose
