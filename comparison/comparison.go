@@ -281,8 +281,8 @@ func (o Options) ciMethod() stats.CIMethod {
 // result's interval is the same in every comparison it takes part in.
 func (bl *block) summarise(ctx context.Context, i int, o Options) error {
 	x := bl.cols[i]
-	r := stats.Stream(o.Seed, "result", bl.dir, bl.metric, bl.names[i])
-	ci, err := stats.BootstrapMeanContext(ctx, x, ConfidenceLevel, o.Bootstrap, o.ciMethod(), r)
+	r := stats.NewSource(o.Seed, "result", bl.dir, bl.metric, bl.names[i])
+	ci, err := stats.BootstrapMeanSource(ctx, x, ConfidenceLevel, o.Bootstrap, o.ciMethod(), r)
 	if err != nil {
 		return fmt.Errorf("result %s, %s %s: %w", msgfmt.Quote(bl.names[i]), bl.dir, bl.metric, err)
 	}
@@ -304,7 +304,7 @@ func (bl *block) comparePair(ctx context.Context, k int, o Options) error {
 	wrap := func(err error) error {
 		return fmt.Errorf("pair %s vs %s, %s %s: %w", msgfmt.Quote(bl.names[a]), msgfmt.Quote(bl.names[b]), bl.dir, bl.metric, err)
 	}
-	ci, err := stats.BootstrapMeanContext(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.Stream(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	ci, err := stats.BootstrapMeanSource(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.NewSource(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
 	if err != nil {
 		return wrap(err)
 	}
@@ -312,7 +312,7 @@ func (bl *block) comparePair(ctx context.Context, k int, o Options) error {
 	if err != nil {
 		return wrap(err)
 	}
-	sf, err := stats.SignFlipTestContext(ctx, d, o.Permutations, stats.Stream(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	sf, err := stats.SignFlipTestSource(ctx, d, o.Permutations, stats.NewSource(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
 	if err != nil {
 		return wrap(err)
 	}

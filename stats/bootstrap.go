@@ -57,6 +57,27 @@ func BootstrapMeanContext(ctx context.Context, x []float64, level float64, resam
 	}, src)
 }
 
+// BootstrapMeanSource is BootstrapMeanContext drawing from src: with
+// src = NewSource(seed, labels...) and r = Stream(seed, labels...) both give
+// the same interval bit for bit, this one faster.
+func BootstrapMeanSource(ctx context.Context, x []float64, level float64, resamples int, method CIMethod, src *Source) (Interval, error) {
+	n := len(x)
+	if resamples < 1 {
+		return Interval{}, errorf("bootstrap resamples must be >= 1")
+	}
+	if uint64(n) >= 1<<32 {
+		return bootstrap(ctx, x, level, resamples, method, func(_ int, dst []int) {
+			for j := range dst {
+				dst[j] = int(uniformIndex(src, uint64(n)))
+			}
+		})
+	}
+	is := &indexSource{src: src}
+	return bootstrapFrom(ctx, x, level, resamples, method, func(_ int, dst []int) {
+		is.fill(dst, uint64(n))
+	}, is)
+}
+
 // BootstrapMeanIndices is BootstrapMean over given resamples: idx[b] holds
 // the n indices of resample b. It lets tests feed the resamples of an
 // independent implementation.

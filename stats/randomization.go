@@ -35,6 +35,17 @@ func SignFlipTest(d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) 
 // SignFlipTestContext is SignFlipTest that gives up with ctx's error once
 // ctx is done (polled every 64 sign vectors).
 func SignFlipTestContext(ctx context.Context, d []float64, nPerm int, r *rand.Rand) (SignFlipResult, error) {
+	return signFlip(ctx, d, nPerm, r.Uint64)
+}
+
+// SignFlipTestSource is SignFlipTestContext drawing from src: with
+// src = NewSource(seed, labels...) and r = Stream(seed, labels...) both give
+// the same result.
+func SignFlipTestSource(ctx context.Context, d []float64, nPerm int, src *Source) (SignFlipResult, error) {
+	return signFlip(ctx, d, nPerm, src.Uint64)
+}
+
+func signFlip(ctx context.Context, d []float64, nPerm int, r func() uint64) (SignFlipResult, error) {
 	n := len(d)
 	if n == 0 {
 		return SignFlipResult{}, ErrEmpty
@@ -91,7 +102,7 @@ func SignFlipTestContext(ctx context.Context, d []float64, nPerm int, r *rand.Ra
 // flips runs extreme over every sign vector (exact) or nPerm random ones;
 // bit i of words set flips d_i. It returns the count of extreme vectors and
 // the number of vectors tried.
-func flips(ctx context.Context, n, nPerm int, exact bool, r *rand.Rand, extreme func(words []uint64) bool) (count, total uint64, err error) {
+func flips(ctx context.Context, n, nPerm int, exact bool, r func() uint64, extreme func(words []uint64) bool) (count, total uint64, err error) {
 	words := make([]uint64, (n+63)/64)
 	if exact { // n ≤ MaxExactN < 64: one word enumerates every vector
 		total = uint64(1) << n
@@ -115,7 +126,7 @@ func flips(ctx context.Context, n, nPerm int, exact bool, r *rand.Rand, extreme 
 			}
 		}
 		for w := range words {
-			words[w] = r.Uint64()
+			words[w] = r()
 		}
 		if extreme(words) {
 			count++
