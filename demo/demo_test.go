@@ -413,3 +413,15 @@ func BenchmarkEmbed(b *testing.B) {
 		})
 	}
 }
+
+// The table gives atanUnit of the same quotient, bit for bit, for every
+// ratio of two pixel differences.
+func TestAtanRatioEqualsAtanUnit(t *testing.T) {
+	for q := 1; q <= 255; q++ {
+		for p := 0; p <= q; p++ {
+			if got, want := atanRatio(p, q), atanUnit(float64(p)/float64(q)); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("atanRatio(%d, %d) = %v, atanUnit = %v", p, q, got, want)
+			}
+		}
+	}
+}
