@@ -172,6 +172,30 @@ func (s *indexSource) sumFixedChunks(v []int128, thresh uint64) int128 {
 	}
 	for j < len(v) {
 		words := s.src.chunk()
+		if len(v)-j > 2*len(words) {
+			// The resample cannot end inside this epoch: no end test per
+			// draw, and the two halves of a value on separate sums.
+			var hi1, lo1, c1 uint64
+			k := 0
+			for _, u := range words {
+				if m := (u & mask) * n; m&mask >= thresh {
+					x := v[m>>32]
+					lo, c = bits.Add64(lo, x.lo, 0)
+					hi += x.hi + c
+					k++
+				}
+				if m := (u >> 32) * n; m&mask >= thresh {
+					x := v[m>>32]
+					lo1, c1 = bits.Add64(lo1, x.lo, 0)
+					hi1 += x.hi + c1
+					k++
+				}
+			}
+			lo, c = bits.Add64(lo, lo1, 0)
+			hi += hi1 + c
+			j += k
+			continue
+		}
 		for w, u := range words {
 			if m := (u & mask) * n; m&mask >= thresh {
 				x := v[m>>32]
