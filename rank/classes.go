@@ -54,10 +54,6 @@ type classState struct {
 	nLocal int
 	// excluded[q][m] marks excluded member positions (nil: none).
 	excluded [][]bool
-	// rows (deferred counting, classes_deferred.go): every pair's raw
-	// kernel value, query-major with ng per row; nil when not deferred.
-	rows []float64
-	ng   int
 	// ranks is 1..(largest class size), shared by the SortedRanks results
 	// of queries without negatives.
 	ranksOnce sync.Once
@@ -133,19 +129,12 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 		st.off[q] = st.nLocal
 		st.nLocal += len(b)
 	}
-	switch {
-	case s.deferRows():
-		// The pass only keeps the scores; each query's row is counted
-		// whole when its result is built (classes_deferred.go).
-		st.rows, st.ng = make([]float64, s.nq*s.ng), s.ng
-	case st.nLocal*s.threads*4 <= maxLocalCounterBytes:
+	if st.nLocal*s.threads*4 <= maxLocalCounterBytes {
 		st.local = true
 		clear(st.beaten)
 	}
 	s.stats.Positives = time.Since(t1)
-	err := s.run(ctx)
-	st.rows = nil
-	return err
+	return s.run(ctx)
 }
 
 // maxLocalCounterBytes bounds the per-worker copies of the positives'
@@ -358,9 +347,6 @@ func (s *scorer) skippedTileExclusions(q0, q1, g0, g1 int, w *workspace) error {
 // result under implicit relevance: negatives are counted against the
 // sorted positives, positives only feed the kept candidates.
 func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
-	if s.cls.rows != nil {
-		return consumeDeferred(s, q, g0, row)
-	}
 	if s.bucketedRow(part, q, g0, len(row)) {
 		return consumeClassesBucketed(s, part, q, g0, row)
 	}
@@ -438,7 +424,6 @@ func (s *scorer) classResult(q int, parts []*partial) QueryResult {
 	}
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
-	s.countDeferred(q, parts)
 	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beatenOf(q, parts), st.excluded[q]
 	rankOf := make([]int, len(members))
 	var n int
@@ -499,7 +484,6 @@ func (st *classState) oneToN(n int) []int {
 func (s *scorer) classResultSorted(q int, parts []*partial) QueryResult {
 	st, c := s.cls, s.p.Classes
 	members := c.Members(int(c.Query[q]))
-	s.countDeferred(q, parts)
 	os, oi, beaten, ex := st.ordScore[q], st.ordIndex[q], st.beatenOf(q, parts), st.excluded[q]
 	var ranks []int
 	var sc []float64 // member order, excluded slots included

@@ -2,6 +2,7 @@ package rank
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -45,19 +46,19 @@ func TestBucketedClassesEqualMaterialised(t *testing.T) {
 				o := Options{Similarity: sim, Precision: prec, QueryBatch: 1 + r.IntN(64), GalleryBatch: 16 + r.IntN(700),
 					Threads: 1 + trial%2, SortedRanks: trial%4 == 3}
 				want := scoreMaterialised(t, p, o)
-				// Deferred counting, bucketed counting in the pass, and
-				// the general counting in the pass.
-				for mode, flags := range [][2]bool{{false, false}, {true, false}, {true, true}} {
-					noDeferredRows, noBucketedRows = flags[0], flags[1]
-					got, err := Score(context.Background(), p, o)
-					noDeferredRows, noBucketedRows = false, false
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("trial %d (%d classes, ties %v) sim %d prec %d, mode %d: not the materialised pairs' results",
-							trial, nc, ties, sim, prec, mode)
-					}
+				noBucketedRows = true
+				general, err := Score(context.Background(), p, o)
+				noBucketedRows = false
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Score(context.Background(), p, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(general, want) {
+					t.Fatalf("trial %d (%d classes, ties %v) sim %d prec %d: bucketed %v, general %v equal to the materialised pairs",
+						trial, nc, ties, sim, prec, reflect.DeepEqual(got, want), reflect.DeepEqual(general, want))
 				}
 			}
 		}
@@ -90,25 +91,12 @@ func TestBucketedClassesNonFinite(t *testing.T) {
 	gc[650], gc[700] = 3, 3
 	p.Classes = retrieval.NewClasses(p.Classes.Query, gc)
 	o := Options{Similarity: Dot, Precision: Float64, Threads: 1, QueryBatch: 7, GalleryBatch: 100}
-	// Without exclusions, and with the overflowing pairs of some queries
-	// excluded (an excluded pair fails too, as in the classic pass).
-	for _, excl := range [][][]int{nil, {0: {650}, 3: {650, 700}, 29: {1, 700}}} {
-		p.Exclusions = nil
-		if excl != nil {
-			p.Exclusions = make([][]int, 30)
-			copy(p.Exclusions, excl)
-		}
-		forceMaterialisedClasses = true
-		_, want := Score(context.Background(), p, o)
-		forceMaterialisedClasses = false
-		for _, deferred := range []bool{true, false} {
-			noDeferredRows = !deferred
-			_, got := Score(context.Background(), p, o)
-			noDeferredRows = false
-			if want == nil || got == nil || got.Error() != want.Error() {
-				t.Fatalf("exclusions %v, deferred %v: got %v, want %v", excl != nil, deferred, got, want)
-			}
-		}
+	forceMaterialisedClasses = true
+	_, want := Score(context.Background(), p, o)
+	forceMaterialisedClasses = false
+	_, got := Score(context.Background(), p, o)
+	if want == nil || got == nil || got.Error() != want.Error() {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
 
@@ -116,8 +104,8 @@ func TestBucketedClassesNonFinite(t *testing.T) {
 // 5,000 gallery rows in 10 interleaved classes, narrow rows (the counting
 // dominates), float64 cosine.
 func BenchmarkClassesDemoShape(b *testing.B) {
-	for _, mode := range []string{"general", "bucketed", "deferred"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, bucketed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("bucketed=%v", bucketed), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(5, 6))
 			const nq, ng, d = 1000, 5000, 16
 			p := classProblem(r, nq, ng, d, 10, false, false, false)
@@ -137,8 +125,8 @@ func BenchmarkClassesDemoShape(b *testing.B) {
 				return m
 			}
 			p.Queries, p.Gallery = rows(nq, p.Classes.Query), rows(ng, p.Classes.Gallery)
-			noBucketedRows, noDeferredRows = mode == "general", mode != "deferred"
-			defer func() { noBucketedRows, noDeferredRows = false, false }()
+			noBucketedRows = !bucketed
+			defer func() { noBucketedRows = false }()
 			b.ResetTimer()
 			for range b.N {
 				if _, err := Score(context.Background(), p, Options{Similarity: Cosine, Precision: Float64, Threads: 1, QueryBatch: 128, GalleryBatch: 10000}); err != nil {
