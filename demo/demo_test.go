@@ -17,7 +17,7 @@ import (
 
 // subsetSHA256 pins the embedded data file; update it only together with a
 // deliberate regeneration (go generate ./demo).
-const subsetSHA256 = "612fb6eeeacb9bea222652f4b5cdd3a27fa6911a98cbedda7a566b9f2871113c"
+const subsetSHA256 = "e4ae080b598703a41b2eb6989e2d4dcbb0959d27b8871a9f02c572539d835fa3"
 
 func TestEmbeddedFileSHA256(t *testing.T) {
 	sum := sha256.Sum256(subsetFile)
