@@ -529,41 +529,41 @@ var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}
 // radixSorter puts member positions into rank order: score descending, then
 // lower gallery index first. Member positions ascend with the gallery index,
 // so a stable sort on the score alone gives the tie rule; an LSD radix sort
-// over the order-preserving bit pattern of the score is stable and linear,
-// which matters at 20,000 positives per query.
+// over an order-preserving bit pattern is stable and linear, which matters
+// at 20,000 positives per query (rankOrder sorts on the float32 rounding
+// and then orders equal roundings exactly).
 type radixSorter struct {
-	keys, keys2 []uint64
-	pos, pos2   []int32
+	keys32, keys32b []uint32
+	pos, pos2       []int32
 }
 
 func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
-	r.keys, r.pos = r.keys[:0], r.pos[:0]
+	// Pass 1: an LSD radix sort on a 32-bit key, the score rounded to
+	// float32: rounding is monotone, so the order is right except inside
+	// runs of equal coarse keys (nearly always single elements), which pass
+	// 2 puts in exact order (full score descending, lower position first).
+	// Three digit passes instead of six for the full 64-bit key.
+	r.keys32, r.pos = r.keys32[:0], r.pos[:0]
 	for i, v := range scores {
 		if excluded != nil && excluded[i] {
 			continue
 		}
-		// Scores are finite with −0 turned into +0, so the bit pattern
-		// mapped to an ascending unsigned key, then inverted, orders them
-		// descending.
-		b := math.Float64bits(v)
-		if b>>63 != 0 {
-			b = ^b
-		} else {
-			b |= 1 << 63
-		}
-		r.keys = append(r.keys, ^b)
+		r.keys32 = append(r.keys32, descKey32(float32(v)))
 		r.pos = append(r.pos, int32(i))
 	}
-	n := len(r.keys)
-	r.keys2, r.pos2 = growTo(r.keys2, n), growTo(r.pos2, n)
+	n := len(r.keys32)
+	if n == 0 {
+		return r.pos
+	}
+	r.keys32b, r.pos2 = growTo(r.keys32b, n), growTo(r.pos2, n)
 	const bits = 11
 	var count [1 << bits]int32
-	for shift := uint(0); shift < 64; shift += bits {
+	for shift := uint(0); shift < 32; shift += bits {
 		count = [1 << bits]int32{}
-		for _, k := range r.keys {
+		for _, k := range r.keys32 {
 			count[(k>>shift)&(1<<bits-1)]++
 		}
-		if int(count[(r.keys[0]>>shift)&(1<<bits-1)]) == n {
+		if int(count[(r.keys32[0]>>shift)&(1<<bits-1)]) == n {
 			continue // every key has this digit: the pass changes nothing
 		}
 		sum := int32(0)
@@ -571,15 +571,61 @@ func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
 			count[i] = sum
 			sum += c
 		}
-		for i, k := range r.keys {
+		for i, k := range r.keys32 {
 			d := (k >> shift) & (1<<bits - 1)
-			r.keys2[count[d]], r.pos2[count[d]] = k, r.pos[i]
+			r.keys32b[count[d]], r.pos2[count[d]] = k, r.pos[i]
 			count[d]++
 		}
-		r.keys, r.keys2 = r.keys2, r.keys
+		r.keys32, r.keys32b = r.keys32b, r.keys32
 		r.pos, r.pos2 = r.pos2, r.pos
 	}
+	// Pass 2: insertion sort inside each run of equal coarse keys.
+	before := func(a, b int32) bool { // a ranks before b
+		sa, sb := scores[a], scores[b]
+		return sa > sb || (sa == sb && a < b)
+	}
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && r.keys32[hi] == r.keys32[lo] {
+			hi++
+		}
+		if hi-lo > 16 { // long runs (scores within a float32 rounding)
+			slices.SortFunc(r.pos[lo:hi], func(a, b int32) int {
+				if before(a, b) {
+					return -1
+				}
+				if before(b, a) {
+					return 1
+				}
+				return 0
+			})
+			lo = hi
+			continue
+		}
+		for i := lo + 1; i < hi; i++ {
+			p := r.pos[i]
+			j := i
+			for j > lo && before(p, r.pos[j-1]) {
+				r.pos[j] = r.pos[j-1]
+				j--
+			}
+			r.pos[j] = p
+		}
+		lo = hi
+	}
 	return r.pos // scratch: valid until the next call
+}
+
+// descKey32 maps a float32 (not NaN; −0 compared as +0) to a uint32 that
+// ascends as the value descends.
+func descKey32(f float32) uint32 {
+	b := math.Float32bits(f + 0)
+	if b>>31 != 0 {
+		b = ^b
+	} else {
+		b |= 1 << 31
+	}
+	return ^b
 }
 
 // EligibleCounts is the number of eligible positives of every query of a

@@ -136,3 +136,54 @@ func BenchmarkClassesDemoShape(b *testing.B) {
 		})
 	}
 }
+
+// rankOrder equals sorting by (score descending, position ascending), for
+// exact ties, scores closer than a float32 rounding (long runs of equal
+// coarse keys), both signs, zeros and exclusions.
+func TestRankOrderEqualsSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	rs := new(radixSorter)
+	for trial := range 300 {
+		n := 1 + r.IntN(400)
+		sc := make([]float64, n)
+		for i := range sc {
+			switch trial % 4 {
+			case 0:
+				sc[i] = r.NormFloat64()
+			case 1:
+				sc[i] = float64(r.IntN(5)-2) / 4 // exact ties, zeros
+			case 2:
+				sc[i] = 0.5 + 1e-12*float64(r.IntN(1000)) // one float32 rounding
+			default:
+				sc[i] = (r.Float64() - 0.5) * 1e-39 // float32 subnormals and ±0 roundings
+			}
+			sc[i] += 0
+		}
+		var ex []bool
+		if trial%3 == 0 {
+			ex = make([]bool, n)
+			for i := range ex {
+				ex[i] = r.IntN(4) == 0
+			}
+		}
+		var want []int32
+		for i := range sc {
+			if ex == nil || !ex[i] {
+				want = append(want, int32(i))
+			}
+		}
+		slices.SortStableFunc(want, func(a, b int32) int {
+			switch {
+			case sc[a] > sc[b]:
+				return -1
+			case sc[a] < sc[b]:
+				return 1
+			}
+			return 0
+		})
+		got := rs.rankOrder(sc, ex)
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("trial %d: order %v, want %v", trial, got, want)
+		}
+	}
+}
