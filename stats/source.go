@@ -10,7 +10,7 @@ import (
 // value: its Uint64 values are exactly those of the *rand.Rand that Stream
 // returns (rand.ChaCha8, whose output the Go project keeps fixed). Where the
 // CPU has AVX-512, it computes the ChaCha8 output itself, sixteen blocks at
-// a time.
+// a time. A Source is not safe for concurrent use.
 //
 // rand.ChaCha8 (internal/chacha8rand) produces its stream in epochs: with
 // one 32-byte seed it computes the ChaCha8 blocks of counters 0..15 (four
