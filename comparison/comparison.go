@@ -281,8 +281,8 @@ func (o Options) ciMethod() stats.CIMethod {
 // result's interval is the same in every comparison it takes part in.
 func (bl *block) summarise(ctx context.Context, i int, o Options) error {
 	x := bl.cols[i]
-	r := stats.Stream(o.Seed, "result", bl.dir, bl.metric, bl.names[i])
-	ci, err := stats.BootstrapMeanContext(ctx, x, ConfidenceLevel, o.Bootstrap, o.ciMethod(), r)
+	r := stats.NewSource(o.Seed, "result", bl.dir, bl.metric, bl.names[i])
+	ci, err := stats.BootstrapMeanSource(ctx, x, ConfidenceLevel, o.Bootstrap, o.ciMethod(), r)
 	if err != nil {
 		return fmt.Errorf("result %s, %s %s: %w", msgfmt.Quote(bl.names[i]), bl.dir, bl.metric, err)
 	}
@@ -293,39 +293,51 @@ func (bl *block) summarise(ctx context.Context, i int, o Options) error {
 	return nil
 }
 
-// comparePair fills pair k (before adjustment). Each pair has two streams
-// of its own (interval, randomization), labelled by both names in order.
-func (bl *block) comparePair(ctx context.Context, k int, o Options) error {
+// pairCI fills pair k's interval; pairTests its tests and the rest (before
+// adjustment). Each pair has two streams of its own (interval,
+// randomization), labelled by both names in order. The two halves are
+// separate tasks so that the bootstraps, the longest tasks, can be handed
+// out first.
+func (bl *block) pairCI(ctx context.Context, k int, o Options) error {
 	a, b := bl.pairs[k][0], bl.pairs[k][1]
 	d, err := stats.Differences(bl.cols[a], bl.cols[b])
 	if err != nil {
 		return err
 	}
-	wrap := func(err error) error {
-		return fmt.Errorf("pair %s vs %s, %s %s: %w", msgfmt.Quote(bl.names[a]), msgfmt.Quote(bl.names[b]), bl.dir, bl.metric, err)
-	}
-	ci, err := stats.BootstrapMeanContext(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.Stream(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	ci, err := stats.BootstrapMeanSource(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.NewSource(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
 	if err != nil {
-		return wrap(err)
+		return bl.pairErr(k, err)
+	}
+	bl.pairOut[k].CI = results.Interval{Low: ci.Low, High: ci.High}
+	return nil
+}
+
+func (bl *block) pairTests(ctx context.Context, k int, o Options) error {
+	a, b := bl.pairs[k][0], bl.pairs[k][1]
+	d, err := stats.Differences(bl.cols[a], bl.cols[b])
+	if err != nil {
+		return err
 	}
 	_, tp, err := stats.OneSampleTTest(d)
 	if err != nil {
-		return wrap(err)
+		return bl.pairErr(k, err)
 	}
-	sf, err := stats.SignFlipTestContext(ctx, d, o.Permutations, stats.Stream(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	sf, err := stats.SignFlipTestSource(ctx, d, o.Permutations, stats.NewSource(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
 	if err != nil {
-		return wrap(err)
+		return bl.pairErr(k, err)
 	}
-	pc := results.PairComparison{
-		A: bl.names[a], B: bl.names[b], MeanDiff: stats.Mean(d),
-		CI:     results.Interval{Low: ci.Low, High: ci.High},
-		TTestP: tp, RandomizationP: sf.P, RandomizationExact: sf.Exact,
-	}
+	pc := &bl.pairOut[k]
+	pc.A, pc.B, pc.MeanDiff = bl.names[a], bl.names[b], stats.Mean(d)
+	pc.TTestP, pc.RandomizationP, pc.RandomizationExact = tp, sf.P, sf.Exact
 	if es, ok := stats.EffectSize(d); ok {
 		pc.EffectSize = &es
 	}
-	bl.pairOut[k] = pc
 	return nil
+}
+
+func (bl *block) pairErr(k int, err error) error {
+	a, b := bl.pairs[k][0], bl.pairs[k][1]
+	return fmt.Errorf("pair %s vs %s, %s %s: %w", msgfmt.Quote(bl.names[a]), msgfmt.Quote(bl.names[b]), bl.dir, bl.metric, err)
 }
 
 // finish applies Holm over the block's pairs and derives significance and
@@ -374,24 +386,38 @@ func (bl *block) finish(o Options) results.MetricComparison {
 }
 
 // runTasks computes every summary and pair, concurrently. Each task writes
-// only its own slot and draws from its own stream, so the outcome is the
-// same for any number of threads.
+// only its own fields and draws from its own stream, so the outcome is the
+// same for any number of threads. Tasks are handed out longest first (the
+// bootstraps, then the tests), so that no worker is left with a long task
+// while the others idle; the error reported is still the first in the
+// order of the computation (block by block: summaries, then pairs, a pair's
+// interval before its tests).
 func runTasks(ctx context.Context, blocks []*block, o Options) error {
-	type task func() error
+	type task struct {
+		run  func() error
+		rank int // position in the order of the computation
+		long bool
+	}
 	var tasks []task
 	for _, bl := range blocks {
 		for i := range bl.names {
-			tasks = append(tasks, func() error { return bl.summarise(ctx, i, o) })
+			tasks = append(tasks, task{run: func() error { return bl.summarise(ctx, i, o) }, long: true})
 		}
 		for k := range bl.pairs {
-			tasks = append(tasks, func() error { return bl.comparePair(ctx, k, o) })
+			tasks = append(tasks, task{run: func() error { return bl.pairCI(ctx, k, o) }, long: true})
+			tasks = append(tasks, task{run: func() error { return bl.pairTests(ctx, k, o) }})
 		}
 	}
+	for i := range tasks {
+		tasks[i].rank = i
+	}
+	// The bootstraps (summaries and intervals) first, each kind in order.
+	sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].long && !tasks[j].long })
 	threads := o.Threads
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	errs := make([]error, len(tasks))
+	errs := make([]error, len(tasks)) // by rank
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < min(threads, len(tasks)); w++ {
@@ -399,11 +425,12 @@ func runTasks(ctx context.Context, blocks []*block, o Options) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				t := tasks[i]
 				if err := ctx.Err(); err != nil {
-					errs[i] = err
+					errs[t.rank] = err
 					continue
 				}
-				errs[i] = tasks[i]()
+				errs[t.rank] = t.run()
 			}
 		}()
 	}
@@ -415,7 +442,7 @@ func runTasks(ctx context.Context, blocks []*block, o Options) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, err := range errs { // the first failure in task order
+	for _, err := range errs { // the first failure in the order of the computation
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
@@ -101,7 +102,9 @@ func embedAll(images [][]byte, dim int, fn func(img []byte, dst []float32)) (*ma
 	return matrix.NewDense32(len(images), dim, out)
 }
 
-// parallel calls fn on contiguous ranges covering [0, n).
+// parallel calls fn on contiguous ranges covering [0, n), handed out to
+// the workers in order as they finish the previous ones (image costs vary:
+// fixed halves would leave one core idle at the end).
 func parallel(n int, fn func(lo, hi int)) {
 	const minChunk = 128 // below this, goroutines cost more than they save
 	workers := min(runtime.GOMAXPROCS(0), n/minChunk)
@@ -109,10 +112,19 @@ func parallel(n int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	chunk := (n + workers - 1) / workers
+	const chunk = 64
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		wg.Go(func() { fn(lo, min(lo+chunk, n)) })
+	for range workers {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= n {
+					return
+				}
+				fn(lo, min(lo+chunk, n))
+			}
+		})
 	}
 	wg.Wait()
 }

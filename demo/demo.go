@@ -26,7 +26,7 @@ const ImageSide = 28
 
 const imageSize = ImageSide * ImageSide
 
-//go:embed data/fashion-mnist-subset.bin.gz
+//go:embed data/fashion-mnist-subset.bin
 var subsetFile []byte
 
 // classNames are the Fashion-MNIST label names, indexed by label.

@@ -17,7 +17,7 @@ import (
 
 // subsetSHA256 pins the embedded data file; update it only together with a
 // deliberate regeneration (go generate ./demo).
-const subsetSHA256 = "612fb6eeeacb9bea222652f4b5cdd3a27fa6911a98cbedda7a566b9f2871113c"
+const subsetSHA256 = "e4ae080b598703a41b2eb6989e2d4dcbb0959d27b8871a9f02c572539d835fa3"
 
 func TestEmbeddedFileSHA256(t *testing.T) {
 	sum := sha256.Sum256(subsetFile)
@@ -411,5 +411,17 @@ func BenchmarkEmbed(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The table gives atanUnit of the same quotient, bit for bit, for every
+// ratio of two pixel differences.
+func TestAtanRatioEqualsAtanUnit(t *testing.T) {
+	for q := 1; q <= 255; q++ {
+		for p := 0; p <= q; p++ {
+			if got, want := atanRatio(p, q), atanUnit(float64(p)/float64(q)); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("atanRatio(%d, %d) = %v, atanUnit = %v", p, q, got, want)
+			}
+		}
 	}
 }

@@ -41,6 +41,7 @@ func hogRecipe(input string) map[string]any {
 // hog writes the hogDim-long descriptor of img to dst.
 func hog(img []byte, dst []float32) {
 	var hist [hogCells * hogCells * hogBins]float64
+	atan := atanTable()
 	for y := range ImageSide {
 		for x := range ImageSide {
 			var gx, gy int
@@ -55,7 +56,7 @@ func hog(img []byte, dst []float32) {
 			}
 			// gx*gx+gy*gy is an exact integer and Sqrt is correctly rounded.
 			mag := math.Sqrt(float64(gx*gx+gy*gy)) / 255
-			pos := float64(unsignedAngle(gx, gy) * hogBinPerRad)
+			pos := float64(unsignedAngleFrom(atan, gx, gy) * hogBinPerRad)
 			b := int(pos) // pos >= 0
 			frac := pos - float64(b)
 			b %= hogBins // pos may round up to exactly hogBins
@@ -101,20 +102,23 @@ func l2(v []float64) float64 {
 // folded into [0, π]. It uses atanUnit rather than math.Atan2, whose
 // polynomial the compiler may evaluate with fused multiply-adds on some
 // architectures and so round differently from amd64.
-func unsignedAngle(gx, gy int) float64 {
+func unsignedAngle(gx, gy int) float64 { return unsignedAngleFrom(atanTable(), gx, gy) }
+
+// unsignedAngleFrom is unsignedAngle with the atanRatio table at hand.
+func unsignedAngleFrom(atan *[1 << 16]float64, gx, gy int) float64 {
 	if gy < 0 || (gy == 0 && gx < 0) {
 		gx, gy = -gx, -gy // opposite gradients share an orientation
 	}
 	// Now gy >= 0, so the angle is in [0, π).
-	ax, y := float64(max(gx, -gx)), float64(gy)
+	ax, y := max(gx, -gx), gy
 	if y <= ax {
-		a := atanUnit(y / ax) // ax > 0 here
+		a := atan[y<<8|ax] // atanRatio(y, ax); ax > 0 here
 		if gx > 0 {
 			return a
 		}
 		return math.Pi - a
 	}
-	a := atanUnit(ax / y)
+	a := atan[ax<<8|y] // atanRatio(ax, y)
 	if gx >= 0 {
 		return math.Pi/2 - a
 	}

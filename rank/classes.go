@@ -347,6 +347,9 @@ func (s *scorer) skippedTileExclusions(q0, q1, g0, g1 int, w *workspace) error {
 // result under implicit relevance: negatives are counted against the
 // sorted positives, positives only feed the kept candidates.
 func consumeClasses[T float32 | float64](s *scorer, part *partial, q, g0 int, row []T) error {
+	if s.bucketedRow(part, q, g0, len(row)) {
+		return consumeClassesBucketed(s, part, q, g0, row)
+	}
 	st, c := s.cls, s.p.Classes
 	k := c.Query[q]
 	os, oi, beaten := st.ordScore[q], st.ordIndex[q], st.beaten[q]
@@ -526,41 +529,41 @@ var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}
 // radixSorter puts member positions into rank order: score descending, then
 // lower gallery index first. Member positions ascend with the gallery index,
 // so a stable sort on the score alone gives the tie rule; an LSD radix sort
-// over the order-preserving bit pattern of the score is stable and linear,
-// which matters at 20,000 positives per query.
+// over an order-preserving bit pattern is stable and linear, which matters
+// at 20,000 positives per query (rankOrder sorts on the float32 rounding
+// and then orders equal roundings exactly).
 type radixSorter struct {
-	keys, keys2 []uint64
-	pos, pos2   []int32
+	keys32, keys32b []uint32
+	pos, pos2       []int32
 }
 
 func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
-	r.keys, r.pos = r.keys[:0], r.pos[:0]
+	// Pass 1: an LSD radix sort on a 32-bit key, the score rounded to
+	// float32: rounding is monotone, so the order is right except inside
+	// runs of equal coarse keys (nearly always single elements), which pass
+	// 2 puts in exact order (full score descending, lower position first).
+	// Three digit passes instead of six for the full 64-bit key.
+	r.keys32, r.pos = r.keys32[:0], r.pos[:0]
 	for i, v := range scores {
 		if excluded != nil && excluded[i] {
 			continue
 		}
-		// Scores are finite with −0 turned into +0, so the bit pattern
-		// mapped to an ascending unsigned key, then inverted, orders them
-		// descending.
-		b := math.Float64bits(v)
-		if b>>63 != 0 {
-			b = ^b
-		} else {
-			b |= 1 << 63
-		}
-		r.keys = append(r.keys, ^b)
+		r.keys32 = append(r.keys32, descKey32(float32(v)))
 		r.pos = append(r.pos, int32(i))
 	}
-	n := len(r.keys)
-	r.keys2, r.pos2 = growTo(r.keys2, n), growTo(r.pos2, n)
+	n := len(r.keys32)
+	if n == 0 {
+		return r.pos
+	}
+	r.keys32b, r.pos2 = growTo(r.keys32b, n), growTo(r.pos2, n)
 	const bits = 11
 	var count [1 << bits]int32
-	for shift := uint(0); shift < 64; shift += bits {
+	for shift := uint(0); shift < 32; shift += bits {
 		count = [1 << bits]int32{}
-		for _, k := range r.keys {
+		for _, k := range r.keys32 {
 			count[(k>>shift)&(1<<bits-1)]++
 		}
-		if int(count[(r.keys[0]>>shift)&(1<<bits-1)]) == n {
+		if int(count[(r.keys32[0]>>shift)&(1<<bits-1)]) == n {
 			continue // every key has this digit: the pass changes nothing
 		}
 		sum := int32(0)
@@ -568,15 +571,61 @@ func (r *radixSorter) rankOrder(scores []float64, excluded []bool) []int32 {
 			count[i] = sum
 			sum += c
 		}
-		for i, k := range r.keys {
+		for i, k := range r.keys32 {
 			d := (k >> shift) & (1<<bits - 1)
-			r.keys2[count[d]], r.pos2[count[d]] = k, r.pos[i]
+			r.keys32b[count[d]], r.pos2[count[d]] = k, r.pos[i]
 			count[d]++
 		}
-		r.keys, r.keys2 = r.keys2, r.keys
+		r.keys32, r.keys32b = r.keys32b, r.keys32
 		r.pos, r.pos2 = r.pos2, r.pos
 	}
+	// Pass 2: insertion sort inside each run of equal coarse keys.
+	before := func(a, b int32) bool { // a ranks before b
+		sa, sb := scores[a], scores[b]
+		return sa > sb || (sa == sb && a < b)
+	}
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && r.keys32[hi] == r.keys32[lo] {
+			hi++
+		}
+		if hi-lo > 16 { // long runs (scores within a float32 rounding)
+			slices.SortFunc(r.pos[lo:hi], func(a, b int32) int {
+				if before(a, b) {
+					return -1
+				}
+				if before(b, a) {
+					return 1
+				}
+				return 0
+			})
+			lo = hi
+			continue
+		}
+		for i := lo + 1; i < hi; i++ {
+			p := r.pos[i]
+			j := i
+			for j > lo && before(p, r.pos[j-1]) {
+				r.pos[j] = r.pos[j-1]
+				j--
+			}
+			r.pos[j] = p
+		}
+		lo = hi
+	}
 	return r.pos // scratch: valid until the next call
+}
+
+// descKey32 maps a float32 (not NaN; −0 compared as +0) to a uint32 that
+// ascends as the value descends.
+func descKey32(f float32) uint32 {
+	b := math.Float32bits(f + 0)
+	if b>>31 != 0 {
+		b = ^b
+	} else {
+		b |= 1 << 31
+	}
+	return ^b
 }
 
 // EligibleCounts is the number of eligible positives of every query of a
@@ -607,29 +656,58 @@ func (p Problem) EligibleCounts() []int {
 // the exact comparison with the tie rule.
 type slotBuckets struct {
 	lo, scale float64
-	first     []int32 // first[k]: first rank slot whose bucket is ≤ k (len(desc) when none)
+	nb        int
+	// first[k]: first rank slot whose bucket is ≤ k (len(desc) when none),
+	// held in first16 when every slot fits 16 bits (a table a quarter the
+	// size stays in cache while the query's row is counted), else in first.
+	first   []int32
+	first16 []uint16
 }
 
 func newSlotBuckets(desc []float64) *slotBuckets {
-	nb := min(4096, len(desc))
+	nb := min(maxSlotBuckets, slotBucketsPerThreshold*len(desc))
 	lo, hi := desc[len(desc)-1], desc[0]
-	b := &slotBuckets{lo: lo, first: make([]int32, nb)}
+	b := &slotBuckets{lo: lo, nb: nb}
+	if len(desc) <= math.MaxUint16 {
+		b.first16 = make([]uint16, nb)
+	} else {
+		b.first = make([]int32, nb)
+	}
 	if hi > lo && !math.IsInf(hi-lo, 0) {
 		b.scale = float64(nb) / (hi - lo)
 	}
-	// Slots descend in score, so their buckets do not increase.
-	r := len(desc)
-	for k := 0; k < nb; k++ {
-		for r > 0 && b.bucket(desc[r-1]) <= k {
-			r--
+	// Slots descend in score, so their buckets do not increase: walking
+	// them from the last, slot r is the last one above every bucket below
+	// its own.
+	k := 0
+	for r := len(desc) - 1; r >= 0 && k < nb; r-- {
+		for bk := b.bucket(desc[r]); k < bk; k++ {
+			b.set(k, r+1)
 		}
-		b.first[k] = int32(r)
+	}
+	for ; k < nb; k++ {
+		b.set(k, 0)
 	}
 	return b
 }
 
+func (b *slotBuckets) set(k, r int) {
+	if b.first16 != nil {
+		b.first16[k] = uint16(r)
+	} else {
+		b.first[k] = int32(r)
+	}
+}
+
+func (b *slotBuckets) at(k int) int {
+	if b.first16 != nil {
+		return int(b.first16[k])
+	}
+	return int(b.first[k])
+}
+
 func (b *slotBuckets) bucket(v float64) int {
-	nb := len(b.first)
+	nb := b.nb
 	x := (v - b.lo) * b.scale
 	switch {
 	case !(x >= 0): // below every threshold (or a zero range)
@@ -646,10 +724,10 @@ func (b *slotBuckets) bucket(v float64) int {
 // precedes all of them).
 func (b *slotBuckets) window(v float64) (lo, n int) {
 	k := b.bucket(v)
-	lo = int(b.first[k])
+	lo = b.at(k)
 	hi := math.MaxInt32 // no lower bucket: the caller caps at the last slot
 	if k > 0 {
-		hi = int(b.first[k-1])
+		hi = b.at(k - 1)
 	}
 	return lo, hi - lo + 1
 }

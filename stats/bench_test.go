@@ -30,3 +30,13 @@ func BenchmarkBootstrapBCa(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBootstrapBCaSource: BenchmarkBootstrapBCa through a Source.
+func BenchmarkBootstrapBCaSource(b *testing.B) {
+	d := benchData(1000)
+	for b.Loop() {
+		if _, err := BootstrapMeanSource(b.Context(), d, 0.95, 10000, BCa, NewSource(3, "b")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

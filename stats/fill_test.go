@@ -35,3 +35,44 @@ func TestFillEqualsIndex(t *testing.T) {
 		}
 	}
 }
+
+// sumFixed must draw exactly what fill draws (the half-output left over
+// included) and return the sum of the drawn values.
+func TestSumFixedEqualsFill(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 61, 62, 123, 124, 125, 248, 1000, 5000} {
+		for _, rounds := range []int{1, 2, 5, 9} {
+			t.Run(fmt.Sprintf("n=%d/rounds=%d", n, rounds), func(t *testing.T) {
+				r := Stream(4, "values")
+				v := make([]int128, n)
+				for i := range v {
+					v[i] = int128{hi: uniformIndex(r, 8) - 4, lo: r.Uint64()}
+				}
+				key := streamKey(9, "sum", fmt.Sprint(n))
+				for _, src := range []string{"rand", "source", "fallback"} {
+					ref := &indexSource{r: Stream(9, "sum", fmt.Sprint(n))}
+					got := &indexSource{r: Stream(9, "sum", fmt.Sprint(n))}
+					switch src {
+					case "source":
+						got = &indexSource{src: newSource(key, epochFunc == nil)}
+					case "fallback":
+						got = &indexSource{src: newSource(key, true)}
+					}
+					dst := make([]int, n)
+					for round := range rounds {
+						ref.fill(dst, uint64(n))
+						var want int128
+						for _, i := range dst {
+							want = want.add(v[i])
+						}
+						if s := got.sumFixed(v); s != want {
+							t.Fatalf("%s round %d: sumFixed %v, sum of fill %v", src, round, s, want)
+						}
+					}
+					if a, b := got.index(uint64(n)), ref.index(uint64(n)); a != b {
+						t.Fatalf("%s: next draw after sumFixed %d, after fill %d", src, a, b)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,11 +1,11 @@
-// Command gen writes demo/data/fashion-mnist-subset.bin.gz, the Fashion-MNIST
+// Command gen writes demo/data/fashion-mnist-subset.bin, the Fashion-MNIST
 // subset that package demo embeds: the first 1,000 test images as queries and
 // the first 5,000 training images as the gallery, with their labels.
 //
 // It is run from the demo directory by "go generate" and reads the idx files
 // installed by the Debian package dataset-fashion-mnist. The output depends
-// only on those files (and the Go version's compress/flate), so regenerating
-// reproduces the committed file byte for byte.
+// only on those files, so regenerating reproduces the committed file byte
+// for byte.
 package main
 
 import (
@@ -40,7 +40,7 @@ const (
 
 func main() {
 	src := flag.String("src", "/usr/share/datasets/fashion-mnist", "directory holding the Fashion-MNIST {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz files")
-	out := flag.String("out", filepath.Join("data", "fashion-mnist-subset.bin.gz"), "output file")
+	out := flag.String("out", filepath.Join("data", "fashion-mnist-subset.bin"), "output file")
 	flag.Parse()
 	if err := run(*src, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)

@@ -2,7 +2,6 @@ package subset
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"testing"
 )
@@ -43,44 +42,78 @@ func TestRoundTripIsReproducible(t *testing.T) {
 	}
 }
 
-// gz compresses raw bytes, for hand-made malformed payloads.
-func gz(raw []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(raw)
-	zw.Close()
-	return buf.Bytes()
-}
-
 func TestDecodeRejectsMalformed(t *testing.T) {
 	good := encode(t, sample())
-	var raw bytes.Buffer
-	zr, _ := gzip.NewReader(bytes.NewReader(good))
-	raw.ReadFrom(zr)
-	plain := raw.Bytes()
-
 	patch := func(off int, b ...byte) []byte {
-		p := bytes.Clone(plain)
+		p := bytes.Clone(good)
 		copy(p[off:], b)
-		return gz(p)
+		return p
 	}
 	cases := map[string][]byte{
 		"empty":          nil,
-		"not gzip":       plain,
+		"short header":   good[:headerSize-1],
 		"bad magic":      patch(0, 'X'),
 		"bad version":    patch(8, 2),
 		"huge count":     patch(20, 0xff, 0xff, 0xff, 0x7f),
 		"zero rows":      patch(12, 0),
 		"bad label":      patch(headerSize+6, 10),
-		"truncated data": gz(plain[:len(plain)-1]),
-		"trailing data":  gz(append(bytes.Clone(plain), 0)),
-		"trailing gzip":  append(bytes.Clone(good), 0),
-		"truncated gzip": good[:len(good)-4],
-		"second stream":  append(bytes.Clone(good), good...),
+		"truncated data": good[:len(good)-1],
+		"trailing data":  append(bytes.Clone(good), 0),
+		"two files":      append(bytes.Clone(good), good...),
 	}
 	for name, data := range cases {
 		if _, err := Decode(data); !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: err = %v, want ErrFormat", name, err)
 		}
 	}
+}
+
+// Decode returns copies: changing them leaves the file's bytes alone.
+func TestDecodeCopies(t *testing.T) {
+	good := encode(t, sample())
+	orig := bytes.Clone(good)
+	s, err := Decode(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{s.QueryPixels, s.QueryLabels, s.GalleryPixels, s.GalleryLabels} {
+		for i := range b {
+			b[i]++
+		}
+	}
+	if !bytes.Equal(good, orig) {
+		t.Fatal("Decode returned views of its input")
+	}
+}
+
+// Decode never panics, and what it accepts encodes back to the same bytes.
+func FuzzDecode(f *testing.F) {
+	good := encodeF(f, sample())
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte(Magic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v is not ErrFormat", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := Encode(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), data) {
+			t.Fatal("re-encoding differs from the accepted input")
+		}
+	})
+}
+
+func encodeF(f *testing.F, s *Subset) []byte {
+	var buf bytes.Buffer
+	if err := Encode(&buf, s); err != nil {
+		f.Fatal(err)
+	}
+	return buf.Bytes()
 }
