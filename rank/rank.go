@@ -584,8 +584,9 @@ func growTo[T any](s []T, n int) []T {
 type workspace struct {
 	g64, q64, s64 []float64
 	g32, q32, s32 []float32
-	index         *postings // sparse–sparse: the gallery block inverted
-	tmp           []float64 // one row
+	index         *postings   // sparse–sparse: the gallery block inverted
+	tmp           []float64   // one row
+	rows64        blockRows64 // screening: the float64 rows of the block, on demand
 	part          *partial
 	above, below  []float64  // screening thresholds of one query row
 	runs          [][2]int32 // screening: runs of ordinary negatives of one row
@@ -681,7 +682,7 @@ func (s *scorer) run(ctx context.Context) error {
 		case s.sparse:
 			w.s64 = make([]float64, qb*gb)
 		case s.o.Precision == Float64:
-			if s.g.direct64 == nil {
+			if s.g.direct64 == nil && s.screen == nil { // screening produces rows on demand
 				w.g64 = make([]float64, gb*s.d)
 			}
 			if s.q64 == nil {
