@@ -456,6 +456,12 @@ func (m *Dense) ReadOnly() *Dense {
 // storage found only finite values.
 func (m *Dense) knownFinite() bool { return m.finite != nil && m.finite.Load() }
 
+// KnownFinite reports whether m's values are known to be finite: its
+// storage is read-only and a full scan (FirstNonFinite or
+// FirstNonFiniteParallel) found no NaN or ±Inf. A false result says
+// nothing; the values may still be finite.
+func (m *Dense) KnownFinite() bool { return m.knownFinite() }
+
 // markFinite records a full scan without a non-finite value (read-only
 // storage only: anything else may change afterwards).
 func (m *Dense) markFinite() {

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -24,8 +25,10 @@ func (s *source) screenRow(i int, tmp []float64, y32 []float32) (float64, bool) 
 	return convertNormBound(tmp, y32)
 }
 
-// row64 writes row i in float64 working values to dst[:s.cols], as block64
-// does for its rows.
+// row64 writes row i in float64 working values to dst[:s.cols]: the
+// stored values widened and, under cosine, divided by the row's norm
+// (SPEC §4.1; kernel.DivTo64 and kernel.Div64 divide exactly as the
+// scalar loop does).
 func (s *source) row64(i int, dst []float64) {
 	d := s.cols
 	dst = dst[:d]
@@ -33,27 +36,14 @@ func (s *source) row64(i int, dst []float64) {
 		copy(dst, s.direct64[i*d:(i+1)*d])
 		return
 	}
-	if dm, ok := s.m.(*matrix.Dense); ok && dm.DType() == matrix.Float32 {
-		// The widening read and the division in one loop.
-		x := dm.Float32Data()[i*d : (i+1)*d]
-		if s.cosine {
-			norm := s.norms[i]
-			for j, v := range x {
-				dst[j] = float64(v) / norm
-			}
-		} else {
-			for j, v := range x {
-				dst[j] = float64(v)
-			}
-		}
+	if dm, ok := s.m.(*matrix.Dense); ok && dm.DType() == matrix.Float32 && s.cosine {
+		// The widening read and the division in one pass.
+		kernel.DivTo64(dm.Float32Data()[i*d:(i+1)*d], s.norms[i], dst)
 		return
 	}
 	s.m.RowFloat64(i, dst)
 	if s.cosine {
-		norm := s.norms[i]
-		for j, v := range dst {
-			dst[j] = v / norm
-		}
+		kernel.Div64(dst, s.norms[i], dst)
 	}
 }
 

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package kernel
+
+var divSIMD = false
+
+func div32to64AVX512(*float32, int, float64, *float64) { panic("unreachable") }
+
+func div64AVX512(*float64, int, float64, *float64) { panic("unreachable") }

@@ -1,0 +1,74 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// divValues mixes ordinary values with the extremes of both types: signed
+// zeros, float32 and float64 subnormals, the largest finite values, and
+// non-finite ones.
+func divValues(r *rand.Rand, n int) []float64 {
+	special := []float64{0, math.Copysign(0, -1), 1, -1, 0x1p-149, -0x1p-149, 0x1p-126, math.MaxFloat32, -math.MaxFloat32,
+		0x1p-1074, 0x1p-1022, math.MaxFloat64, -math.MaxFloat64, 3, 1.0 / 3, math.Inf(1), math.Inf(-1), math.NaN()}
+	v := make([]float64, n)
+	for i := range v {
+		if r.IntN(4) == 0 {
+			v[i] = special[r.IntN(len(special))]
+		} else {
+			v[i] = r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20)
+		}
+	}
+	return v
+}
+
+func sameBits(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+}
+
+// TestDivMatchesScalar: the vector loops give the bits of the scalar
+// division for every width (whole vectors and tails) and divisor.
+func TestDivMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	divisors := []float64{1, 3, 0.1, 7.5e-300, 1e300, 0x1p-1074, 0x1p-140, math.MaxFloat64, 1.0000000000000002, 0, math.Inf(1)}
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 384, 769} {
+		for _, d := range divisors {
+			v := divValues(r, n)
+			x32 := make([]float32, n)
+			for i := range v {
+				x32[i] = float32(v[i])
+			}
+			got32, got64 := make([]float64, n), make([]float64, n)
+			DivTo64(x32, d, got32)
+			Div64(v, d, got64)
+			inPlace := append([]float64(nil), v...)
+			Div64(inPlace, d, inPlace)
+			for i := range v {
+				if want := float64(x32[i]) / d; !sameBits(got32[i], want) {
+					t.Fatalf("DivTo64 n=%d d=%g i=%d: %g/%g = %x, want %x", n, d, i, x32[i], d, math.Float64bits(got32[i]), math.Float64bits(want))
+				}
+				if want := v[i] / d; !sameBits(got64[i], want) || !sameBits(inPlace[i], want) {
+					t.Fatalf("Div64 n=%d d=%g i=%d: %g/%g = %x (in place %x), want %x", n, d, i, v[i], d, math.Float64bits(got64[i]), math.Float64bits(inPlace[i]), math.Float64bits(want))
+				}
+			}
+		}
+	}
+}
+
+// TestDivSIMDUsed makes sure the vector loop is the one tested where the
+// CPU has it (the scalar tail alone would pass TestDivMatchesScalar).
+func TestDivSIMDUsed(t *testing.T) {
+	if !divSIMD {
+		t.Log("no AVX-512 on this CPU: only the scalar loop is tested")
+		return
+	}
+	x := []float64{1, 2, 3, 4, 5, 6, 7, 8}
+	y := make([]float64, 8)
+	div64AVX512(&x[0], 1, 2, &y[0])
+	for i := range x {
+		if y[i] != x[i]/2 {
+			t.Fatalf("div64AVX512 lane %d = %g, want %g", i, y[i], x[i]/2)
+		}
+	}
+}
