@@ -26,19 +26,16 @@ func scanEndpoint(m matrix.Matrix, cosine bool, threads int) *endpointScan {
 	if !ok {
 		return nil
 	}
-	// Read-only storage that a scan already found finite (a mapped file
-	// checked at load) needs no finiteness test here.
-	known := d.KnownFinite()
 	switch d.DType() {
 	case matrix.Float32:
-		return scanRows(d.Float32Data(), d.Rows(), d.Cols(), cosine, known, threads)
+		return scanRows(d.Float32Data(), d.Rows(), d.Cols(), cosine, threads)
 	case matrix.Float64:
-		return scanRows(d.Float64Data(), d.Rows(), d.Cols(), cosine, known, threads)
+		return scanRows(d.Float64Data(), d.Rows(), d.Cols(), cosine, threads)
 	}
 	return nil
 }
 
-func scanRows[T float32 | float64](data []T, rows, cols int, cosine, known bool, threads int) *endpointScan {
+func scanRows[T float32 | float64](data []T, rows, cols int, cosine bool, threads int) *endpointScan {
 	sc := &endpointScan{}
 	if cosine {
 		sc.norms = make([]float64, rows)
@@ -50,14 +47,14 @@ func scanRows[T float32 | float64](data []T, rows, cols int, cosine, known bool,
 	zeros := make([][]int, chunks)
 	parallelChunks(rows, size, threads, func(c, lo, hi int) {
 		badRow[c] = -1
-		// Rows wait in groups of normGroup for their norms: the chains of
+		// Rows wait in groups (normGroup) for their norms: the chains of
 		// SPEC §4.1 step 3 are sequential within a row, so interleaving
 		// rows keeps the FMA unit busy.
 		var g normGroup
 		g.y = make([]float64, len(g.row)*cols)
 		for i := lo; i < hi; i++ {
 			row := data[i*cols : (i+1)*cols]
-			mx, finite := maxAbsFinite(row, !known)
+			mx, finite := maxAbsFinite(row)
 			if !finite {
 				for j, x := range row {
 					if x-x != 0 {
@@ -89,50 +86,26 @@ func scanRows[T float32 | float64](data []T, rows, cols int, cosine, known bool,
 	return sc
 }
 
-// maxAbsFinite returns max |x| over row and, when check is set, whether
-// every value is finite (x−x is 0 exactly for finite x); with check unset
-// the values must be known finite. Four maxima and one finiteness sum per
-// four values keep the loop free of long dependency chains; the maximum
-// does not depend on the order.
-func maxAbsFinite[T float32 | float64](row []T, check bool) (float64, bool) {
-	var m0, m1, m2, m3 float64
-	var chk T
-	j := 0
-	for ; j+4 <= len(row); j += 4 {
-		w := row[j : j+4 : j+4]
-		if check {
-			chk += (w[0] - w[0]) + (w[1] - w[1]) + (w[2] - w[2]) + (w[3] - w[3])
-		}
-		if a := math.Abs(float64(w[0])); a > m0 {
-			m0 = a
-		}
-		if a := math.Abs(float64(w[1])); a > m1 {
-			m1 = a
-		}
-		if a := math.Abs(float64(w[2])); a > m2 {
-			m2 = a
-		}
-		if a := math.Abs(float64(w[3])); a > m3 {
-			m3 = a
-		}
+// maxAbsFinite returns max |x| over row and whether every value is finite
+// (kernel.MaxAbs32/MaxAbs64: vector loops whose maximum and finiteness are
+// those of the scalar definition).
+func maxAbsFinite[T float32 | float64](row []T) (float64, bool) {
+	switch x := any(row).(type) {
+	case []float32:
+		m, ok := kernel.MaxAbs32(x)
+		return float64(m), ok
+	case []float64:
+		return kernel.MaxAbs64(x)
 	}
-	for ; j < len(row); j++ {
-		if check {
-			chk += row[j] - row[j]
-		}
-		if a := math.Abs(float64(row[j])); a > m0 {
-			m0 = a
-		}
-	}
-	return max(max(m0, m1), max(m2, m3)), chk == 0
+	panic("unreachable")
 }
 
-// normGroup holds up to four rows waiting for their norms: y holds each
+// normGroup holds up to eight rows waiting for their norms: y holds each
 // row scaled by its maximum (y_i = x_i/m, SPEC §4.1 step 3).
 type normGroup struct {
 	n   int
-	row [4]int
-	mx  [4]float64
+	row [8]int
+	mx  [8]float64
 	y   []float64
 }
 
@@ -153,20 +126,27 @@ func (g *normGroup) add(i int, mx float64, x any, norms []float64) {
 }
 
 // flush computes the norms m·sqrt(acc), acc = fma(y_i, y_i, acc) in index
-// order per row, of the waiting rows.
+// order per row, of the waiting rows; eight independent chains keep both
+// FMA units busy.
 func (g *normGroup) flush(norms []float64) {
 	cols := len(g.y) / len(g.row)
 	if g.n == len(g.row) {
-		y0, y1, y2, y3 := g.y[:cols], g.y[cols:2*cols], g.y[2*cols:3*cols], g.y[3*cols:4*cols]
-		y1, y2, y3 = y1[:len(y0)], y2[:len(y0)], y3[:len(y0)]
-		var a0, a1, a2, a3 float64
+		y := g.y
+		y0 := y[:cols]
+		y1, y2, y3 := y[cols:2*cols][:len(y0)], y[2*cols:3*cols][:len(y0)], y[3*cols:4*cols][:len(y0)]
+		y4, y5, y6, y7 := y[4*cols:5*cols][:len(y0)], y[5*cols:6*cols][:len(y0)], y[6*cols:7*cols][:len(y0)], y[7*cols:8*cols][:len(y0)]
+		var a0, a1, a2, a3, a4, a5, a6, a7 float64
 		for j, v := range y0 {
 			a0 = math.FMA(v, v, a0)
 			a1 = math.FMA(y1[j], y1[j], a1)
 			a2 = math.FMA(y2[j], y2[j], a2)
 			a3 = math.FMA(y3[j], y3[j], a3)
+			a4 = math.FMA(y4[j], y4[j], a4)
+			a5 = math.FMA(y5[j], y5[j], a5)
+			a6 = math.FMA(y6[j], y6[j], a6)
+			a7 = math.FMA(y7[j], y7[j], a7)
 		}
-		for k, a := range [4]float64{a0, a1, a2, a3} {
+		for k, a := range [8]float64{a0, a1, a2, a3, a4, a5, a6, a7} {
 			norms[g.row[k]] = g.mx[k] * math.Sqrt(a)
 		}
 	} else {

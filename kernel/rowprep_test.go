@@ -72,3 +72,42 @@ func TestDivSIMDUsed(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxAbsMatchesScalar: the vector loops find the largest magnitude
+// and every non-finite value wherever it sits (any lane, vector or tail).
+func TestMaxAbsMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 384, 769} {
+		for trial := range 40 {
+			v := divValues(r, n)
+			for i := range v {
+				if math.IsNaN(v[i]) || math.IsInf(v[i], 0) {
+					v[i] = 1
+				}
+			}
+			if trial%2 == 1 && n > 0 {
+				v[r.IntN(n)] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[trial%3]
+			}
+			x32 := make([]float32, n)
+			for i := range v {
+				x32[i] = float32(v[i])
+			}
+			var want64 float64
+			var want32 float32
+			fin64, fin32 := true, true
+			for i := range v {
+				a, b := math.Abs(v[i]), float32(math.Abs(float64(x32[i])))
+				fin64, fin32 = fin64 && !math.IsNaN(a) && !math.IsInf(a, 0), fin32 && !math.IsNaN(float64(b)) && !math.IsInf(float64(b), 0)
+				want64, want32 = max(want64, a), max(want32, b)
+			}
+			got64, f64 := MaxAbs64(v)
+			got32, f32 := MaxAbs32(x32)
+			if f64 != fin64 || (fin64 && math.Float64bits(got64) != math.Float64bits(want64)) {
+				t.Fatalf("MaxAbs64 n=%d trial %d: (%v, %v), want (%v, %v)", n, trial, got64, f64, want64, fin64)
+			}
+			if f32 != fin32 || (fin32 && math.Float32bits(got32) != math.Float32bits(want32)) {
+				t.Fatalf("MaxAbs32 n=%d trial %d: (%v, %v), want (%v, %v)", n, trial, got32, f32, want32, fin32)
+			}
+		}
+	}
+}
