@@ -133,8 +133,8 @@ func (g *normGroup) flush(norms []float64) {
 	if g.n == len(g.row) {
 		y := g.y
 		y0 := y[:cols]
-		y1, y2, y3 := y[cols:2*cols][:len(y0)], y[2*cols:3*cols][:len(y0)], y[3*cols:4*cols][:len(y0)]
-		y4, y5, y6, y7 := y[4*cols:5*cols][:len(y0)], y[5*cols:6*cols][:len(y0)], y[6*cols:7*cols][:len(y0)], y[7*cols:8*cols][:len(y0)]
+		y1, y2, y3 := y[cols : 2*cols][:len(y0)], y[2*cols : 3*cols][:len(y0)], y[3*cols : 4*cols][:len(y0)]
+		y4, y5, y6, y7 := y[4*cols : 5*cols][:len(y0)], y[5*cols : 6*cols][:len(y0)], y[6*cols : 7*cols][:len(y0)], y[7*cols : 8*cols][:len(y0)]
 		var a0, a1, a2, a3, a4, a5, a6, a7 float64
 		for j, v := range y0 {
 			a0 = math.FMA(v, v, a0)
