@@ -194,6 +194,9 @@ func TestScreenedNarrowStorage(t *testing.T) {
 					if diff != "" {
 						t.Fatalf("d=%d %s %v sim %d: %s", d, c.name, dt, sim, diff)
 					}
+					if ScreenDisabledByEnv() {
+						continue // both runs exhaustive: equal results are all there is to check
+					}
 					if !st.Screened || st.Screen.Pairs != int64(nq*ng) {
 						t.Fatalf("d=%d %s %v sim %d: screened %v, %d pairs", d, c.name, dt, sim, st.Screened, st.Screen.Pairs)
 					}
@@ -261,4 +264,50 @@ func TestMaxAbsFinite(t *testing.T) {
 			}
 		}
 	}
+}
+
+// passBlocks covers the gallery in order without gaps, in blocks of at
+// most gb rows; long galleries end in quarter blocks.
+func TestPassBlocks(t *testing.T) {
+	for _, c := range []struct {
+		ng, gb int
+		want   [][2]int
+	}{
+		{10, 4, [][2]int{{0, 4}, {4, 8}, {8, 10}}},
+		{5000, 625, nil}, // short blocks: no split (checked below)
+		{100000, 10000, append([][2]int{{0, 10000}, {10000, 20000}, {20000, 30000}, {30000, 40000}, {40000, 50000}, {50000, 60000}, {60000, 70000}, {70000, 80000}},
+			[][2]int{{80000, 82500}, {82500, 85000}, {85000, 87500}, {87500, 90000}, {90000, 92500}, {92500, 95000}, {95000, 97500}, {97500, 100000}}...)},
+		{40001, 10000, [][2]int{{0, 10000}, {10000, 20000}, {20000, 22222}, {22222, 24444}, {24444, 26667}, {26667, 28889}, {28889, 31111}, {31111, 33334}, {33334, 35556}, {35556, 37778}, {37778, 40001}}},
+		{8192, 4096, [][2]int{{0, 4096}, {4096, 8192}}}, // fewer than four blocks
+	} {
+		got := passBlocks(c.ng, c.gb)
+		if c.want != nil && !slicesEqual(got, c.want) {
+			t.Fatalf("ng=%d gb=%d: %v, want %v", c.ng, c.gb, got, c.want)
+		}
+		next := 0
+		for _, b := range got {
+			if b[0] != next || b[1] <= b[0] || b[1]-b[0] > c.gb {
+				t.Fatalf("ng=%d gb=%d: block %v after %d", c.ng, c.gb, b, next)
+			}
+			next = b[1]
+		}
+		if next != c.ng {
+			t.Fatalf("ng=%d gb=%d: blocks end at %d", c.ng, c.gb, next)
+		}
+		if c.gb < 4096 && len(got) != (c.ng+c.gb-1)/c.gb {
+			t.Fatalf("ng=%d gb=%d: %d blocks, want the plain split", c.ng, c.gb, len(got))
+		}
+	}
+}
+
+func slicesEqual(a, b [][2]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
