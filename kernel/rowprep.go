@@ -23,6 +23,21 @@ func DivTo64(x []float32, d float64, y []float64) {
 	}
 }
 
+// DivTo32 writes float32(float64(x[i]) / d) to y[i] for every i (len(y) ≥
+// len(x); y may be x): the quotient rounded to float32 once it is formed in
+// float64, as the float32 protocol's working values are (SPEC §4.1).
+func DivTo32(x []float32, d float64, y []float32) {
+	y = y[:len(x)]
+	n := 0
+	if len(x) >= 8 && divSIMD {
+		n = len(x) &^ 7
+		div32to32AVX512(&x[0], n/8, d, &y[0])
+	}
+	for i := n; i < len(x); i++ {
+		y[i] = float32(float64(x[i]) / d)
+	}
+}
+
 // Div64 writes x[i] / d to y[i] for every i (len(y) ≥ len(x); y may be x).
 func Div64(x []float64, d float64, y []float64) {
 	y = y[:len(x)]

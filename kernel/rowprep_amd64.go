@@ -30,3 +30,8 @@ func maxAbs32AVX512(x *float32, n int, out *float32)
 //
 //go:noescape
 func maxAbs64AVX512(x *float64, n int, out *float64)
+
+// div32to32AVX512 writes float32(float64(x[i]) / d) to y[i] for i < 8n (n ≥ 1).
+//
+//go:noescape
+func div32to32AVX512(x *float32, n int, d float64, y *float32)

@@ -90,3 +90,23 @@ maxAbs64AVX512_loop:
 	VMOVUPD Z1, 64(DX)
 	VZEROUPPER
 	RET
+
+// func div32to32AVX512(x *float32, n int, d float64, y *float32)
+// Requires: AVX512F
+TEXT ·div32to32AVX512(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD d+16(FP), Z1
+	MOVQ         y+24(FP), DX
+
+div32to32AVX512_loop:
+	VCVTPS2PD (AX), Z0
+	VDIVPD    Z1, Z0, Z0
+	VCVTPD2PS Z0, Y2
+	VMOVUPS   Y2, (DX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x20, DX
+	DECQ      CX
+	JNZ       div32to32AVX512_loop
+	VZEROUPPER
+	RET

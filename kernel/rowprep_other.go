@@ -11,3 +11,5 @@ func div64AVX512(*float64, int, float64, *float64) { panic("unreachable") }
 func maxAbs32AVX512(*float32, int, *float32) { panic("unreachable") }
 
 func maxAbs64AVX512(*float64, int, *float64) { panic("unreachable") }
+
+func div32to32AVX512(*float32, int, float64, *float32) { panic("unreachable") }

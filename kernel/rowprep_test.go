@@ -39,14 +39,20 @@ func TestDivMatchesScalar(t *testing.T) {
 			for i := range v {
 				x32[i] = float32(v[i])
 			}
-			got32, got64 := make([]float64, n), make([]float64, n)
+			got32, got64, to32 := make([]float64, n), make([]float64, n), make([]float32, n)
 			DivTo64(x32, d, got32)
+			DivTo32(x32, d, to32)
+			inPlace32 := append([]float32(nil), x32...)
+			DivTo32(inPlace32, d, inPlace32)
 			Div64(v, d, got64)
 			inPlace := append([]float64(nil), v...)
 			Div64(inPlace, d, inPlace)
 			for i := range v {
 				if want := float64(x32[i]) / d; !sameBits(got32[i], want) {
 					t.Fatalf("DivTo64 n=%d d=%g i=%d: %g/%g = %x, want %x", n, d, i, x32[i], d, math.Float64bits(got32[i]), math.Float64bits(want))
+				}
+				if want := float32(float64(x32[i]) / d); !sameBits(float64(to32[i]), float64(want)) || !sameBits(float64(inPlace32[i]), float64(want)) {
+					t.Fatalf("DivTo32 n=%d d=%g i=%d: %g/%g = %x (in place %x), want %x", n, d, i, x32[i], d, math.Float32bits(to32[i]), math.Float32bits(inPlace32[i]), math.Float32bits(want))
 				}
 				if want := v[i] / d; !sameBits(got64[i], want) || !sameBits(inPlace[i], want) {
 					t.Fatalf("Div64 n=%d d=%g i=%d: %g/%g = %x (in place %x), want %x", n, d, i, v[i], d, math.Float64bits(got64[i]), math.Float64bits(inPlace[i]), math.Float64bits(want))

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -211,9 +212,14 @@ func (s *source) block32(lo, hi int, buf []float32, tmp []float64) []float32 {
 		return s.direct32[lo*d : hi*d]
 	}
 	out := buf[:(hi-lo)*d]
+	dm, _ := s.m.(*matrix.Dense)
 	for i := lo; i < hi; i++ {
-		s.row64(i, tmp)
 		dst := out[(i-lo)*d : (i-lo+1)*d]
+		if s.cosine && dm != nil && dm.DType() == matrix.Float32 {
+			kernel.DivTo32(dm.Float32Data()[i*d:(i+1)*d], s.norms[i], dst)
+			continue
+		}
+		s.row64(i, tmp)
 		for j, v := range tmp[:d] {
 			dst[j] = float32(v)
 		}
