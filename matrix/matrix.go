@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/x448/float16"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
 )
 
 // DType is the element type of a matrix.
@@ -343,24 +345,29 @@ func FirstNonFinite(m Matrix) (row, col int, ok bool) {
 	return 0, 0, false
 }
 
-// firstNonFinite returns the index of the first NaN or ±Inf, or -1. x−x is
-// +0 for finite x and NaN otherwise, so a sum of eight such terms is 0
-// exactly when all eight are finite: one compare per eight values, in
-// independent sums, makes the check of a large mapped endpoint (on the
-// critical path of a run) about twice as fast as a compare per value.
+// firstNonFinite returns the index of the first NaN or ±Inf, or -1. The
+// check of a large mapped endpoint is on the critical path of a run, so
+// spans of values are tested with the vector loops of kernel.MaxAbs32 and
+// kernel.MaxAbs64 (whose finiteness is exact), and only a span holding a
+// non-finite value is searched value by value.
 func firstNonFinite[T float32 | float64](v []T) int {
-	i := 0
-	for ; i+8 <= len(v); i += 8 {
-		w := v[i : i+8 : i+8]
-		a := (w[0] - w[0]) + (w[1] - w[1]) + (w[2] - w[2]) + (w[3] - w[3])
-		b := (w[4] - w[4]) + (w[5] - w[5]) + (w[6] - w[6]) + (w[7] - w[7])
-		if a+b != 0 {
-			break // the exact position is found below
+	const span = 4096
+	for lo := 0; lo < len(v); lo += span {
+		w := v[lo:min(lo+span, len(v))]
+		var fin bool
+		switch x := any(w).(type) {
+		case []float32:
+			_, fin = kernel.MaxAbs32(x)
+		case []float64:
+			_, fin = kernel.MaxAbs64(x)
 		}
-	}
-	for ; i < len(v); i++ {
-		if v[i]-v[i] != 0 {
-			return i
+		if fin {
+			continue
+		}
+		for i, x := range w {
+			if x-x != 0 {
+				return lo + i
+			}
 		}
 	}
 	return -1
@@ -455,6 +462,12 @@ func (m *Dense) ReadOnly() *Dense {
 // knownFinite reports whether an earlier full scan of m's read-only
 // storage found only finite values.
 func (m *Dense) knownFinite() bool { return m.finite != nil && m.finite.Load() }
+
+// KnownFinite reports whether m's values are known to be finite: its
+// storage is read-only and a full scan (FirstNonFinite or
+// FirstNonFiniteParallel) found no NaN or ±Inf. A false result says
+// nothing; the values may still be finite.
+func (m *Dense) KnownFinite() bool { return m.knownFinite() }
 
 // markFinite records a full scan without a non-finite value (read-only
 // storage only: anything else may change afterwards).

@@ -3,6 +3,7 @@ package rank
 import (
 	"math"
 
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -46,19 +47,15 @@ func scanRows[T float32 | float64](data []T, rows, cols int, cosine bool, thread
 	zeros := make([][]int, chunks)
 	parallelChunks(rows, size, threads, func(c, lo, hi int) {
 		badRow[c] = -1
+		// Rows wait in groups (normGroup) for their norms: the chains of
+		// SPEC §4.1 step 3 are sequential within a row, so interleaving
+		// rows keeps the FMA unit busy.
+		var g normGroup
+		g.y = make([]float64, len(g.row)*cols)
 		for i := lo; i < hi; i++ {
 			row := data[i*cols : (i+1)*cols]
-			// The maximum and the finiteness check share the one read:
-			// x−x is 0 exactly for finite x.
-			var mx float64
-			var chk T
-			for _, x := range row {
-				chk += x - x
-				if a := math.Abs(float64(x)); a > mx {
-					mx = a
-				}
-			}
-			if chk != 0 || chk != chk {
+			mx, finite := maxAbsFinite(row)
+			if !finite {
 				for j, x := range row {
 					if x-x != 0 {
 						badRow[c], badCol[c] = i, j
@@ -73,14 +70,9 @@ func scanRows[T float32 | float64](data []T, rows, cols int, cosine bool, thread
 				zeros[c] = append(zeros[c], i)
 				continue
 			}
-			// SPEC §4.1 step 3, in index order: y = x/m, acc = fma(y, y, acc).
-			var acc float64
-			for _, x := range row {
-				y := float64(x) / mx
-				acc = math.FMA(y, y, acc)
-			}
-			sc.norms[i] = mx * math.Sqrt(acc)
+			g.add(i, mx, row, sc.norms)
 		}
+		g.flush(sc.norms)
 	})
 	for c, r := range badRow {
 		if r >= 0 {
@@ -92,4 +84,79 @@ func scanRows[T float32 | float64](data []T, rows, cols int, cosine bool, thread
 		sc.zeros = append(sc.zeros, z...)
 	}
 	return sc
+}
+
+// maxAbsFinite returns max |x| over row and whether every value is finite
+// (kernel.MaxAbs32/MaxAbs64: vector loops whose maximum and finiteness are
+// those of the scalar definition).
+func maxAbsFinite[T float32 | float64](row []T) (float64, bool) {
+	switch x := any(row).(type) {
+	case []float32:
+		m, ok := kernel.MaxAbs32(x)
+		return float64(m), ok
+	case []float64:
+		return kernel.MaxAbs64(x)
+	}
+	panic("unreachable")
+}
+
+// normGroup holds up to eight rows waiting for their norms: y holds each
+// row scaled by its maximum (y_i = x_i/m, SPEC §4.1 step 3).
+type normGroup struct {
+	n   int
+	row [8]int
+	mx  [8]float64
+	y   []float64
+}
+
+func (g *normGroup) add(i int, mx float64, x any, norms []float64) {
+	cols := len(g.y) / len(g.row)
+	y := g.y[g.n*cols : (g.n+1)*cols]
+	switch x := x.(type) {
+	case []float32:
+		kernel.DivTo64(x, mx, y)
+	case []float64:
+		kernel.Div64(x, mx, y)
+	}
+	g.row[g.n], g.mx[g.n] = i, mx
+	g.n++
+	if g.n == len(g.row) {
+		g.flush(norms)
+	}
+}
+
+// flush computes the norms m·sqrt(acc), acc = fma(y_i, y_i, acc) in index
+// order per row, of the waiting rows; eight independent chains keep both
+// FMA units busy.
+func (g *normGroup) flush(norms []float64) {
+	cols := len(g.y) / len(g.row)
+	if g.n == len(g.row) {
+		y := g.y
+		y0 := y[:cols]
+		y1, y2, y3 := y[cols : 2*cols][:len(y0)], y[2*cols : 3*cols][:len(y0)], y[3*cols : 4*cols][:len(y0)]
+		y4, y5, y6, y7 := y[4*cols : 5*cols][:len(y0)], y[5*cols : 6*cols][:len(y0)], y[6*cols : 7*cols][:len(y0)], y[7*cols : 8*cols][:len(y0)]
+		var a0, a1, a2, a3, a4, a5, a6, a7 float64
+		for j, v := range y0 {
+			a0 = math.FMA(v, v, a0)
+			a1 = math.FMA(y1[j], y1[j], a1)
+			a2 = math.FMA(y2[j], y2[j], a2)
+			a3 = math.FMA(y3[j], y3[j], a3)
+			a4 = math.FMA(y4[j], y4[j], a4)
+			a5 = math.FMA(y5[j], y5[j], a5)
+			a6 = math.FMA(y6[j], y6[j], a6)
+			a7 = math.FMA(y7[j], y7[j], a7)
+		}
+		for k, a := range [8]float64{a0, a1, a2, a3, a4, a5, a6, a7} {
+			norms[g.row[k]] = g.mx[k] * math.Sqrt(a)
+		}
+	} else {
+		for k := range g.n {
+			var acc float64
+			for _, v := range g.y[k*cols : (k+1)*cols] {
+				acc = math.FMA(v, v, acc)
+			}
+			norms[g.row[k]] = g.mx[k] * math.Sqrt(acc)
+		}
+	}
+	g.n = 0
 }

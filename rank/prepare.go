@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -190,7 +191,7 @@ func firstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
 }
 
 // block64 returns rows [lo, hi) in float64 working values, using buf when
-// they must be produced.
+// they must be produced (row by row, as row64 produces them).
 func (s *source) block64(lo, hi int, buf []float64) []float64 {
 	d := s.cols
 	if s.direct64 != nil {
@@ -198,37 +199,29 @@ func (s *source) block64(lo, hi int, buf []float64) []float64 {
 	}
 	out := buf[:(hi-lo)*d]
 	for i := lo; i < hi; i++ {
-		dst := out[(i-lo)*d : (i-lo+1)*d]
-		s.m.RowFloat64(i, dst)
-		if s.cosine {
-			norm := s.norms[i]
-			for j, v := range dst {
-				dst[j] = v / norm
-			}
-		}
+		s.row64(i, out[(i-lo)*d:(i-lo+1)*d])
 	}
 	return out
 }
 
-// block32 is block64 for float32 working values; tmp holds one row.
+// block32 is block64 for float32 working values (SPEC §4.1: the float64
+// working value rounded to float32); tmp holds one row.
 func (s *source) block32(lo, hi int, buf []float32, tmp []float64) []float32 {
 	d := s.cols
 	if s.direct32 != nil {
 		return s.direct32[lo*d : hi*d]
 	}
 	out := buf[:(hi-lo)*d]
+	dm, _ := s.m.(*matrix.Dense)
 	for i := lo; i < hi; i++ {
-		s.m.RowFloat64(i, tmp)
 		dst := out[(i-lo)*d : (i-lo+1)*d]
-		if s.cosine {
-			norm := s.norms[i]
-			for j, v := range tmp {
-				dst[j] = float32(v / norm)
-			}
-		} else {
-			for j, v := range tmp {
-				dst[j] = float32(v)
-			}
+		if s.cosine && dm != nil && dm.DType() == matrix.Float32 {
+			kernel.DivTo32(dm.Float32Data()[i*d:(i+1)*d], s.norms[i], dst)
+			continue
+		}
+		s.row64(i, tmp)
+		for j, v := range tmp[:d] {
+			dst[j] = float32(v)
 		}
 	}
 	return out

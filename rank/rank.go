@@ -586,8 +586,9 @@ func growTo[T any](s []T, n int) []T {
 type workspace struct {
 	g64, q64, s64 []float64
 	g32, q32, s32 []float32
-	index         *postings // sparse–sparse: the gallery block inverted
-	tmp           []float64 // one row
+	index         *postings   // sparse–sparse: the gallery block inverted
+	tmp           []float64   // one row
+	rows64        blockRows64 // screening: the float64 rows of the block, on demand
 	part          *partial
 	above, below  []float64  // screening thresholds of one query row
 	runs          [][2]int32 // screening: runs of ordinary negatives of one row
@@ -673,7 +674,7 @@ func (s *scorer) run(ctx context.Context) error {
 	if !s.sparse && s.q64 == nil && s.q32 == nil {
 		qb = s.blockRows(qb)
 	}
-	nBlocks := (s.ng + gb - 1) / gb
+	blocks := passBlocks(s.ng, gb)
 	var mu sync.Mutex
 	var parts []*partial
 	var wss []*workspace
@@ -682,6 +683,9 @@ func (s *scorer) run(ctx context.Context) error {
 		switch {
 		case s.sparse:
 			w.s64 = make([]float64, qb*gb)
+		case s.screen != nil:
+			// Screening grows its buffers as blocks need them: most of
+			// the float64 ones never are, and a worker starts at once.
 		case s.o.Precision == Float64:
 			if s.g.direct64 == nil {
 				w.g64 = make([]float64, gb*s.d)
@@ -720,9 +724,8 @@ func (s *scorer) run(ctx context.Context) error {
 		}
 	}
 	t0 := time.Now()
-	err := s.parallelWith(ctx, nBlocks, newWS, func(b int, w *workspace) error {
-		g0 := b * gb
-		return task(ctx, w, g0, min(g0+gb, s.ng), qb)
+	err := s.parallelWith(ctx, len(blocks), newWS, func(b int, w *workspace) error {
+		return task(ctx, w, blocks[b][0], blocks[b][1], qb)
 	})
 	if err != nil {
 		return err
@@ -741,6 +744,31 @@ func (s *scorer) run(ctx context.Context) error {
 	err = s.merge(ctx, parts)
 	s.stats.Merge = time.Since(t1)
 	return err
+}
+
+// passBlocks splits the gallery rows [0, ng) into the tasks of the pass, in
+// order: blocks of gb rows, except that with at least four such blocks of
+// 4096 rows or more the last 2·gb rows go in blocks of a quarter of that,
+// so workers that finish their share at different times (another process
+// or the background identity hash takes a core) wait for a quarter block
+// at the end instead of a whole one. Like gb, the split does not depend on
+// the thread count (block sizes never change a result, SPEC §4.2).
+func passBlocks(ng, gb int) [][2]int {
+	var out [][2]int
+	fine := ng // where the quarter blocks start
+	if gb >= 4096 && ng >= 4*gb {
+		fine = (ng - 2*gb) / gb * gb
+	}
+	for g0 := 0; g0 < fine; g0 += gb {
+		out = append(out, [2]int{g0, min(g0+gb, fine)})
+	}
+	if tail := ng - fine; tail > 0 {
+		k := (tail + (gb+3)/4 - 1) / ((gb + 3) / 4)
+		for i := range k {
+			out = append(out, [2]int{fine + i*tail/k, fine + (i+1)*tail/k})
+		}
+	}
+	return out
 }
 
 // galleryBlock is the number of gallery rows of one task of the pass.

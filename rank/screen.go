@@ -125,19 +125,28 @@ var screenRowBytes = 16 << 20 // a variable for tests
 func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {
 	st := s.screen
 	d, gn := s.d, g1-g0
-	g64 := s.g.block64(g0, g1, w.g64)
 	w.g32 = growTo(w.g32, gn*d)
 	g32 := w.g32[:gn*d]
+	rows := &w.rows64
+	rows.reset(s.g, g0, gn)
 	// One pass over the block (often straight from memory): the float32
 	// rounding, whether it fits float32, and the largest row norm bound.
+	// The float64 working rows are not kept (screenrows.go).
 	fits, rg := true, 0.0
+	w.tmp = growTo(w.tmp, d)
 	for j := range gn {
-		r, f := convertNormBound(g64[j*d:(j+1)*d], g32[j*d:(j+1)*d])
+		var r float64
+		var f bool
+		if rows.direct != nil {
+			r, f = convertNormBound(rows.direct[j*d:(j+1)*d], g32[j*d:(j+1)*d])
+		} else {
+			r, f = s.g.screenRow(g0+j, w.tmp, g32[j*d:(j+1)*d])
+		}
 		rg, fits = max(rg, r), fits && f
 	}
 	if !fits { // values beyond float32: this block is scored exactly
 		st.blocks.Add(1)
-		return s.exactBlock64(w, g0, g1, qb, g64, checkCtx)
+		return s.exactBlock64(w, g0, g1, qb, rows.span(0, gn), checkCtx)
 	}
 	sub := max(64, min(gn, screenRowBytes/(4*qb)))
 	w.s32 = growTo(w.s32, qb*sub)
@@ -157,7 +166,7 @@ func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() err
 			w.kernel += t1.Sub(t0)
 			for i := range qn {
 				q := q0 + i
-				if err := s.screenedRow(w, q, g0+j0, out[i*sn:(i+1)*sn], g64[j0*d:j1*d], st.bound(st.rq[q], rg)); err != nil {
+				if err := s.screenedRow(w, q, g0+j0, out[i*sn:(i+1)*sn], rows, j0, st.bound(st.rq[q], rg)); err != nil {
 					return err
 				}
 			}
@@ -197,17 +206,18 @@ func (s *scorer) exactBlock64(w *workspace, g0, g1, qb int, g64 []float64, check
 
 // screenedRow folds one query's cheap scores over gallery rows g0… into its
 // partial result with the decision rules of screen.md §5; e is the padded
-// bound of every pair of the row. Two vector passes do the work: the
+// bound of every pair of the row. The float64 working rows come from rows,
+// whose row j0 is gallery row g0. Two vector passes do the work: the
 // maximum cheap score of the ordinary negatives (with the finiteness of
 // every score), then one scan that counts the candidates certainly ahead of
 // the first positive and lists the few that are undecided or may be the
 // nearest negative.
-func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float64, e float64) error {
+func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, rows *blockRows64, j0 int, e float64) error {
 	st, qi, part, d := s.screen, &s.qs[q], w.part, s.d
 	exactRow := func() error { // an overflowing cheap score: this row is scored exactly
 		w.s64 = growTo(w.s64, len(row))
 		exact := w.s64[:len(row)]
-		kernel.Dot64(s.q64[q*d:(q+1)*d], 1, g64, len(row), d, exact)
+		kernel.Dot64(s.q64[q*d:(q+1)*d], 1, rows.span(j0, j0+len(row)), len(row), d, exact)
 		st.exact.Add(int64(len(row)))
 		return consume(s, part, q, g0, exact)
 	}
@@ -251,7 +261,7 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, g64 []float
 	qrow := s.q64[q*d : (q+1)*d]
 	exactAt := func(j int) float64 {
 		st.exact.Add(1)
-		return kernel.DotRow64(qrow, g64[j*d:(j+1)*d]) + 0 // −0 → +0
+		return kernel.DotRow64(qrow, rows.row(j0+j)) + 0 // −0 → +0
 	}
 	last := len(qi.ordScore) - 1
 	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]

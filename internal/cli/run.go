@@ -298,6 +298,7 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	}
 	ctx, restore := withMemoryGuard(ctx, budget.Limit())
 	defer restore()
+	defer relaxGC()()
 	fl.out.inputs = []string{fl.queries, fl.gallery, fl.queryIDs, fl.galleryIDs, fl.qrels, fl.queryLabels, fl.galleryLabels, fl.exclusions}
 	for _, p := range extra {
 		fl.out.inputs = append(fl.out.inputs, p.queries, p.gallery)

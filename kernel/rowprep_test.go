@@ -1,0 +1,119 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// divValues mixes ordinary values with the extremes of both types: signed
+// zeros, float32 and float64 subnormals, the largest finite values, and
+// non-finite ones.
+func divValues(r *rand.Rand, n int) []float64 {
+	special := []float64{0, math.Copysign(0, -1), 1, -1, 0x1p-149, -0x1p-149, 0x1p-126, math.MaxFloat32, -math.MaxFloat32,
+		0x1p-1074, 0x1p-1022, math.MaxFloat64, -math.MaxFloat64, 3, 1.0 / 3, math.Inf(1), math.Inf(-1), math.NaN()}
+	v := make([]float64, n)
+	for i := range v {
+		if r.IntN(4) == 0 {
+			v[i] = special[r.IntN(len(special))]
+		} else {
+			v[i] = r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20)
+		}
+	}
+	return v
+}
+
+func sameBits(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
+}
+
+// TestDivMatchesScalar: the vector loops give the bits of the scalar
+// division for every width (whole vectors and tails) and divisor.
+func TestDivMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	divisors := []float64{1, 3, 0.1, 7.5e-300, 1e300, 0x1p-1074, 0x1p-140, math.MaxFloat64, 1.0000000000000002, 0, math.Inf(1)}
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 384, 769} {
+		for _, d := range divisors {
+			v := divValues(r, n)
+			x32 := make([]float32, n)
+			for i := range v {
+				x32[i] = float32(v[i])
+			}
+			got32, got64, to32 := make([]float64, n), make([]float64, n), make([]float32, n)
+			DivTo64(x32, d, got32)
+			DivTo32(x32, d, to32)
+			inPlace32 := append([]float32(nil), x32...)
+			DivTo32(inPlace32, d, inPlace32)
+			Div64(v, d, got64)
+			inPlace := append([]float64(nil), v...)
+			Div64(inPlace, d, inPlace)
+			for i := range v {
+				if want := float64(x32[i]) / d; !sameBits(got32[i], want) {
+					t.Fatalf("DivTo64 n=%d d=%g i=%d: %g/%g = %x, want %x", n, d, i, x32[i], d, math.Float64bits(got32[i]), math.Float64bits(want))
+				}
+				if want := float32(float64(x32[i]) / d); !sameBits(float64(to32[i]), float64(want)) || !sameBits(float64(inPlace32[i]), float64(want)) {
+					t.Fatalf("DivTo32 n=%d d=%g i=%d: %g/%g = %x (in place %x), want %x", n, d, i, x32[i], d, math.Float32bits(to32[i]), math.Float32bits(inPlace32[i]), math.Float32bits(want))
+				}
+				if want := v[i] / d; !sameBits(got64[i], want) || !sameBits(inPlace[i], want) {
+					t.Fatalf("Div64 n=%d d=%g i=%d: %g/%g = %x (in place %x), want %x", n, d, i, v[i], d, math.Float64bits(got64[i]), math.Float64bits(inPlace[i]), math.Float64bits(want))
+				}
+			}
+		}
+	}
+}
+
+// TestDivSIMDUsed makes sure the vector loop is the one tested where the
+// CPU has it (the scalar tail alone would pass TestDivMatchesScalar).
+func TestDivSIMDUsed(t *testing.T) {
+	if !divSIMD {
+		t.Log("no AVX-512 on this CPU: only the scalar loop is tested")
+		return
+	}
+	x := []float64{1, 2, 3, 4, 5, 6, 7, 8}
+	y := make([]float64, 8)
+	div64AVX512(&x[0], 1, 2, &y[0])
+	for i := range x {
+		if y[i] != x[i]/2 {
+			t.Fatalf("div64AVX512 lane %d = %g, want %g", i, y[i], x[i]/2)
+		}
+	}
+}
+
+// TestMaxAbsMatchesScalar: the vector loops find the largest magnitude
+// and every non-finite value wherever it sits (any lane, vector or tail).
+func TestMaxAbsMatchesScalar(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 384, 769} {
+		for trial := range 40 {
+			v := divValues(r, n)
+			for i := range v {
+				if math.IsNaN(v[i]) || math.IsInf(v[i], 0) {
+					v[i] = 1
+				}
+			}
+			if trial%2 == 1 && n > 0 {
+				v[r.IntN(n)] = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}[trial%3]
+			}
+			x32 := make([]float32, n)
+			for i := range v {
+				x32[i] = float32(v[i])
+			}
+			var want64 float64
+			var want32 float32
+			fin64, fin32 := true, true
+			for i := range v {
+				a, b := math.Abs(v[i]), float32(math.Abs(float64(x32[i])))
+				fin64, fin32 = fin64 && !math.IsNaN(a) && !math.IsInf(a, 0), fin32 && !math.IsNaN(float64(b)) && !math.IsInf(float64(b), 0)
+				want64, want32 = max(want64, a), max(want32, b)
+			}
+			got64, f64 := MaxAbs64(v)
+			got32, f32 := MaxAbs32(x32)
+			if f64 != fin64 || (fin64 && math.Float64bits(got64) != math.Float64bits(want64)) {
+				t.Fatalf("MaxAbs64 n=%d trial %d: (%v, %v), want (%v, %v)", n, trial, got64, f64, want64, fin64)
+			}
+			if f32 != fin32 || (fin32 && math.Float32bits(got32) != math.Float32bits(want32)) {
+				t.Fatalf("MaxAbs32 n=%d trial %d: (%v, %v), want (%v, %v)", n, trial, got32, f32, want32, fin32)
+			}
+		}
+	}
+}
