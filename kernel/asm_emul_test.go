@@ -92,7 +92,8 @@ type cpuState struct {
 	f      *asmFunc
 	gp     map[string]uint64
 	vec    [32][64]byte
-	zf, le bool // zero (or equal) flag; "less or equal" of the last CMPQ
+	k      [8]uint64 // opmask registers
+	zf, le bool      // zero (or equal) flag; "less or equal" of the last CMPQ
 	args   map[string]uint64
 	mem    []region
 	stores int
@@ -235,6 +236,54 @@ func (s *cpuState) run() {
 		case "ANDQ":
 			s.gp[a[1]] &= s.src64(in, a[0])
 			s.zf = s.gp[a[1]] == 0
+		case "SHLQ":
+			s.gp[a[1]] <<= s.src64(in, a[0])
+			s.zf = s.gp[a[1]] == 0
+		case "KMOVW":
+			k := kReg(in, s, a[1])
+			s.k[k] = s.gp[a[0]] & 0xffff
+		case "VUNPCKLPS", "VUNPCKHPS", "VUNPCKLPD", "VUNPCKHPD":
+			// Per 128-bit chunk: interleave the low (or high) halves of
+			// the second source (a[1]) and the first (a[0]).
+			x, _, _ := vecReg(a[0])
+			y, _, _ := vecReg(a[1])
+			z, w, _ := vecReg(a[2])
+			es := 4
+			if strings.HasSuffix(in.op, "PD") {
+				es = 8
+			}
+			half := 0
+			if strings.Contains(in.op, "UNPCKH") {
+				half = 8
+			}
+			src1, src2 := s.vec[y], s.vec[x]
+			var r [64]byte
+			for c := 0; c < w; c += 16 {
+				for e := 0; e < 8/es; e++ {
+					o := c + half + e*es
+					copy(r[c+2*e*es:], src1[o:o+es])
+					copy(r[c+(2*e+1)*es:], src2[o:o+es])
+				}
+			}
+			s.vec[z] = r
+			clear(s.vec[z][w:])
+		case "VSHUFF32X4":
+			// Chunks 0, 1 of the result from the second source (a[2]),
+			// chunks 2, 3 from the first (a[1]), picked by the immediate.
+			im := s.imm(in, a[0])
+			x, _, _ := vecReg(a[1])
+			y, _, _ := vecReg(a[2])
+			z, w, _ := vecReg(a[3])
+			if w != 64 {
+				s.fail(in, "only the zmm form is modelled")
+			}
+			src := [4][64]byte{s.vec[y], s.vec[y], s.vec[x], s.vec[x]}
+			var r [64]byte
+			for d := range 4 {
+				sel := int(im>>(2*d)) & 3
+				copy(r[16*d:16*d+16], src[d][16*sel:16*sel+16])
+			}
+			s.vec[z] = r
 		case "SHRQ":
 			s.gp[a[1]] >>= s.src64(in, a[0])
 			s.zf = s.gp[a[1]] == 0
@@ -265,7 +314,17 @@ func (s *cpuState) run() {
 			}
 			clear(s.vec[z][w:])
 		case "VMOVUPD", "VMOVUPS":
-			if r, w, ok := vecReg(a[1]); ok {
+			if len(a) == 3 { // a masked store of 32-bit lanes
+				r, w, _ := vecReg(a[0])
+				m := s.k[kReg(in, s, a[1])]
+				base := s.addr(in, a[2])
+				for i := 0; i < w/4; i++ {
+					if m>>i&1 != 0 {
+						copy(s.bytes(in, base+uintptr(4*i), 4, true), s.vec[r][4*i:4*i+4])
+						s.stores++
+					}
+				}
+			} else if r, w, ok := vecReg(a[1]); ok {
 				copy(s.vec[r][:w], s.bytes(in, s.addr(in, a[0]), w, false))
 				clear(s.vec[r][w:])
 			} else {
@@ -327,6 +386,13 @@ func (s *cpuState) run() {
 			s.fail(in, "instruction not modelled")
 		}
 	}
+}
+
+func kReg(in asmInstr, s *cpuState, name string) int {
+	if len(name) != 2 || name[0] != 'K' || name[1] < '1' || name[1] > '7' {
+		s.fail(in, "bad opmask register %q", name)
+	}
+	return int(name[1] - '0')
 }
 
 func lane64(v *[64]byte, i int) *float64 { return (*float64)(unsafe.Pointer(&v[i])) }

@@ -284,6 +284,12 @@ var (
 	wideDims = []int{1, 7, 17, 64}
 	wideQN   = []int{31, 40, 50, 77}
 	wideGN   = []int{1, 5, 11, 23, 100}
+	// Whole panels of every AVX-512 float32 width (16, 32, 48 and 64
+	// queries) against whole tiles of rows (24 divides every MR): the
+	// kernels store such tiles through their own transposing path.
+	fullDims = []int{1, 17, 64}
+	fullQN   = []int{16, 32, 48, 112}
+	fullGN   = []int{24, 100}
 )
 
 // forCases calls f on every block shape of the grid; the flavour rotates
@@ -303,6 +309,7 @@ func forCases(f func(c *blockCase)) {
 	}
 	grid(testDims, testQN, testGN)
 	grid(wideDims, wideQN, wideGN)
+	grid(fullDims, fullQN, fullGN)
 }
 
 // Every implementation this CPU runs must reproduce the row definition bit

@@ -19,7 +19,10 @@
 //	nq  queries to write, 1…NR;  ng  gallery rows to write, 1…MR
 //
 // The kernel reads MR full rows at a and d×NR elements at p, and writes only
-// the nq×ng valid scores (through a transposing copy from a stack tile).
+// the nq×ng valid scores: a full AVX-512 float32 tile is transposed in
+// registers and written with one masked store per query and 8 rows
+// (fullTileStore); other tiles go through a transposing copy from a stack
+// tile.
 //
 // Squared L2 computes t = q − g exactly as written (VSUBPD with the query
 // vector as minuend) and then fma(t, t, acc). The AVX-512 kernels use
@@ -304,6 +307,10 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		JNZ(LabelRef(name + "_loop1"))
 
 		Label(name + "_store")
+		if fastStore(is, pr) {
+			fullTileStore(name, mr, nv, nr, acc, is.vec, nil)
+			Label(name + "_spill")
+		}
 		Comment("Spill the tile as [row][query], then copy it transposed into out.")
 		for r := 0; r < mr; r++ {
 			for v := 0; v < nv; v++ {
@@ -371,6 +378,10 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		VZEROUPPER()
 		RET()
 		Label(name + "_out")
+		if fastStore(is, pr) {
+			fullTileStore(name, mr, nv, nr, acc, is.vec, tot)
+			Label(name + "_spill")
+		}
 		frame = Mem{Base: tt}
 	}
 	c := Load(Param("c"), GP64())
@@ -547,4 +558,118 @@ func scanKernels() {
 		VZEROUPPER()
 		RET()
 	}
+}
+
+// fastStore reports whether the tile kernels of an instruction set and
+// precision write a full tile through fullTileStore (AVX-512 float32).
+func fastStore(is isa, pr prec) bool { return is.vbytes == 64 && pr.bits == 32 }
+
+// fullTileStore writes a full tile (nq == NR and ng == MR; otherwise it
+// jumps to name_spill) straight from the accumulators: each block of 8 rows
+// × 16 queries is transposed in registers (two rounds of unpacks, one of
+// 128-bit shuffles) into vectors holding 8 rows of 2 queries, and each
+// query's scores are written with one masked store, instead of one scalar
+// load and store per score from a spilled copy. Missing rows of a last,
+// short block (MR mod 8) are masked off. With tot (the blocked kernels),
+// the accumulators are first loaded from the totals. The values are only
+// moved, so no bit changes.
+func fullTileStore(name string, mr, nv, nr int, acc func(r, v int) VecPhysical, vec func(i int) VecPhysical, tot func(r, v int) Mem) {
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	nq := Load(Param("nq"), GP64())
+	ng := Load(Param("ng"), GP64())
+	CMPQ(ng, Imm(uint64(mr)))
+	JNE(LabelRef(name + "_spill"))
+	CMPQ(nq, Imm(uint64(nr)))
+	JNE(LabelRef(name + "_spill"))
+	Comment("A full tile: transpose blocks of 8 rows × 16 queries in registers.")
+	if tot != nil {
+		for r := 0; r < mr; r++ {
+			for v := 0; v < nv; v++ {
+				VMOVUPS(tot(r, v), acc(r, v))
+			}
+		}
+	}
+	free := make([]VecPhysical, 0, 8)
+	for i := mr * nv; i < 32 && len(free) < 8; i++ {
+		free = append(free, vec(i))
+	}
+	if len(free) < 8 {
+		log.Fatalf("%s: %d free registers for the transposing store", name, len(free))
+	}
+	ldc4, l12 := GP64(), GP64()
+	MOVQ(ldc, ldc4)
+	SHLQ(Imm(2), ldc4)
+	LEAQ(Mem{Base: ldc4, Index: ldc4, Scale: 2}, l12)
+	// masks[n] = {low, high}: rows 0…n−1 of the query in lanes 0–7 or 8–15.
+	masks := map[int][2]OpmaskPhysical{}
+	kregs := []OpmaskPhysical{K1, K2, K3, K4, K5, K6}
+	mk := GP32()
+	for g0 := 0; g0 < mr; g0 += 8 {
+		n := min(8, mr-g0)
+		if _, ok := masks[n]; ok {
+			continue
+		}
+		lo, hi := kregs[0], kregs[1]
+		kregs = kregs[2:]
+		MOVL(U32(1<<n-1), mk)
+		KMOVW(mk, lo)
+		MOVL(U32((1<<n-1)<<8), mk)
+		KMOVW(mk, hi)
+		masks[n] = [2]OpmaskPhysical{lo, hi}
+	}
+	pj := GP64()
+	for v := 0; v < nv; v++ {
+		for g0 := 0; g0 < mr; g0 += 8 {
+			n := min(8, mr-g0)
+			a := func(i int) VecPhysical {
+				if i < n {
+					return acc(g0+i, v)
+				}
+				return acc(g0, v) // a missing row: its lanes are masked off
+			}
+			f := free
+			for m := 0; 2*m < n; m++ {
+				VUNPCKLPS(a(2*m+1), a(2*m), f[2*m])
+				VUNPCKHPS(a(2*m+1), a(2*m), f[2*m+1])
+			}
+			// u[j] holds rows 0–3 (u[4+j] rows 4–7) of query 4c+j in its
+			// 128-bit chunk c.
+			s := acc(g0, v) // dead after the unpacks
+			VUNPCKLPD(f[2], f[0], s)
+			VUNPCKHPD(f[2], f[0], f[0])
+			VUNPCKLPD(f[3], f[1], f[2])
+			VUNPCKHPD(f[3], f[1], f[1])
+			if n > 4 {
+				VUNPCKLPD(f[6], f[4], f[3])
+				VUNPCKHPD(f[6], f[4], f[4])
+				VUNPCKLPD(f[7], f[5], f[6])
+				VUNPCKHPD(f[7], f[5], f[5])
+			}
+			u := []VecPhysical{s, f[0], f[2], f[1], f[3], f[4], f[6], f[5]}
+			x := f[7]
+			k := masks[n]
+			MOVQ(c, pj)
+			for j := 0; j < 4; j++ {
+				// Queries j and 4+j, then 8+j and 12+j.
+				VSHUFF32X4(Imm(0x44), u[4+j], u[j], x)
+				VSHUFF32X4(Imm(0xd8), x, x, x)
+				VMOVUPS(x, k[0], Mem{Base: pj, Disp: g0 * 4})
+				VMOVUPS(x, k[1], Mem{Base: pj, Index: ldc4, Scale: 1, Disp: g0*4 - 32})
+				VSHUFF32X4(Imm(0xee), u[4+j], u[j], u[j])
+				VSHUFF32X4(Imm(0xd8), u[j], u[j], u[j])
+				VMOVUPS(u[j], k[0], Mem{Base: pj, Index: ldc4, Scale: 2, Disp: g0 * 4})
+				VMOVUPS(u[j], k[1], Mem{Base: pj, Index: l12, Scale: 1, Disp: g0*4 - 32})
+				if j < 3 {
+					ADDQ(ldc, pj)
+				}
+			}
+		}
+		if v < nv-1 {
+			ADDQ(l12, c)
+			ADDQ(ldc4, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
 }
