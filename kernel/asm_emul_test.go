@@ -267,7 +267,7 @@ func (s *cpuState) run() {
 			}
 			s.vec[z] = r
 			clear(s.vec[z][w:])
-		case "VSHUFF32X4":
+		case "VSHUFF32X4", "VSHUFF64X2": // the same on 128-bit chunks
 			// Chunks 0, 1 of the result from the second source (a[2]),
 			// chunks 2, 3 from the first (a[1]), picked by the immediate.
 			im := s.imm(in, a[0])
@@ -314,13 +314,17 @@ func (s *cpuState) run() {
 			}
 			clear(s.vec[z][w:])
 		case "VMOVUPD", "VMOVUPS":
-			if len(a) == 3 { // a masked store of 32-bit lanes
+			if len(a) == 3 { // a masked store
+				es := 4
+				if in.op == "VMOVUPD" {
+					es = 8
+				}
 				r, w, _ := vecReg(a[0])
 				m := s.k[kReg(in, s, a[1])]
 				base := s.addr(in, a[2])
-				for i := 0; i < w/4; i++ {
+				for i := 0; i < w/es; i++ {
 					if m>>i&1 != 0 {
-						copy(s.bytes(in, base+uintptr(4*i), 4, true), s.vec[r][4*i:4*i+4])
+						copy(s.bytes(in, base+uintptr(es*i), es, true), s.vec[r][es*i:es*i+es])
 						s.stores++
 					}
 				}

@@ -284,11 +284,11 @@ var (
 	wideDims = []int{1, 7, 17, 64}
 	wideQN   = []int{31, 40, 50, 77}
 	wideGN   = []int{1, 5, 11, 23, 100}
-	// Whole panels of every AVX-512 float32 width (16, 32, 48 and 64
-	// queries) against whole tiles of rows (24 divides every MR): the
+	// Whole panels of every AVX-512 width (8…32 float64 queries, 16…64
+	// float32 ones) against whole tiles of rows (24 divides every MR): the
 	// kernels store such tiles through their own transposing path.
 	fullDims = []int{1, 17, 64}
-	fullQN   = []int{16, 32, 48, 112}
+	fullQN   = []int{8, 16, 24, 32, 48, 112}
 	fullGN   = []int{24, 100}
 )
 

@@ -308,7 +308,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 
 		Label(name + "_store")
 		if fastStore(is, pr) {
-			fullTileStore(name, mr, nv, nr, acc, is.vec, nil)
+			fullTileStore(name, pr, mr, nv, nr, acc, is.vec, nil)
 			Label(name + "_spill")
 		}
 		Comment("Spill the tile as [row][query], then copy it transposed into out.")
@@ -379,7 +379,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		RET()
 		Label(name + "_out")
 		if fastStore(is, pr) {
-			fullTileStore(name, mr, nv, nr, acc, is.vec, tot)
+			fullTileStore(name, pr, mr, nv, nr, acc, is.vec, tot)
 			Label(name + "_spill")
 		}
 		frame = Mem{Base: tt}
@@ -561,8 +561,8 @@ func scanKernels() {
 }
 
 // fastStore reports whether the tile kernels of an instruction set and
-// precision write a full tile through fullTileStore (AVX-512 float32).
-func fastStore(is isa, pr prec) bool { return is.vbytes == 64 && pr.bits == 32 }
+// precision write a full tile through fullTileStore (AVX-512).
+func fastStore(is isa, pr prec) bool { return is.vbytes == 64 }
 
 // fullTileStore writes a full tile (nq == NR and ng == MR; otherwise it
 // jumps to name_spill) straight from the accumulators: each block of 8 rows
@@ -573,7 +573,7 @@ func fastStore(is isa, pr prec) bool { return is.vbytes == 64 && pr.bits == 32 }
 // short block (MR mod 8) are masked off. With tot (the blocked kernels),
 // the accumulators are first loaded from the totals. The values are only
 // moved, so no bit changes.
-func fullTileStore(name string, mr, nv, nr int, acc func(r, v int) VecPhysical, vec func(i int) VecPhysical, tot func(r, v int) Mem) {
+func fullTileStore(name string, pr prec, mr, nv, nr int, acc func(r, v int) VecPhysical, vec func(i int) VecPhysical, tot func(r, v int) Mem) {
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	nq := Load(Param("nq"), GP64())
@@ -582,7 +582,7 @@ func fullTileStore(name string, mr, nv, nr int, acc func(r, v int) VecPhysical, 
 	JNE(LabelRef(name + "_spill"))
 	CMPQ(nq, Imm(uint64(nr)))
 	JNE(LabelRef(name + "_spill"))
-	Comment("A full tile: transpose blocks of 8 rows × 16 queries in registers.")
+	Comment("A full tile: transpose blocks of 8 rows in registers.")
 	if tot != nil {
 		for r := 0; r < mr; r++ {
 			for v := 0; v < nv; v++ {
@@ -596,6 +596,10 @@ func fullTileStore(name string, mr, nv, nr int, acc func(r, v int) VecPhysical, 
 	}
 	if len(free) < 8 {
 		log.Fatalf("%s: %d free registers for the transposing store", name, len(free))
+	}
+	if pr.bits == 64 {
+		transposeStore64(mr, nv, acc, free, c, ldc)
+		return
 	}
 	ldc4, l12 := GP64(), GP64()
 	MOVQ(ldc, ldc4)
@@ -668,6 +672,75 @@ func fullTileStore(name string, mr, nv, nr int, acc func(r, v int) VecPhysical, 
 		if v < nv-1 {
 			ADDQ(l12, c)
 			ADDQ(ldc4, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// transposeStore64 is fullTileStore for float64 (8 lanes): each block of 8
+// rows × 8 queries is transposed with one round of unpacks and two of
+// 128-bit shuffles into one vector per query, written with one masked store.
+func transposeStore64(mr, nv int, acc func(r, v int) VecPhysical, free []VecPhysical, c, ldc Register) {
+	ldc2, l6 := GP64(), GP64()
+	LEAQ(Mem{Base: ldc, Index: ldc, Scale: 1}, ldc2)
+	LEAQ(Mem{Base: ldc2, Index: ldc2, Scale: 2}, l6)
+	masks := map[int]OpmaskPhysical{}
+	kregs := []OpmaskPhysical{K1, K2, K3}
+	mk := GP32()
+	for g0 := 0; g0 < mr; g0 += 8 {
+		n := min(8, mr-g0)
+		if _, ok := masks[n]; ok {
+			continue
+		}
+		MOVL(U32(1<<n-1), mk)
+		KMOVW(mk, kregs[0])
+		masks[n] = kregs[0]
+		kregs = kregs[1:]
+	}
+	pj := GP64()
+	for v := 0; v < nv; v++ {
+		for g0 := 0; g0 < mr; g0 += 8 {
+			n := min(8, mr-g0)
+			a := func(i int) VecPhysical {
+				if i < n {
+					return acc(g0+i, v)
+				}
+				return acc(g0, v) // a missing row: its lanes are masked off
+			}
+			f := free
+			// t[2m+h] holds rows 2m, 2m+1 of query 2c+h in its chunk c.
+			for m := 0; 2*m < n; m++ {
+				VUNPCKLPD(a(2*m+1), a(2*m), f[2*m])
+				VUNPCKHPD(a(2*m+1), a(2*m), f[2*m+1])
+			}
+			// Three spares: rows of the block, dead after the unpacks
+			// (a block has at least 4 rows: MR is 6, 8, 12 or 24).
+			s1, s2, s3 := acc(g0, v), acc(g0+1, v), acc(g0+2, v)
+			k := masks[n]
+			for h := 0; h < 2; h++ {
+				MOVQ(c, pj)
+				if h == 1 {
+					ADDQ(ldc, pj)
+				}
+				// Queries h, 2+h (chunks 0, 1), then 4+h, 6+h (chunks 2, 3).
+				VSHUFF64X2(Imm(0x44), f[2+h], f[h], s1)
+				VSHUFF64X2(Imm(0x44), f[6+h], f[4+h], s2)
+				VSHUFF64X2(Imm(0x88), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Disp: g0 * 8})
+				VSHUFF64X2(Imm(0xdd), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Index: ldc, Scale: 2, Disp: g0 * 8})
+				VSHUFF64X2(Imm(0xee), f[2+h], f[h], s1)
+				VSHUFF64X2(Imm(0xee), f[6+h], f[4+h], s2)
+				VSHUFF64X2(Imm(0x88), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Index: ldc, Scale: 4, Disp: g0 * 8})
+				VSHUFF64X2(Imm(0xdd), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Index: l6, Scale: 1, Disp: g0 * 8})
+			}
+		}
+		if v < nv-1 {
+			ADDQ(l6, c)
+			ADDQ(ldc2, c)
 		}
 	}
 	VZEROUPPER()
