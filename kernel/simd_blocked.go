@@ -77,17 +77,7 @@ func (t *blkTiles) block(q []float32, qn int, g []float32, gn, d int, out []floa
 	off := 0
 	for _, p := range panels {
 		nr := t.shapes[p.shape].nv * t.width
-		dst := pack[off : off+nr*d]
-		for l := 0; l < p.nq; l++ {
-			for k, x := range q[(p.i0+l)*d : (p.i0+l+1)*d] {
-				dst[k*nr+l] = x
-			}
-		}
-		if p.nq < nr {
-			for k := 0; k < d; k++ {
-				clear(dst[k*nr+p.nq : (k+1)*nr])
-			}
-		}
+		packPanel(pack[off:off+nr*d], q, p, nr, d)
 		off += nr * d
 	}
 	for j0 := 0; j0 < gn; j0 += blkRows {
