@@ -140,14 +140,17 @@ func (s *cpuState) bytes(in asmInstr, a uintptr, n int, write bool) []byte {
 }
 
 func vecReg(name string) (int, int, bool) {
-	if len(name) < 2 || (name[0] != 'Y' && name[0] != 'Z') {
+	if len(name) < 2 || (name[0] != 'X' && name[0] != 'Y' && name[0] != 'Z') {
 		return 0, 0, false
 	}
 	i, err := strconv.Atoi(name[1:])
 	if err != nil {
 		return 0, 0, false
 	}
-	if name[0] == 'Y' {
+	switch name[0] {
+	case 'X':
+		return i, 16, true
+	case 'Y':
 		return i, 32, true
 	}
 	return i, 64, true
@@ -267,6 +270,26 @@ func (s *cpuState) run() {
 			}
 			s.vec[z] = r
 			clear(s.vec[z][w:])
+		case "VEXTRACTF128": // the chosen half into memory or an xmm register
+			h := int(s.imm(in, a[0]) & 1)
+			x, _, _ := vecReg(a[1])
+			half := s.vec[x][16*h : 16*h+16]
+			if r, _, ok := vecReg(a[2]); ok {
+				var v [64]byte
+				copy(v[:], half)
+				s.vec[r] = v
+			} else {
+				copy(s.bytes(in, s.addr(in, a[2]), 16, true), half)
+				s.stores++
+			}
+		case "VMOVSD", "VMOVHPS": // stores of the low or high 64 bits
+			x, _, _ := vecReg(a[0])
+			o := 0
+			if in.op == "VMOVHPS" {
+				o = 8
+			}
+			copy(s.bytes(in, s.addr(in, a[1]), 8, true), s.vec[x][o:o+8])
+			s.stores++
 		case "VSHUFF32X4", "VSHUFF64X2": // the same on 128-bit chunks
 			// Chunks 0, 1 of the result from the second source (a[2]),
 			// chunks 2, 3 from the first (a[1]), picked by the immediate.

@@ -17,9 +17,8 @@ import (
 // query block, and each gallery row is broadcast straight from g: packing the
 // queries costs qn·d moves per call and is reused by all gn gallery rows,
 // whereas packing the gallery would cost gn·d moves reused only qn times.
-// Each tile writes its scores transposed into out (in registers for full
-// AVX-512 float32 tiles), a cost of at most one move per score against d
-// FMAs.
+// Each tile writes its scores transposed into out (in registers for a full
+// tile), a cost of at most one move per score against d FMAs.
 
 type float interface{ ~float32 | ~float64 }
 

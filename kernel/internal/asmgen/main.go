@@ -19,10 +19,9 @@
 //	nq  queries to write, 1…NR;  ng  gallery rows to write, 1…MR
 //
 // The kernel reads MR full rows at a and d×NR elements at p, and writes only
-// the nq×ng valid scores: a full AVX-512 float32 tile is transposed in
-// registers and written with one masked store per query and 8 rows
-// (fullTileStore); other tiles go through a transposing copy from a stack
-// tile.
+// the nq×ng valid scores: a full tile (nq = NR, ng = MR) is transposed in
+// registers and written with vector stores (fullTileStore); other tiles go
+// through a transposing copy from a stack tile.
 //
 // Squared L2 computes t = q − g exactly as written (VSUBPD with the query
 // vector as minuend) and then fma(t, t, acc). The AVX-512 kernels use
@@ -308,7 +307,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 
 		Label(name + "_store")
 		if fastStore(is, pr) {
-			fullTileStore(name, pr, mr, nv, nr, acc, is.vec, nil)
+			fullTileStore(name, is, pr, mr, nv, nr, acc, nil)
 			Label(name + "_spill")
 		}
 		Comment("Spill the tile as [row][query], then copy it transposed into out.")
@@ -379,7 +378,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		RET()
 		Label(name + "_out")
 		if fastStore(is, pr) {
-			fullTileStore(name, pr, mr, nv, nr, acc, is.vec, tot)
+			fullTileStore(name, is, pr, mr, nv, nr, acc, tot)
 			Label(name + "_spill")
 		}
 		frame = Mem{Base: tt}
@@ -561,19 +560,20 @@ func scanKernels() {
 }
 
 // fastStore reports whether the tile kernels of an instruction set and
-// precision write a full tile through fullTileStore (AVX-512).
-func fastStore(is isa, pr prec) bool { return is.vbytes == 64 }
+// precision write a full tile through fullTileStore (all of them do).
+func fastStore(is isa, pr prec) bool { return true }
 
 // fullTileStore writes a full tile (nq == NR and ng == MR; otherwise it
-// jumps to name_spill) straight from the accumulators: each block of 8 rows
-// × 16 queries is transposed in registers (two rounds of unpacks, one of
-// 128-bit shuffles) into vectors holding 8 rows of 2 queries, and each
-// query's scores are written with one masked store, instead of one scalar
-// load and store per score from a spilled copy. Missing rows of a last,
-// short block (MR mod 8) are masked off. With tot (the blocked kernels),
-// the accumulators are first loaded from the totals. The values are only
-// moved, so no bit changes.
-func fullTileStore(name string, pr prec, mr, nv, nr int, acc func(r, v int) VecPhysical, vec func(i int) VecPhysical, tot func(r, v int) Mem) {
+// jumps to name_spill) straight from the accumulators, instead of one
+// scalar load and store per score from a spilled copy. AVX-512 float32:
+// each block of 8 rows × 16 queries is transposed in registers (two rounds
+// of unpacks, one of 128-bit shuffles) into vectors holding 8 rows of 2
+// queries, and each query's scores are written with one masked store;
+// missing rows of a last, short block (MR mod 8) are masked off. AVX-512
+// float64 and AVX2: see transposeStore64 and transposeStoreAVX2. With tot
+// (the blocked kernels), the accumulators are first loaded from the
+// totals. The values are only moved, so no bit changes.
+func fullTileStore(name string, is isa, pr prec, mr, nv, nr int, acc func(r, v int) VecPhysical, tot func(r, v int) Mem) {
 	c := Load(Param("c"), GP64())
 	ldc := Load(Param("ldc"), GP64())
 	nq := Load(Param("nq"), GP64())
@@ -590,12 +590,20 @@ func fullTileStore(name string, pr prec, mr, nv, nr int, acc func(r, v int) VecP
 			}
 		}
 	}
-	free := make([]VecPhysical, 0, 8)
-	for i := mr * nv; i < 32 && len(free) < 8; i++ {
-		free = append(free, vec(i))
+	nregs, need := 32, 8
+	if is.vbytes == 32 {
+		nregs, need = 16, 4
 	}
-	if len(free) < 8 {
+	free := make([]VecPhysical, 0, 8)
+	for i := mr * nv; i < nregs && len(free) < 8; i++ {
+		free = append(free, is.vec(i))
+	}
+	if len(free) < need {
 		log.Fatalf("%s: %d free registers for the transposing store", name, len(free))
+	}
+	if is.vbytes == 32 {
+		transposeStoreAVX2(pr, mr, nv, acc, free, c, ldc)
+		return
 	}
 	if pr.bits == 64 {
 		transposeStore64(mr, nv, acc, free, c, ldc)
@@ -741,6 +749,96 @@ func transposeStore64(mr, nv int, acc func(r, v int) VecPhysical, free []VecPhys
 		if v < nv-1 {
 			ADDQ(l6, c)
 			ADDQ(ldc2, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// transposeStoreAVX2 is fullTileStore for AVX2 (4 free registers): float32
+// rows in blocks of 4 are transposed with two rounds of unpacks into one
+// 128-bit half per query (rows 4m…4m+3), a last pair of rows with one
+// round into 64-bit quarters; float64 rows in pairs with one round of
+// unpacks into 128-bit halves. Each half is stored directly (VEXTRACTF128
+// for the upper one), so there is no cross-lane shuffle.
+func transposeStoreAVX2(pr prec, mr, nv int, acc func(r, v int) VecPhysical, free []VecPhysical, c, ldc Register) {
+	ldc3, pj4 := GP64(), GP64()
+	LEAQ(Mem{Base: ldc, Index: ldc, Scale: 2}, ldc3)
+	x := func(v VecPhysical) Op { return v.AsX() }
+	lanes := 32 / pr.es
+	// at returns the address of row r of query q (0 ≤ q < lanes) of the
+	// current vector: c + q*ldc + r*es, through c and pj4 = c + 4*ldc.
+	at := func(q, r int) Mem {
+		base := c
+		if q >= 4 {
+			base, q = pj4, q-4
+		}
+		m := Mem{Base: base, Disp: r * pr.es}
+		switch q {
+		case 1:
+			m.Index, m.Scale = ldc, 1
+		case 2:
+			m.Index, m.Scale = ldc, 2
+		case 3:
+			m.Index, m.Scale = ldc3, 1
+		}
+		return m
+	}
+	f := free
+	for v := 0; v < nv; v++ {
+		if lanes == 8 {
+			LEAQ(Mem{Base: c, Index: ldc, Scale: 4}, pj4)
+		}
+		a := func(r int) VecPhysical { return acc(r, v) }
+		r := 0
+		if pr.bits == 32 {
+			for ; r+4 <= mr; r += 4 {
+				VUNPCKLPS(a(r+1), a(r), f[0])
+				VUNPCKHPS(a(r+1), a(r), f[1])
+				VUNPCKLPS(a(r+3), a(r+2), f[2])
+				VUNPCKHPS(a(r+3), a(r+2), f[3])
+				// u[j] holds rows r…r+3 of query 4c+j in its half c.
+				u := []VecPhysical{a(r), a(r + 1), a(r + 2), a(r + 3)}
+				VUNPCKLPD(f[2], f[0], u[0])
+				VUNPCKHPD(f[2], f[0], u[1])
+				VUNPCKLPD(f[3], f[1], u[2])
+				VUNPCKHPD(f[3], f[1], u[3])
+				for j := 0; j < 4; j++ {
+					VMOVUPS(x(u[j]), at(j, r))
+					VEXTRACTF128(Imm(1), u[j], at(4+j, r))
+				}
+			}
+			if r < mr { // a last pair of rows
+				VUNPCKLPS(a(r+1), a(r), f[0]) // queries 4c, 4c+1
+				VUNPCKHPS(a(r+1), a(r), f[1]) // queries 4c+2, 4c+3
+				VEXTRACTF128(Imm(1), f[0], x(f[2]))
+				VEXTRACTF128(Imm(1), f[1], x(f[3]))
+				for h, t := range []VecPhysical{f[0], f[1], f[2], f[3]} {
+					q := 2 * h // t holds queries 2h, 2h+1
+					VMOVSD(x(t), at(q, r))
+					VMOVHPS(x(t), at(q+1, r))
+				}
+				r += 2
+			}
+		} else {
+			for ; r < mr; r += 2 {
+				VUNPCKLPD(a(r+1), a(r), f[0]) // queries 0 (half 0), 2 (half 1)
+				VUNPCKHPD(a(r+1), a(r), f[1]) // queries 1, 3
+				VMOVUPS(x(f[0]), at(0, r))
+				VEXTRACTF128(Imm(1), f[0], at(2, r))
+				VMOVUPS(x(f[1]), at(1, r))
+				VEXTRACTF128(Imm(1), f[1], at(3, r))
+			}
+		}
+		if r != mr {
+			log.Fatalf("transposeStoreAVX2: %d rows", mr)
+		}
+		if v < nv-1 {
+			if lanes == 8 {
+				LEAQ(Mem{Base: pj4, Index: ldc, Scale: 4}, c)
+			} else {
+				LEAQ(Mem{Base: c, Index: ldc, Scale: 4}, c)
+			}
 		}
 	}
 	VZEROUPPER()
