@@ -239,6 +239,11 @@ func (s *cpuState) run() {
 		case "ANDQ":
 			s.gp[a[1]] &= s.src64(in, a[0])
 			s.zf = s.gp[a[1]] == 0
+		case "IMUL3Q":
+			s.gp[a[2]] = s.src64(in, a[1]) * s.imm(in, a[0])
+		case "PREFETCHT0":
+			// A hint that never faults: its address may lie past the tile.
+			s.addr(in, a[0])
 		case "SHLQ":
 			s.gp[a[1]] <<= s.src64(in, a[0])
 			s.zf = s.gp[a[1]] == 0
@@ -584,7 +589,9 @@ func TestAVX512NeedsOnlyF(t *testing.T) {
 	n := 0
 	for i, line := range lines {
 		if m := textRE.FindStringSubmatch(line); m != nil {
-			req := strings.TrimSpace(lines[i-1])
+			// PREFETCHT0 is annotated MMX+ (SSE's prefetches), which every
+			// amd64 CPU has.
+			req := strings.Replace(strings.TrimSpace(lines[i-1]), ", MMX+", "", 1)
 			want := "// Requires: AVX, FMA3"
 			if strings.Contains(m[1], "AVX512") {
 				want = "// Requires: AVX, AVX512F"

@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func dot64AVX2x12x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·dot64AVX2x12x1(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -26,16 +26,18 @@ TEXT ·dot64AVX2x12x1(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot64AVX2x12x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     dot64AVX2x12x1_rest
 
 dot64AVX2x12x1_loop4:
 	VMOVUPD      (DX), Y12
@@ -138,12 +140,19 @@ dot64AVX2x12x1_loop4:
 	VFMADD231PD  Y13, Y12, Y10
 	VBROADCASTSD 24(R9)(CX*2), Y13
 	VFMADD231PD  Y13, Y12, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          dot64AVX2x12x1_loop4
 
 dot64AVX2x12x1_rest:
@@ -348,7 +357,7 @@ dot64AVX2x12x1_next:
 	RET
 
 // func dot64AVX2x6x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·dot64AVX2x6x2(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -369,12 +378,14 @@ TEXT ·dot64AVX2x6x2(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot64AVX2x6x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     dot64AVX2x6x2_rest
 
 dot64AVX2x6x2_loop4:
 	VMOVUPD      (DX), Y12
@@ -457,10 +468,14 @@ dot64AVX2x6x2_loop4:
 	VBROADCASTSD 24(DI)(CX*2), Y14
 	VFMADD231PD  Y14, Y12, Y10
 	VFMADD231PD  Y14, Y13, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          dot64AVX2x6x2_loop4
 
 dot64AVX2x6x2_rest:
@@ -623,7 +638,7 @@ dot64AVX2x6x2_next:
 	RET
 
 // func sqDist64AVX2x12x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·sqDist64AVX2x12x1(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -644,16 +659,18 @@ TEXT ·sqDist64AVX2x12x1(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist64AVX2x12x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     sqDist64AVX2x12x1_rest
 
 sqDist64AVX2x12x1_loop4:
 	VMOVUPD      (DX), Y12
@@ -804,12 +821,19 @@ sqDist64AVX2x12x1_loop4:
 	VBROADCASTSD 24(R9)(CX*2), Y13
 	VSUBPD       Y13, Y12, Y14
 	VFMADD231PD  Y14, Y14, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          sqDist64AVX2x12x1_loop4
 
 sqDist64AVX2x12x1_rest:
@@ -1026,7 +1050,7 @@ sqDist64AVX2x12x1_next:
 	RET
 
 // func sqDist64AVX2x6x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·sqDist64AVX2x6x2(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -1047,12 +1071,14 @@ TEXT ·sqDist64AVX2x6x2(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist64AVX2x6x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     sqDist64AVX2x6x2_rest
 
 sqDist64AVX2x6x2_loop4:
 	VMOVUPD      (DX), Y12
@@ -1183,10 +1209,14 @@ sqDist64AVX2x6x2_loop4:
 	VFMADD231PD  Y15, Y15, Y10
 	VSUBPD       Y14, Y13, Y15
 	VFMADD231PD  Y15, Y15, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          sqDist64AVX2x6x2_loop4
 
 sqDist64AVX2x6x2_rest:
@@ -1361,7 +1391,7 @@ sqDist64AVX2x6x2_next:
 	RET
 
 // func dot32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·dot32AVX2x12x1(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -1382,16 +1412,18 @@ TEXT ·dot32AVX2x12x1(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot32AVX2x12x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     dot32AVX2x12x1_rest
 
 dot32AVX2x12x1_loop4:
 	VMOVUPS      (DX), Y12
@@ -1494,12 +1526,16 @@ dot32AVX2x12x1_loop4:
 	VFMADD231PS  Y13, Y12, Y10
 	VBROADCASTSS 12(R9)(CX*2), Y13
 	VFMADD231PS  Y13, Y12, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
 	ADDQ         $0x10, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          dot32AVX2x12x1_loop4
 
 dot32AVX2x12x1_rest:
@@ -1717,7 +1753,7 @@ dot32AVX2x12x1_next:
 	RET
 
 // func dot32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·dot32AVX2x6x2(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -1738,12 +1774,14 @@ TEXT ·dot32AVX2x6x2(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot32AVX2x6x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     dot32AVX2x6x2_rest
 
 dot32AVX2x6x2_loop4:
 	VMOVUPS      (DX), Y12
@@ -1826,10 +1864,13 @@ dot32AVX2x6x2_loop4:
 	VBROADCASTSS 12(DI)(CX*2), Y14
 	VFMADD231PS  Y14, Y12, Y10
 	VFMADD231PS  Y14, Y13, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x60, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          dot32AVX2x6x2_loop4
 
 dot32AVX2x6x2_rest:
@@ -2014,7 +2055,7 @@ dot32AVX2x6x2_next:
 	RET
 
 // func sqDist32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·sqDist32AVX2x12x1(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -2035,16 +2076,18 @@ TEXT ·sqDist32AVX2x12x1(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist32AVX2x12x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     sqDist32AVX2x12x1_rest
 
 sqDist32AVX2x12x1_loop4:
 	VMOVUPS      (DX), Y12
@@ -2195,12 +2238,16 @@ sqDist32AVX2x12x1_loop4:
 	VBROADCASTSS 12(R9)(CX*2), Y13
 	VSUBPS       Y13, Y12, Y14
 	VFMADD231PS  Y14, Y14, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
 	ADDQ         $0x10, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          sqDist32AVX2x12x1_loop4
 
 sqDist32AVX2x12x1_rest:
@@ -2430,7 +2477,7 @@ sqDist32AVX2x12x1_next:
 	RET
 
 // func sqDist32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·sqDist32AVX2x6x2(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -2451,12 +2498,14 @@ TEXT ·sqDist32AVX2x6x2(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist32AVX2x6x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     sqDist32AVX2x6x2_rest
 
 sqDist32AVX2x6x2_loop4:
 	VMOVUPS      (DX), Y12
@@ -2587,10 +2636,13 @@ sqDist32AVX2x6x2_loop4:
 	VFMADD231PS  Y15, Y15, Y10
 	VSUBPS       Y14, Y13, Y15
 	VFMADD231PS  Y15, Y15, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x60, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          sqDist32AVX2x6x2_loop4
 
 sqDist32AVX2x6x2_rest:
@@ -2787,7 +2839,7 @@ sqDist32AVX2x6x2_next:
 	RET
 
 // func dotBlk32AVX2x12x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·dotBlk32AVX2x12x1(SB), $0-80
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -2808,39 +2860,41 @@ TEXT ·dotBlk32AVX2x12x1(SB), $0-80
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ t+64(FP), SI
-	MOVQ flags+72(FP), R10
-	ANDQ $0x01, R10
-	JZ   dotBlk32AVX2x12x1_go
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   t+64(FP), R10
+	MOVQ   flags+72(FP), R11
+	ANDQ   $0x01, R11
+	JZ     dotBlk32AVX2x12x1_go
 
 	// A first call: every total starts at +0.
-	VMOVUPS Y0, (SI)
-	VMOVUPS Y0, 32(SI)
-	VMOVUPS Y0, 64(SI)
-	VMOVUPS Y0, 96(SI)
-	VMOVUPS Y0, 128(SI)
-	VMOVUPS Y0, 160(SI)
-	VMOVUPS Y0, 192(SI)
-	VMOVUPS Y0, 224(SI)
-	VMOVUPS Y0, 256(SI)
-	VMOVUPS Y0, 288(SI)
-	VMOVUPS Y0, 320(SI)
-	VMOVUPS Y0, 352(SI)
+	VMOVUPS Y0, (R10)
+	VMOVUPS Y0, 32(R10)
+	VMOVUPS Y0, 64(R10)
+	VMOVUPS Y0, 96(R10)
+	VMOVUPS Y0, 128(R10)
+	VMOVUPS Y0, 160(R10)
+	VMOVUPS Y0, 192(R10)
+	VMOVUPS Y0, 224(R10)
+	VMOVUPS Y0, 256(R10)
+	VMOVUPS Y0, 288(R10)
+	VMOVUPS Y0, 320(R10)
+	VMOVUPS Y0, 352(R10)
 
 dotBlk32AVX2x12x1_go:
-	MOVQ BX, R10
-	SHRQ $0x05, R10
+	MOVQ BX, R11
+	SHRQ $0x05, R11
 	JZ   dotBlk32AVX2x12x1_rest
 
 dotBlk32AVX2x12x1_chunk:
-	MOVQ $0x00000008, R11
+	MOVQ $0x00000008, R12
 
 dotBlk32AVX2x12x1_loop4:
 	VMOVUPS      (DX), Y12
@@ -2943,52 +2997,56 @@ dotBlk32AVX2x12x1_loop4:
 	VFMADD231PS  Y13, Y12, Y10
 	VBROADCASTSS 12(R9)(CX*2), Y13
 	VFMADD231PS  Y13, Y12, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
 	ADDQ         $0x10, R9
-	DECQ         R11
+	DECQ         R12
 	JNZ          dotBlk32AVX2x12x1_loop4
 
 	// End of a chunk: add it to the totals.
-	VADDPS  (SI), Y0, Y0
-	VMOVUPS Y0, (SI)
+	VADDPS  (R10), Y0, Y0
+	VMOVUPS Y0, (R10)
 	VXORPS  Y0, Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VMOVUPS Y1, 32(SI)
+	VADDPS  32(R10), Y1, Y1
+	VMOVUPS Y1, 32(R10)
 	VXORPS  Y1, Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VMOVUPS Y2, 64(SI)
+	VADDPS  64(R10), Y2, Y2
+	VMOVUPS Y2, 64(R10)
 	VXORPS  Y2, Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y3, 96(SI)
+	VADDPS  96(R10), Y3, Y3
+	VMOVUPS Y3, 96(R10)
 	VXORPS  Y3, Y3, Y3
-	VADDPS  128(SI), Y4, Y4
-	VMOVUPS Y4, 128(SI)
+	VADDPS  128(R10), Y4, Y4
+	VMOVUPS Y4, 128(R10)
 	VXORPS  Y4, Y4, Y4
-	VADDPS  160(SI), Y5, Y5
-	VMOVUPS Y5, 160(SI)
+	VADDPS  160(R10), Y5, Y5
+	VMOVUPS Y5, 160(R10)
 	VXORPS  Y5, Y5, Y5
-	VADDPS  192(SI), Y6, Y6
-	VMOVUPS Y6, 192(SI)
+	VADDPS  192(R10), Y6, Y6
+	VMOVUPS Y6, 192(R10)
 	VXORPS  Y6, Y6, Y6
-	VADDPS  224(SI), Y7, Y7
-	VMOVUPS Y7, 224(SI)
+	VADDPS  224(R10), Y7, Y7
+	VMOVUPS Y7, 224(R10)
 	VXORPS  Y7, Y7, Y7
-	VADDPS  256(SI), Y8, Y8
-	VMOVUPS Y8, 256(SI)
+	VADDPS  256(R10), Y8, Y8
+	VMOVUPS Y8, 256(R10)
 	VXORPS  Y8, Y8, Y8
-	VADDPS  288(SI), Y9, Y9
-	VMOVUPS Y9, 288(SI)
+	VADDPS  288(R10), Y9, Y9
+	VMOVUPS Y9, 288(R10)
 	VXORPS  Y9, Y9, Y9
-	VADDPS  320(SI), Y10, Y10
-	VMOVUPS Y10, 320(SI)
+	VADDPS  320(R10), Y10, Y10
+	VMOVUPS Y10, 320(R10)
 	VXORPS  Y10, Y10, Y10
-	VADDPS  352(SI), Y11, Y11
-	VMOVUPS Y11, 352(SI)
+	VADDPS  352(R10), Y11, Y11
+	VMOVUPS Y11, 352(R10)
 	VXORPS  Y11, Y11, Y11
-	DECQ    R10
+	DECQ    R11
 	JNZ     dotBlk32AVX2x12x1_chunk
 
 dotBlk32AVX2x12x1_rest:
@@ -3030,41 +3088,41 @@ dotBlk32AVX2x12x1_loop1:
 	JNZ          dotBlk32AVX2x12x1_loop1
 
 	// The last, short chunk.
-	VADDPS  (SI), Y0, Y0
-	VMOVUPS Y0, (SI)
+	VADDPS  (R10), Y0, Y0
+	VMOVUPS Y0, (R10)
 	VXORPS  Y0, Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VMOVUPS Y1, 32(SI)
+	VADDPS  32(R10), Y1, Y1
+	VMOVUPS Y1, 32(R10)
 	VXORPS  Y1, Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VMOVUPS Y2, 64(SI)
+	VADDPS  64(R10), Y2, Y2
+	VMOVUPS Y2, 64(R10)
 	VXORPS  Y2, Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y3, 96(SI)
+	VADDPS  96(R10), Y3, Y3
+	VMOVUPS Y3, 96(R10)
 	VXORPS  Y3, Y3, Y3
-	VADDPS  128(SI), Y4, Y4
-	VMOVUPS Y4, 128(SI)
+	VADDPS  128(R10), Y4, Y4
+	VMOVUPS Y4, 128(R10)
 	VXORPS  Y4, Y4, Y4
-	VADDPS  160(SI), Y5, Y5
-	VMOVUPS Y5, 160(SI)
+	VADDPS  160(R10), Y5, Y5
+	VMOVUPS Y5, 160(R10)
 	VXORPS  Y5, Y5, Y5
-	VADDPS  192(SI), Y6, Y6
-	VMOVUPS Y6, 192(SI)
+	VADDPS  192(R10), Y6, Y6
+	VMOVUPS Y6, 192(R10)
 	VXORPS  Y6, Y6, Y6
-	VADDPS  224(SI), Y7, Y7
-	VMOVUPS Y7, 224(SI)
+	VADDPS  224(R10), Y7, Y7
+	VMOVUPS Y7, 224(R10)
 	VXORPS  Y7, Y7, Y7
-	VADDPS  256(SI), Y8, Y8
-	VMOVUPS Y8, 256(SI)
+	VADDPS  256(R10), Y8, Y8
+	VMOVUPS Y8, 256(R10)
 	VXORPS  Y8, Y8, Y8
-	VADDPS  288(SI), Y9, Y9
-	VMOVUPS Y9, 288(SI)
+	VADDPS  288(R10), Y9, Y9
+	VMOVUPS Y9, 288(R10)
 	VXORPS  Y9, Y9, Y9
-	VADDPS  320(SI), Y10, Y10
-	VMOVUPS Y10, 320(SI)
+	VADDPS  320(R10), Y10, Y10
+	VMOVUPS Y10, 320(R10)
 	VXORPS  Y10, Y10, Y10
-	VADDPS  352(SI), Y11, Y11
-	VMOVUPS Y11, 352(SI)
+	VADDPS  352(R10), Y11, Y11
+	VMOVUPS Y11, 352(R10)
 	VXORPS  Y11, Y11, Y11
 
 dotBlk32AVX2x12x1_store:
@@ -3085,18 +3143,18 @@ dotBlk32AVX2x12x1_out:
 	JNE  dotBlk32AVX2x12x1_spill
 
 	// A full tile: transpose blocks of 8 rows in registers.
-	VMOVUPS      (SI), Y0
-	VMOVUPS      32(SI), Y1
-	VMOVUPS      64(SI), Y2
-	VMOVUPS      96(SI), Y3
-	VMOVUPS      128(SI), Y4
-	VMOVUPS      160(SI), Y5
-	VMOVUPS      192(SI), Y6
-	VMOVUPS      224(SI), Y7
-	VMOVUPS      256(SI), Y8
-	VMOVUPS      288(SI), Y9
-	VMOVUPS      320(SI), Y10
-	VMOVUPS      352(SI), Y11
+	VMOVUPS      (R10), Y0
+	VMOVUPS      32(R10), Y1
+	VMOVUPS      64(R10), Y2
+	VMOVUPS      96(R10), Y3
+	VMOVUPS      128(R10), Y4
+	VMOVUPS      160(R10), Y5
+	VMOVUPS      192(R10), Y6
+	VMOVUPS      224(R10), Y7
+	VMOVUPS      256(R10), Y8
+	VMOVUPS      288(R10), Y9
+	VMOVUPS      320(R10), Y10
+	VMOVUPS      352(R10), Y11
 	LEAQ         (CX)(CX*2), DX
 	LEAQ         (AX)(CX*4), BX
 	VUNPCKLPS    Y1, Y0, Y12
@@ -3155,7 +3213,7 @@ dotBlk32AVX2x12x1_spill:
 	MOVQ ldc+40(FP), CX
 	MOVQ nq+48(FP), DX
 	MOVQ ng+56(FP), BX
-	LEAQ (SI), SI
+	LEAQ (R10), SI
 	CMPQ BX, $0x0c
 	JNE  dotBlk32AVX2x12x1_partial
 
@@ -3250,7 +3308,7 @@ dotBlk32AVX2x12x1_next:
 	RET
 
 // func dotBlk32AVX2x6x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
-// Requires: AVX, FMA3
+// Requires: AVX, FMA3, MMX+
 TEXT ·dotBlk32AVX2x6x2(SB), $0-80
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -3271,35 +3329,37 @@ TEXT ·dotBlk32AVX2x6x2(SB), $0-80
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ t+64(FP), SI
-	MOVQ flags+72(FP), R8
-	ANDQ $0x01, R8
-	JZ   dotBlk32AVX2x6x2_go
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   t+64(FP), R8
+	MOVQ   flags+72(FP), R9
+	ANDQ   $0x01, R9
+	JZ     dotBlk32AVX2x6x2_go
 
 	// A first call: every total starts at +0.
-	VMOVUPS Y0, (SI)
-	VMOVUPS Y0, 32(SI)
-	VMOVUPS Y0, 64(SI)
-	VMOVUPS Y0, 96(SI)
-	VMOVUPS Y0, 128(SI)
-	VMOVUPS Y0, 160(SI)
-	VMOVUPS Y0, 192(SI)
-	VMOVUPS Y0, 224(SI)
-	VMOVUPS Y0, 256(SI)
-	VMOVUPS Y0, 288(SI)
-	VMOVUPS Y0, 320(SI)
-	VMOVUPS Y0, 352(SI)
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y0, 32(R8)
+	VMOVUPS Y0, 64(R8)
+	VMOVUPS Y0, 96(R8)
+	VMOVUPS Y0, 128(R8)
+	VMOVUPS Y0, 160(R8)
+	VMOVUPS Y0, 192(R8)
+	VMOVUPS Y0, 224(R8)
+	VMOVUPS Y0, 256(R8)
+	VMOVUPS Y0, 288(R8)
+	VMOVUPS Y0, 320(R8)
+	VMOVUPS Y0, 352(R8)
 
 dotBlk32AVX2x6x2_go:
-	MOVQ BX, R8
-	SHRQ $0x05, R8
+	MOVQ BX, R9
+	SHRQ $0x05, R9
 	JZ   dotBlk32AVX2x6x2_rest
 
 dotBlk32AVX2x6x2_chunk:
-	MOVQ $0x00000008, R9
+	MOVQ $0x00000008, R10
 
 dotBlk32AVX2x6x2_loop4:
 	VMOVUPS      (DX), Y12
@@ -3382,50 +3442,53 @@ dotBlk32AVX2x6x2_loop4:
 	VBROADCASTSS 12(DI)(CX*2), Y14
 	VFMADD231PS  Y14, Y12, Y10
 	VFMADD231PS  Y14, Y13, Y11
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x60, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
-	DECQ         R9
+	DECQ         R10
 	JNZ          dotBlk32AVX2x6x2_loop4
 
 	// End of a chunk: add it to the totals.
-	VADDPS  (SI), Y0, Y0
-	VMOVUPS Y0, (SI)
+	VADDPS  (R8), Y0, Y0
+	VMOVUPS Y0, (R8)
 	VXORPS  Y0, Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VMOVUPS Y1, 32(SI)
+	VADDPS  32(R8), Y1, Y1
+	VMOVUPS Y1, 32(R8)
 	VXORPS  Y1, Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VMOVUPS Y2, 64(SI)
+	VADDPS  64(R8), Y2, Y2
+	VMOVUPS Y2, 64(R8)
 	VXORPS  Y2, Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y3, 96(SI)
+	VADDPS  96(R8), Y3, Y3
+	VMOVUPS Y3, 96(R8)
 	VXORPS  Y3, Y3, Y3
-	VADDPS  128(SI), Y4, Y4
-	VMOVUPS Y4, 128(SI)
+	VADDPS  128(R8), Y4, Y4
+	VMOVUPS Y4, 128(R8)
 	VXORPS  Y4, Y4, Y4
-	VADDPS  160(SI), Y5, Y5
-	VMOVUPS Y5, 160(SI)
+	VADDPS  160(R8), Y5, Y5
+	VMOVUPS Y5, 160(R8)
 	VXORPS  Y5, Y5, Y5
-	VADDPS  192(SI), Y6, Y6
-	VMOVUPS Y6, 192(SI)
+	VADDPS  192(R8), Y6, Y6
+	VMOVUPS Y6, 192(R8)
 	VXORPS  Y6, Y6, Y6
-	VADDPS  224(SI), Y7, Y7
-	VMOVUPS Y7, 224(SI)
+	VADDPS  224(R8), Y7, Y7
+	VMOVUPS Y7, 224(R8)
 	VXORPS  Y7, Y7, Y7
-	VADDPS  256(SI), Y8, Y8
-	VMOVUPS Y8, 256(SI)
+	VADDPS  256(R8), Y8, Y8
+	VMOVUPS Y8, 256(R8)
 	VXORPS  Y8, Y8, Y8
-	VADDPS  288(SI), Y9, Y9
-	VMOVUPS Y9, 288(SI)
+	VADDPS  288(R8), Y9, Y9
+	VMOVUPS Y9, 288(R8)
 	VXORPS  Y9, Y9, Y9
-	VADDPS  320(SI), Y10, Y10
-	VMOVUPS Y10, 320(SI)
+	VADDPS  320(R8), Y10, Y10
+	VMOVUPS Y10, 320(R8)
 	VXORPS  Y10, Y10, Y10
-	VADDPS  352(SI), Y11, Y11
-	VMOVUPS Y11, 352(SI)
+	VADDPS  352(R8), Y11, Y11
+	VMOVUPS Y11, 352(R8)
 	VXORPS  Y11, Y11, Y11
-	DECQ    R8
+	DECQ    R9
 	JNZ     dotBlk32AVX2x6x2_chunk
 
 dotBlk32AVX2x6x2_rest:
@@ -3460,41 +3523,41 @@ dotBlk32AVX2x6x2_loop1:
 	JNZ          dotBlk32AVX2x6x2_loop1
 
 	// The last, short chunk.
-	VADDPS  (SI), Y0, Y0
-	VMOVUPS Y0, (SI)
+	VADDPS  (R8), Y0, Y0
+	VMOVUPS Y0, (R8)
 	VXORPS  Y0, Y0, Y0
-	VADDPS  32(SI), Y1, Y1
-	VMOVUPS Y1, 32(SI)
+	VADDPS  32(R8), Y1, Y1
+	VMOVUPS Y1, 32(R8)
 	VXORPS  Y1, Y1, Y1
-	VADDPS  64(SI), Y2, Y2
-	VMOVUPS Y2, 64(SI)
+	VADDPS  64(R8), Y2, Y2
+	VMOVUPS Y2, 64(R8)
 	VXORPS  Y2, Y2, Y2
-	VADDPS  96(SI), Y3, Y3
-	VMOVUPS Y3, 96(SI)
+	VADDPS  96(R8), Y3, Y3
+	VMOVUPS Y3, 96(R8)
 	VXORPS  Y3, Y3, Y3
-	VADDPS  128(SI), Y4, Y4
-	VMOVUPS Y4, 128(SI)
+	VADDPS  128(R8), Y4, Y4
+	VMOVUPS Y4, 128(R8)
 	VXORPS  Y4, Y4, Y4
-	VADDPS  160(SI), Y5, Y5
-	VMOVUPS Y5, 160(SI)
+	VADDPS  160(R8), Y5, Y5
+	VMOVUPS Y5, 160(R8)
 	VXORPS  Y5, Y5, Y5
-	VADDPS  192(SI), Y6, Y6
-	VMOVUPS Y6, 192(SI)
+	VADDPS  192(R8), Y6, Y6
+	VMOVUPS Y6, 192(R8)
 	VXORPS  Y6, Y6, Y6
-	VADDPS  224(SI), Y7, Y7
-	VMOVUPS Y7, 224(SI)
+	VADDPS  224(R8), Y7, Y7
+	VMOVUPS Y7, 224(R8)
 	VXORPS  Y7, Y7, Y7
-	VADDPS  256(SI), Y8, Y8
-	VMOVUPS Y8, 256(SI)
+	VADDPS  256(R8), Y8, Y8
+	VMOVUPS Y8, 256(R8)
 	VXORPS  Y8, Y8, Y8
-	VADDPS  288(SI), Y9, Y9
-	VMOVUPS Y9, 288(SI)
+	VADDPS  288(R8), Y9, Y9
+	VMOVUPS Y9, 288(R8)
 	VXORPS  Y9, Y9, Y9
-	VADDPS  320(SI), Y10, Y10
-	VMOVUPS Y10, 320(SI)
+	VADDPS  320(R8), Y10, Y10
+	VMOVUPS Y10, 320(R8)
 	VXORPS  Y10, Y10, Y10
-	VADDPS  352(SI), Y11, Y11
-	VMOVUPS Y11, 352(SI)
+	VADDPS  352(R8), Y11, Y11
+	VMOVUPS Y11, 352(R8)
 	VXORPS  Y11, Y11, Y11
 
 dotBlk32AVX2x6x2_store:
@@ -3515,18 +3578,18 @@ dotBlk32AVX2x6x2_out:
 	JNE  dotBlk32AVX2x6x2_spill
 
 	// A full tile: transpose blocks of 8 rows in registers.
-	VMOVUPS      (SI), Y0
-	VMOVUPS      32(SI), Y1
-	VMOVUPS      64(SI), Y2
-	VMOVUPS      96(SI), Y3
-	VMOVUPS      128(SI), Y4
-	VMOVUPS      160(SI), Y5
-	VMOVUPS      192(SI), Y6
-	VMOVUPS      224(SI), Y7
-	VMOVUPS      256(SI), Y8
-	VMOVUPS      288(SI), Y9
-	VMOVUPS      320(SI), Y10
-	VMOVUPS      352(SI), Y11
+	VMOVUPS      (R8), Y0
+	VMOVUPS      32(R8), Y1
+	VMOVUPS      64(R8), Y2
+	VMOVUPS      96(R8), Y3
+	VMOVUPS      128(R8), Y4
+	VMOVUPS      160(R8), Y5
+	VMOVUPS      192(R8), Y6
+	VMOVUPS      224(R8), Y7
+	VMOVUPS      256(R8), Y8
+	VMOVUPS      288(R8), Y9
+	VMOVUPS      320(R8), Y10
+	VMOVUPS      352(R8), Y11
 	LEAQ         (CX)(CX*2), DX
 	LEAQ         (AX)(CX*4), BX
 	VUNPCKLPS    Y2, Y0, Y12
@@ -3595,7 +3658,7 @@ dotBlk32AVX2x6x2_spill:
 	MOVQ ldc+40(FP), CX
 	MOVQ nq+48(FP), DX
 	MOVQ ng+56(FP), BX
-	LEAQ (SI), SI
+	LEAQ (R8), SI
 	CMPQ BX, $0x06
 	JNE  dotBlk32AVX2x6x2_partial
 
@@ -3654,7 +3717,7 @@ dotBlk32AVX2x6x2_next:
 	RET
 
 // func dot64AVX512x24x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot64AVX512x24x1(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -3687,24 +3750,26 @@ TEXT ·dot64AVX512x24x1(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ R9, R10
-	ADDQ SI, R10
-	MOVQ R10, R11
-	ADDQ SI, R11
-	MOVQ R11, R12
-	ADDQ SI, R12
-	MOVQ R12, R13
-	ADDQ SI, R13
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot64AVX512x24x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	MOVQ   R9, R10
+	ADDQ   SI, R10
+	MOVQ   R10, R11
+	ADDQ   SI, R11
+	MOVQ   R11, R12
+	ADDQ   SI, R12
+	MOVQ   R12, R13
+	ADDQ   SI, R13
+	IMUL3Q $0x00000018, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R14
+	SHRQ   $0x02, R14
+	JZ     dot64AVX512x24x1_rest
 
 dot64AVX512x24x1_loop4:
 	VMOVUPD      (DX), Z24
@@ -3903,6 +3968,19 @@ dot64AVX512x24x1_loop4:
 	VFMADD231PD  Z25, Z24, Z22
 	VBROADCASTSD 24(R13)(CX*2), Z25
 	VFMADD231PD  Z25, Z24, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	PREFETCHT0   384(SI)
+	PREFETCHT0   448(SI)
+	PREFETCHT0   512(SI)
+	PREFETCHT0   576(SI)
+	PREFETCHT0   640(SI)
+	PREFETCHT0   704(SI)
+	ADDQ         $0x00000300, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
@@ -3912,7 +3990,7 @@ dot64AVX512x24x1_loop4:
 	ADDQ         $0x20, R11
 	ADDQ         $0x20, R12
 	ADDQ         $0x20, R13
-	DECQ         SI
+	DECQ         R14
 	JNZ          dot64AVX512x24x1_loop4
 
 dot64AVX512x24x1_rest:
@@ -4301,7 +4379,7 @@ dot64AVX512x24x1_next:
 	RET
 
 // func dot64AVX512x12x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot64AVX512x12x2(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -4334,16 +4412,18 @@ TEXT ·dot64AVX512x12x2(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot64AVX512x12x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     dot64AVX512x12x2_rest
 
 dot64AVX512x12x2_loop4:
 	VMOVUPD      (DX), Z24
@@ -4498,12 +4578,19 @@ dot64AVX512x12x2_loop4:
 	VBROADCASTSD 24(R9)(CX*2), Z26
 	VFMADD231PD  Z26, Z24, Z22
 	VFMADD231PD  Z26, Z25, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          dot64AVX512x12x2_loop4
 
 dot64AVX512x12x2_rest:
@@ -4836,7 +4923,7 @@ dot64AVX512x12x2_next:
 	RET
 
 // func dot64AVX512x8x3(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot64AVX512x8x3(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -4869,14 +4956,16 @@ TEXT ·dot64AVX512x8x3(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot64AVX512x8x3_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	IMUL3Q $0x00000008, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R9
+	SHRQ   $0x02, R9
+	JZ     dot64AVX512x8x3_rest
 
 dot64AVX512x8x3_loop4:
 	VMOVUPD      (DX), Z24
@@ -5019,11 +5108,16 @@ dot64AVX512x8x3_loop4:
 	VFMADD231PD  Z27, Z24, Z21
 	VFMADD231PD  Z27, Z25, Z22
 	VFMADD231PD  Z27, Z26, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	ADDQ         $0x00000100, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
-	DECQ         SI
+	DECQ         R9
 	JNZ          dot64AVX512x8x3_loop4
 
 dot64AVX512x8x3_rest:
@@ -5301,7 +5395,7 @@ dot64AVX512x8x3_next:
 	RET
 
 // func dot64AVX512x6x4(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot64AVX512x6x4(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -5334,12 +5428,14 @@ TEXT ·dot64AVX512x6x4(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot64AVX512x6x4_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     dot64AVX512x6x4_rest
 
 dot64AVX512x6x4_loop4:
 	VMOVUPD      (DX), Z24
@@ -5478,10 +5574,14 @@ dot64AVX512x6x4_loop4:
 	VFMADD231PD  Z28, Z25, Z21
 	VFMADD231PD  Z28, Z26, Z22
 	VFMADD231PD  Z28, Z27, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          dot64AVX512x6x4_loop4
 
 dot64AVX512x6x4_rest:
@@ -5774,7 +5874,7 @@ dot64AVX512x6x4_next:
 	RET
 
 // func sqDist64AVX512x24x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist64AVX512x24x1(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -5807,24 +5907,26 @@ TEXT ·sqDist64AVX512x24x1(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ R9, R10
-	ADDQ SI, R10
-	MOVQ R10, R11
-	ADDQ SI, R11
-	MOVQ R11, R12
-	ADDQ SI, R12
-	MOVQ R12, R13
-	ADDQ SI, R13
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist64AVX512x24x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	MOVQ   R9, R10
+	ADDQ   SI, R10
+	MOVQ   R10, R11
+	ADDQ   SI, R11
+	MOVQ   R11, R12
+	ADDQ   SI, R12
+	MOVQ   R12, R13
+	ADDQ   SI, R13
+	IMUL3Q $0x00000018, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R14
+	SHRQ   $0x02, R14
+	JZ     sqDist64AVX512x24x1_rest
 
 sqDist64AVX512x24x1_loop4:
 	VMOVUPD      (DX), Z24
@@ -6119,6 +6221,19 @@ sqDist64AVX512x24x1_loop4:
 	VBROADCASTSD 24(R13)(CX*2), Z25
 	VSUBPD       Z25, Z24, Z26
 	VFMADD231PD  Z26, Z26, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	PREFETCHT0   384(SI)
+	PREFETCHT0   448(SI)
+	PREFETCHT0   512(SI)
+	PREFETCHT0   576(SI)
+	PREFETCHT0   640(SI)
+	PREFETCHT0   704(SI)
+	ADDQ         $0x00000300, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
@@ -6128,7 +6243,7 @@ sqDist64AVX512x24x1_loop4:
 	ADDQ         $0x20, R11
 	ADDQ         $0x20, R12
 	ADDQ         $0x20, R13
-	DECQ         SI
+	DECQ         R14
 	JNZ          sqDist64AVX512x24x1_loop4
 
 sqDist64AVX512x24x1_rest:
@@ -6541,7 +6656,7 @@ sqDist64AVX512x24x1_next:
 	RET
 
 // func sqDist64AVX512x12x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist64AVX512x12x2(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -6574,16 +6689,18 @@ TEXT ·sqDist64AVX512x12x2(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist64AVX512x12x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     sqDist64AVX512x12x2_rest
 
 sqDist64AVX512x12x2_loop4:
 	VMOVUPD      (DX), Z24
@@ -6834,12 +6951,19 @@ sqDist64AVX512x12x2_loop4:
 	VFMADD231PD  Z27, Z27, Z22
 	VSUBPD       Z26, Z25, Z27
 	VFMADD231PD  Z27, Z27, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          sqDist64AVX512x12x2_loop4
 
 sqDist64AVX512x12x2_rest:
@@ -7196,7 +7320,7 @@ sqDist64AVX512x12x2_next:
 	RET
 
 // func sqDist64AVX512x8x3(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist64AVX512x8x3(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -7229,14 +7353,16 @@ TEXT ·sqDist64AVX512x8x3(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist64AVX512x8x3_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	IMUL3Q $0x00000008, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R9
+	SHRQ   $0x02, R9
+	JZ     sqDist64AVX512x8x3_rest
 
 sqDist64AVX512x8x3_loop4:
 	VMOVUPD      (DX), Z24
@@ -7475,11 +7601,16 @@ sqDist64AVX512x8x3_loop4:
 	VFMADD231PD  Z28, Z28, Z22
 	VSUBPD       Z27, Z26, Z28
 	VFMADD231PD  Z28, Z28, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	ADDQ         $0x00000100, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
-	DECQ         SI
+	DECQ         R9
 	JNZ          sqDist64AVX512x8x3_loop4
 
 sqDist64AVX512x8x3_rest:
@@ -7781,7 +7912,7 @@ sqDist64AVX512x8x3_next:
 	RET
 
 // func sqDist64AVX512x6x4(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist64AVX512x6x4(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -7814,12 +7945,14 @@ TEXT ·sqDist64AVX512x6x4(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist64AVX512x6x4_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     sqDist64AVX512x6x4_rest
 
 sqDist64AVX512x6x4_loop4:
 	VMOVUPD      (DX), Z24
@@ -8054,10 +8187,14 @@ sqDist64AVX512x6x4_loop4:
 	VFMADD231PD  Z29, Z29, Z22
 	VSUBPD       Z28, Z27, Z29
 	VFMADD231PD  Z29, Z29, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          sqDist64AVX512x6x4_loop4
 
 sqDist64AVX512x6x4_rest:
@@ -8374,7 +8511,7 @@ sqDist64AVX512x6x4_next:
 	RET
 
 // func dot32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot32AVX512x24x1(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -8407,24 +8544,26 @@ TEXT ·dot32AVX512x24x1(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ R9, R10
-	ADDQ SI, R10
-	MOVQ R10, R11
-	ADDQ SI, R11
-	MOVQ R11, R12
-	ADDQ SI, R12
-	MOVQ R12, R13
-	ADDQ SI, R13
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot32AVX512x24x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	MOVQ   R9, R10
+	ADDQ   SI, R10
+	MOVQ   R10, R11
+	ADDQ   SI, R11
+	MOVQ   R11, R12
+	ADDQ   SI, R12
+	MOVQ   R12, R13
+	ADDQ   SI, R13
+	IMUL3Q $0x00000018, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R14
+	SHRQ   $0x02, R14
+	JZ     dot32AVX512x24x1_rest
 
 dot32AVX512x24x1_loop4:
 	VMOVUPS      (DX), Z24
@@ -8623,6 +8762,13 @@ dot32AVX512x24x1_loop4:
 	VFMADD231PS  Z25, Z24, Z22
 	VBROADCASTSS 12(R13)(CX*2), Z25
 	VFMADD231PS  Z25, Z24, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
@@ -8632,7 +8778,7 @@ dot32AVX512x24x1_loop4:
 	ADDQ         $0x10, R11
 	ADDQ         $0x10, R12
 	ADDQ         $0x10, R13
-	DECQ         SI
+	DECQ         R14
 	JNZ          dot32AVX512x24x1_loop4
 
 dot32AVX512x24x1_rest:
@@ -9075,7 +9221,7 @@ dot32AVX512x24x1_next:
 	RET
 
 // func dot32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot32AVX512x12x2(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -9108,16 +9254,18 @@ TEXT ·dot32AVX512x12x2(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot32AVX512x12x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     dot32AVX512x12x2_rest
 
 dot32AVX512x12x2_loop4:
 	VMOVUPS      (DX), Z24
@@ -9272,12 +9420,16 @@ dot32AVX512x12x2_loop4:
 	VBROADCASTSS 12(R9)(CX*2), Z26
 	VFMADD231PS  Z26, Z24, Z22
 	VFMADD231PS  Z26, Z25, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
 	ADDQ         $0x10, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          dot32AVX512x12x2_loop4
 
 dot32AVX512x12x2_rest:
@@ -9675,7 +9827,7 @@ dot32AVX512x12x2_next:
 	RET
 
 // func dot32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot32AVX512x8x3(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -9708,14 +9860,16 @@ TEXT ·dot32AVX512x8x3(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot32AVX512x8x3_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	IMUL3Q $0x00000008, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R9
+	SHRQ   $0x02, R9
+	JZ     dot32AVX512x8x3_rest
 
 dot32AVX512x8x3_loop4:
 	VMOVUPS      (DX), Z24
@@ -9858,11 +10012,14 @@ dot32AVX512x8x3_loop4:
 	VFMADD231PS  Z27, Z24, Z21
 	VFMADD231PS  Z27, Z25, Z22
 	VFMADD231PS  Z27, Z26, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x00000080, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
-	DECQ         SI
+	DECQ         R9
 	JNZ          dot32AVX512x8x3_loop4
 
 dot32AVX512x8x3_rest:
@@ -10194,7 +10351,7 @@ dot32AVX512x8x3_next:
 	RET
 
 // func dot32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dot32AVX512x6x4(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -10227,12 +10384,14 @@ TEXT ·dot32AVX512x6x4(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   dot32AVX512x6x4_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     dot32AVX512x6x4_rest
 
 dot32AVX512x6x4_loop4:
 	VMOVUPS      (DX), Z24
@@ -10371,10 +10530,13 @@ dot32AVX512x6x4_loop4:
 	VFMADD231PS  Z28, Z25, Z21
 	VFMADD231PS  Z28, Z26, Z22
 	VFMADD231PS  Z28, Z27, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x60, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          dot32AVX512x6x4_loop4
 
 dot32AVX512x6x4_rest:
@@ -10738,7 +10900,7 @@ dot32AVX512x6x4_next:
 	RET
 
 // func sqDist32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist32AVX512x24x1(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -10771,24 +10933,26 @@ TEXT ·sqDist32AVX512x24x1(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ R9, R10
-	ADDQ SI, R10
-	MOVQ R10, R11
-	ADDQ SI, R11
-	MOVQ R11, R12
-	ADDQ SI, R12
-	MOVQ R12, R13
-	ADDQ SI, R13
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist32AVX512x24x1_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	MOVQ   R9, R10
+	ADDQ   SI, R10
+	MOVQ   R10, R11
+	ADDQ   SI, R11
+	MOVQ   R11, R12
+	ADDQ   SI, R12
+	MOVQ   R12, R13
+	ADDQ   SI, R13
+	IMUL3Q $0x00000018, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R14
+	SHRQ   $0x02, R14
+	JZ     sqDist32AVX512x24x1_rest
 
 sqDist32AVX512x24x1_loop4:
 	VMOVUPS      (DX), Z24
@@ -11083,6 +11247,13 @@ sqDist32AVX512x24x1_loop4:
 	VBROADCASTSS 12(R13)(CX*2), Z25
 	VSUBPS       Z25, Z24, Z26
 	VFMADD231PS  Z26, Z26, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
@@ -11092,7 +11263,7 @@ sqDist32AVX512x24x1_loop4:
 	ADDQ         $0x10, R11
 	ADDQ         $0x10, R12
 	ADDQ         $0x10, R13
-	DECQ         SI
+	DECQ         R14
 	JNZ          sqDist32AVX512x24x1_loop4
 
 sqDist32AVX512x24x1_rest:
@@ -11559,7 +11730,7 @@ sqDist32AVX512x24x1_next:
 	RET
 
 // func sqDist32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist32AVX512x12x2(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -11592,16 +11763,18 @@ TEXT ·sqDist32AVX512x12x2(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist32AVX512x12x2_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R10
+	SHRQ   $0x02, R10
+	JZ     sqDist32AVX512x12x2_rest
 
 sqDist32AVX512x12x2_loop4:
 	VMOVUPS      (DX), Z24
@@ -11852,12 +12025,16 @@ sqDist32AVX512x12x2_loop4:
 	VFMADD231PS  Z27, Z27, Z22
 	VSUBPS       Z26, Z25, Z27
 	VFMADD231PS  Z27, Z27, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
 	ADDQ         $0x10, R9
-	DECQ         SI
+	DECQ         R10
 	JNZ          sqDist32AVX512x12x2_loop4
 
 sqDist32AVX512x12x2_rest:
@@ -12279,7 +12456,7 @@ sqDist32AVX512x12x2_next:
 	RET
 
 // func sqDist32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist32AVX512x8x3(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -12312,14 +12489,16 @@ TEXT ·sqDist32AVX512x8x3(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist32AVX512x8x3_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	IMUL3Q $0x00000008, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R9
+	SHRQ   $0x02, R9
+	JZ     sqDist32AVX512x8x3_rest
 
 sqDist32AVX512x8x3_loop4:
 	VMOVUPS      (DX), Z24
@@ -12558,11 +12737,14 @@ sqDist32AVX512x8x3_loop4:
 	VFMADD231PS  Z28, Z28, Z22
 	VSUBPS       Z27, Z26, Z28
 	VFMADD231PS  Z28, Z28, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x00000080, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
-	DECQ         SI
+	DECQ         R9
 	JNZ          sqDist32AVX512x8x3_loop4
 
 sqDist32AVX512x8x3_rest:
@@ -12918,7 +13100,7 @@ sqDist32AVX512x8x3_next:
 	RET
 
 // func sqDist32AVX512x6x4(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·sqDist32AVX512x6x4(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -12951,12 +13133,14 @@ TEXT ·sqDist32AVX512x6x4(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ BX, SI
-	SHRQ $0x02, SI
-	JZ   sqDist32AVX512x6x4_rest
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	IMUL3Q $0x00000006, CX, SI
+	ADDQ   AX, SI
+	MOVQ   BX, R8
+	SHRQ   $0x02, R8
+	JZ     sqDist32AVX512x6x4_rest
 
 sqDist32AVX512x6x4_loop4:
 	VMOVUPS      (DX), Z24
@@ -13191,10 +13375,13 @@ sqDist32AVX512x6x4_loop4:
 	VFMADD231PS  Z29, Z29, Z22
 	VSUBPS       Z28, Z27, Z29
 	VFMADD231PS  Z29, Z29, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x60, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
-	DECQ         SI
+	DECQ         R8
 	JNZ          sqDist32AVX512x6x4_loop4
 
 sqDist32AVX512x6x4_rest:
@@ -13582,8 +13769,8 @@ sqDist32AVX512x6x4_next:
 	RET
 
 // func dotBlk32AVX512x24x1(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
-// Requires: AVX, AVX512F
-TEXT ·dotBlk32AVX512x24x1(SB), $0-80
+// Requires: AVX, AVX512F, MMX+
+TEXT ·dotBlk32AVX512x24x1(SB), $8-80
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
@@ -13615,59 +13802,61 @@ TEXT ·dotBlk32AVX512x24x1(SB), $0-80
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ R9, R10
-	ADDQ SI, R10
-	MOVQ R10, R11
-	ADDQ SI, R11
-	MOVQ R11, R12
-	ADDQ SI, R12
-	MOVQ R12, R13
-	ADDQ SI, R13
-	MOVQ t+64(FP), SI
-	MOVQ flags+72(FP), R14
-	ANDQ $0x01, R14
-	JZ   dotBlk32AVX512x24x1_go
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	MOVQ   R9, R10
+	ADDQ   SI, R10
+	MOVQ   R10, R11
+	ADDQ   SI, R11
+	MOVQ   R11, R12
+	ADDQ   SI, R12
+	MOVQ   R12, R13
+	ADDQ   SI, R13
+	IMUL3Q $0x00000018, CX, SI
+	ADDQ   AX, SI
+	MOVQ   t+64(FP), R14
+	MOVQ   flags+72(FP), R15
+	ANDQ   $0x01, R15
+	JZ     dotBlk32AVX512x24x1_go
 
 	// A first call: every total starts at +0.
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z0, 64(SI)
-	VMOVUPS Z0, 128(SI)
-	VMOVUPS Z0, 192(SI)
-	VMOVUPS Z0, 256(SI)
-	VMOVUPS Z0, 320(SI)
-	VMOVUPS Z0, 384(SI)
-	VMOVUPS Z0, 448(SI)
-	VMOVUPS Z0, 512(SI)
-	VMOVUPS Z0, 576(SI)
-	VMOVUPS Z0, 640(SI)
-	VMOVUPS Z0, 704(SI)
-	VMOVUPS Z0, 768(SI)
-	VMOVUPS Z0, 832(SI)
-	VMOVUPS Z0, 896(SI)
-	VMOVUPS Z0, 960(SI)
-	VMOVUPS Z0, 1024(SI)
-	VMOVUPS Z0, 1088(SI)
-	VMOVUPS Z0, 1152(SI)
-	VMOVUPS Z0, 1216(SI)
-	VMOVUPS Z0, 1280(SI)
-	VMOVUPS Z0, 1344(SI)
-	VMOVUPS Z0, 1408(SI)
-	VMOVUPS Z0, 1472(SI)
+	VMOVUPS Z0, (R14)
+	VMOVUPS Z0, 64(R14)
+	VMOVUPS Z0, 128(R14)
+	VMOVUPS Z0, 192(R14)
+	VMOVUPS Z0, 256(R14)
+	VMOVUPS Z0, 320(R14)
+	VMOVUPS Z0, 384(R14)
+	VMOVUPS Z0, 448(R14)
+	VMOVUPS Z0, 512(R14)
+	VMOVUPS Z0, 576(R14)
+	VMOVUPS Z0, 640(R14)
+	VMOVUPS Z0, 704(R14)
+	VMOVUPS Z0, 768(R14)
+	VMOVUPS Z0, 832(R14)
+	VMOVUPS Z0, 896(R14)
+	VMOVUPS Z0, 960(R14)
+	VMOVUPS Z0, 1024(R14)
+	VMOVUPS Z0, 1088(R14)
+	VMOVUPS Z0, 1152(R14)
+	VMOVUPS Z0, 1216(R14)
+	VMOVUPS Z0, 1280(R14)
+	VMOVUPS Z0, 1344(R14)
+	VMOVUPS Z0, 1408(R14)
+	VMOVUPS Z0, 1472(R14)
 
 dotBlk32AVX512x24x1_go:
-	MOVQ BX, R14
-	SHRQ $0x05, R14
+	MOVQ BX, R15
+	SHRQ $0x05, R15
 	JZ   dotBlk32AVX512x24x1_rest
 
 dotBlk32AVX512x24x1_chunk:
-	MOVQ $0x00000008, R15
+	MOVQ $0x00000008, BP
 
 dotBlk32AVX512x24x1_loop4:
 	VMOVUPS      (DX), Z24
@@ -13866,6 +14055,13 @@ dotBlk32AVX512x24x1_loop4:
 	VFMADD231PS  Z25, Z24, Z22
 	VBROADCASTSS 12(R13)(CX*2), Z25
 	VFMADD231PS  Z25, Z24, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	PREFETCHT0   192(SI)
+	PREFETCHT0   256(SI)
+	PREFETCHT0   320(SI)
+	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
@@ -13875,83 +14071,83 @@ dotBlk32AVX512x24x1_loop4:
 	ADDQ         $0x10, R11
 	ADDQ         $0x10, R12
 	ADDQ         $0x10, R13
-	DECQ         R15
+	DECQ         BP
 	JNZ          dotBlk32AVX512x24x1_loop4
 
 	// End of a chunk: add it to the totals.
-	VADDPS  (SI), Z0, Z0
-	VMOVUPS Z0, (SI)
+	VADDPS  (R14), Z0, Z0
+	VMOVUPS Z0, (R14)
 	VPXORQ  Z0, Z0, Z0
-	VADDPS  64(SI), Z1, Z1
-	VMOVUPS Z1, 64(SI)
+	VADDPS  64(R14), Z1, Z1
+	VMOVUPS Z1, 64(R14)
 	VPXORQ  Z1, Z1, Z1
-	VADDPS  128(SI), Z2, Z2
-	VMOVUPS Z2, 128(SI)
+	VADDPS  128(R14), Z2, Z2
+	VMOVUPS Z2, 128(R14)
 	VPXORQ  Z2, Z2, Z2
-	VADDPS  192(SI), Z3, Z3
-	VMOVUPS Z3, 192(SI)
+	VADDPS  192(R14), Z3, Z3
+	VMOVUPS Z3, 192(R14)
 	VPXORQ  Z3, Z3, Z3
-	VADDPS  256(SI), Z4, Z4
-	VMOVUPS Z4, 256(SI)
+	VADDPS  256(R14), Z4, Z4
+	VMOVUPS Z4, 256(R14)
 	VPXORQ  Z4, Z4, Z4
-	VADDPS  320(SI), Z5, Z5
-	VMOVUPS Z5, 320(SI)
+	VADDPS  320(R14), Z5, Z5
+	VMOVUPS Z5, 320(R14)
 	VPXORQ  Z5, Z5, Z5
-	VADDPS  384(SI), Z6, Z6
-	VMOVUPS Z6, 384(SI)
+	VADDPS  384(R14), Z6, Z6
+	VMOVUPS Z6, 384(R14)
 	VPXORQ  Z6, Z6, Z6
-	VADDPS  448(SI), Z7, Z7
-	VMOVUPS Z7, 448(SI)
+	VADDPS  448(R14), Z7, Z7
+	VMOVUPS Z7, 448(R14)
 	VPXORQ  Z7, Z7, Z7
-	VADDPS  512(SI), Z8, Z8
-	VMOVUPS Z8, 512(SI)
+	VADDPS  512(R14), Z8, Z8
+	VMOVUPS Z8, 512(R14)
 	VPXORQ  Z8, Z8, Z8
-	VADDPS  576(SI), Z9, Z9
-	VMOVUPS Z9, 576(SI)
+	VADDPS  576(R14), Z9, Z9
+	VMOVUPS Z9, 576(R14)
 	VPXORQ  Z9, Z9, Z9
-	VADDPS  640(SI), Z10, Z10
-	VMOVUPS Z10, 640(SI)
+	VADDPS  640(R14), Z10, Z10
+	VMOVUPS Z10, 640(R14)
 	VPXORQ  Z10, Z10, Z10
-	VADDPS  704(SI), Z11, Z11
-	VMOVUPS Z11, 704(SI)
+	VADDPS  704(R14), Z11, Z11
+	VMOVUPS Z11, 704(R14)
 	VPXORQ  Z11, Z11, Z11
-	VADDPS  768(SI), Z12, Z12
-	VMOVUPS Z12, 768(SI)
+	VADDPS  768(R14), Z12, Z12
+	VMOVUPS Z12, 768(R14)
 	VPXORQ  Z12, Z12, Z12
-	VADDPS  832(SI), Z13, Z13
-	VMOVUPS Z13, 832(SI)
+	VADDPS  832(R14), Z13, Z13
+	VMOVUPS Z13, 832(R14)
 	VPXORQ  Z13, Z13, Z13
-	VADDPS  896(SI), Z14, Z14
-	VMOVUPS Z14, 896(SI)
+	VADDPS  896(R14), Z14, Z14
+	VMOVUPS Z14, 896(R14)
 	VPXORQ  Z14, Z14, Z14
-	VADDPS  960(SI), Z15, Z15
-	VMOVUPS Z15, 960(SI)
+	VADDPS  960(R14), Z15, Z15
+	VMOVUPS Z15, 960(R14)
 	VPXORQ  Z15, Z15, Z15
-	VADDPS  1024(SI), Z16, Z16
-	VMOVUPS Z16, 1024(SI)
+	VADDPS  1024(R14), Z16, Z16
+	VMOVUPS Z16, 1024(R14)
 	VPXORQ  Z16, Z16, Z16
-	VADDPS  1088(SI), Z17, Z17
-	VMOVUPS Z17, 1088(SI)
+	VADDPS  1088(R14), Z17, Z17
+	VMOVUPS Z17, 1088(R14)
 	VPXORQ  Z17, Z17, Z17
-	VADDPS  1152(SI), Z18, Z18
-	VMOVUPS Z18, 1152(SI)
+	VADDPS  1152(R14), Z18, Z18
+	VMOVUPS Z18, 1152(R14)
 	VPXORQ  Z18, Z18, Z18
-	VADDPS  1216(SI), Z19, Z19
-	VMOVUPS Z19, 1216(SI)
+	VADDPS  1216(R14), Z19, Z19
+	VMOVUPS Z19, 1216(R14)
 	VPXORQ  Z19, Z19, Z19
-	VADDPS  1280(SI), Z20, Z20
-	VMOVUPS Z20, 1280(SI)
+	VADDPS  1280(R14), Z20, Z20
+	VMOVUPS Z20, 1280(R14)
 	VPXORQ  Z20, Z20, Z20
-	VADDPS  1344(SI), Z21, Z21
-	VMOVUPS Z21, 1344(SI)
+	VADDPS  1344(R14), Z21, Z21
+	VMOVUPS Z21, 1344(R14)
 	VPXORQ  Z21, Z21, Z21
-	VADDPS  1408(SI), Z22, Z22
-	VMOVUPS Z22, 1408(SI)
+	VADDPS  1408(R14), Z22, Z22
+	VMOVUPS Z22, 1408(R14)
 	VPXORQ  Z22, Z22, Z22
-	VADDPS  1472(SI), Z23, Z23
-	VMOVUPS Z23, 1472(SI)
+	VADDPS  1472(R14), Z23, Z23
+	VMOVUPS Z23, 1472(R14)
 	VPXORQ  Z23, Z23, Z23
-	DECQ    R14
+	DECQ    R15
 	JNZ     dotBlk32AVX512x24x1_chunk
 
 dotBlk32AVX512x24x1_rest:
@@ -14021,77 +14217,77 @@ dotBlk32AVX512x24x1_loop1:
 	JNZ          dotBlk32AVX512x24x1_loop1
 
 	// The last, short chunk.
-	VADDPS  (SI), Z0, Z0
-	VMOVUPS Z0, (SI)
+	VADDPS  (R14), Z0, Z0
+	VMOVUPS Z0, (R14)
 	VPXORQ  Z0, Z0, Z0
-	VADDPS  64(SI), Z1, Z1
-	VMOVUPS Z1, 64(SI)
+	VADDPS  64(R14), Z1, Z1
+	VMOVUPS Z1, 64(R14)
 	VPXORQ  Z1, Z1, Z1
-	VADDPS  128(SI), Z2, Z2
-	VMOVUPS Z2, 128(SI)
+	VADDPS  128(R14), Z2, Z2
+	VMOVUPS Z2, 128(R14)
 	VPXORQ  Z2, Z2, Z2
-	VADDPS  192(SI), Z3, Z3
-	VMOVUPS Z3, 192(SI)
+	VADDPS  192(R14), Z3, Z3
+	VMOVUPS Z3, 192(R14)
 	VPXORQ  Z3, Z3, Z3
-	VADDPS  256(SI), Z4, Z4
-	VMOVUPS Z4, 256(SI)
+	VADDPS  256(R14), Z4, Z4
+	VMOVUPS Z4, 256(R14)
 	VPXORQ  Z4, Z4, Z4
-	VADDPS  320(SI), Z5, Z5
-	VMOVUPS Z5, 320(SI)
+	VADDPS  320(R14), Z5, Z5
+	VMOVUPS Z5, 320(R14)
 	VPXORQ  Z5, Z5, Z5
-	VADDPS  384(SI), Z6, Z6
-	VMOVUPS Z6, 384(SI)
+	VADDPS  384(R14), Z6, Z6
+	VMOVUPS Z6, 384(R14)
 	VPXORQ  Z6, Z6, Z6
-	VADDPS  448(SI), Z7, Z7
-	VMOVUPS Z7, 448(SI)
+	VADDPS  448(R14), Z7, Z7
+	VMOVUPS Z7, 448(R14)
 	VPXORQ  Z7, Z7, Z7
-	VADDPS  512(SI), Z8, Z8
-	VMOVUPS Z8, 512(SI)
+	VADDPS  512(R14), Z8, Z8
+	VMOVUPS Z8, 512(R14)
 	VPXORQ  Z8, Z8, Z8
-	VADDPS  576(SI), Z9, Z9
-	VMOVUPS Z9, 576(SI)
+	VADDPS  576(R14), Z9, Z9
+	VMOVUPS Z9, 576(R14)
 	VPXORQ  Z9, Z9, Z9
-	VADDPS  640(SI), Z10, Z10
-	VMOVUPS Z10, 640(SI)
+	VADDPS  640(R14), Z10, Z10
+	VMOVUPS Z10, 640(R14)
 	VPXORQ  Z10, Z10, Z10
-	VADDPS  704(SI), Z11, Z11
-	VMOVUPS Z11, 704(SI)
+	VADDPS  704(R14), Z11, Z11
+	VMOVUPS Z11, 704(R14)
 	VPXORQ  Z11, Z11, Z11
-	VADDPS  768(SI), Z12, Z12
-	VMOVUPS Z12, 768(SI)
+	VADDPS  768(R14), Z12, Z12
+	VMOVUPS Z12, 768(R14)
 	VPXORQ  Z12, Z12, Z12
-	VADDPS  832(SI), Z13, Z13
-	VMOVUPS Z13, 832(SI)
+	VADDPS  832(R14), Z13, Z13
+	VMOVUPS Z13, 832(R14)
 	VPXORQ  Z13, Z13, Z13
-	VADDPS  896(SI), Z14, Z14
-	VMOVUPS Z14, 896(SI)
+	VADDPS  896(R14), Z14, Z14
+	VMOVUPS Z14, 896(R14)
 	VPXORQ  Z14, Z14, Z14
-	VADDPS  960(SI), Z15, Z15
-	VMOVUPS Z15, 960(SI)
+	VADDPS  960(R14), Z15, Z15
+	VMOVUPS Z15, 960(R14)
 	VPXORQ  Z15, Z15, Z15
-	VADDPS  1024(SI), Z16, Z16
-	VMOVUPS Z16, 1024(SI)
+	VADDPS  1024(R14), Z16, Z16
+	VMOVUPS Z16, 1024(R14)
 	VPXORQ  Z16, Z16, Z16
-	VADDPS  1088(SI), Z17, Z17
-	VMOVUPS Z17, 1088(SI)
+	VADDPS  1088(R14), Z17, Z17
+	VMOVUPS Z17, 1088(R14)
 	VPXORQ  Z17, Z17, Z17
-	VADDPS  1152(SI), Z18, Z18
-	VMOVUPS Z18, 1152(SI)
+	VADDPS  1152(R14), Z18, Z18
+	VMOVUPS Z18, 1152(R14)
 	VPXORQ  Z18, Z18, Z18
-	VADDPS  1216(SI), Z19, Z19
-	VMOVUPS Z19, 1216(SI)
+	VADDPS  1216(R14), Z19, Z19
+	VMOVUPS Z19, 1216(R14)
 	VPXORQ  Z19, Z19, Z19
-	VADDPS  1280(SI), Z20, Z20
-	VMOVUPS Z20, 1280(SI)
+	VADDPS  1280(R14), Z20, Z20
+	VMOVUPS Z20, 1280(R14)
 	VPXORQ  Z20, Z20, Z20
-	VADDPS  1344(SI), Z21, Z21
-	VMOVUPS Z21, 1344(SI)
+	VADDPS  1344(R14), Z21, Z21
+	VMOVUPS Z21, 1344(R14)
 	VPXORQ  Z21, Z21, Z21
-	VADDPS  1408(SI), Z22, Z22
-	VMOVUPS Z22, 1408(SI)
+	VADDPS  1408(R14), Z22, Z22
+	VMOVUPS Z22, 1408(R14)
 	VPXORQ  Z22, Z22, Z22
-	VADDPS  1472(SI), Z23, Z23
-	VMOVUPS Z23, 1472(SI)
+	VADDPS  1472(R14), Z23, Z23
+	VMOVUPS Z23, 1472(R14)
 	VPXORQ  Z23, Z23, Z23
 
 dotBlk32AVX512x24x1_store:
@@ -14112,30 +14308,30 @@ dotBlk32AVX512x24x1_out:
 	JNE  dotBlk32AVX512x24x1_spill
 
 	// A full tile: transpose blocks of 8 rows in registers.
-	VMOVUPS    (SI), Z0
-	VMOVUPS    64(SI), Z1
-	VMOVUPS    128(SI), Z2
-	VMOVUPS    192(SI), Z3
-	VMOVUPS    256(SI), Z4
-	VMOVUPS    320(SI), Z5
-	VMOVUPS    384(SI), Z6
-	VMOVUPS    448(SI), Z7
-	VMOVUPS    512(SI), Z8
-	VMOVUPS    576(SI), Z9
-	VMOVUPS    640(SI), Z10
-	VMOVUPS    704(SI), Z11
-	VMOVUPS    768(SI), Z12
-	VMOVUPS    832(SI), Z13
-	VMOVUPS    896(SI), Z14
-	VMOVUPS    960(SI), Z15
-	VMOVUPS    1024(SI), Z16
-	VMOVUPS    1088(SI), Z17
-	VMOVUPS    1152(SI), Z18
-	VMOVUPS    1216(SI), Z19
-	VMOVUPS    1280(SI), Z20
-	VMOVUPS    1344(SI), Z21
-	VMOVUPS    1408(SI), Z22
-	VMOVUPS    1472(SI), Z23
+	VMOVUPS    (R14), Z0
+	VMOVUPS    64(R14), Z1
+	VMOVUPS    128(R14), Z2
+	VMOVUPS    192(R14), Z3
+	VMOVUPS    256(R14), Z4
+	VMOVUPS    320(R14), Z5
+	VMOVUPS    384(R14), Z6
+	VMOVUPS    448(R14), Z7
+	VMOVUPS    512(R14), Z8
+	VMOVUPS    576(R14), Z9
+	VMOVUPS    640(R14), Z10
+	VMOVUPS    704(R14), Z11
+	VMOVUPS    768(R14), Z12
+	VMOVUPS    832(R14), Z13
+	VMOVUPS    896(R14), Z14
+	VMOVUPS    960(R14), Z15
+	VMOVUPS    1024(R14), Z16
+	VMOVUPS    1088(R14), Z17
+	VMOVUPS    1152(R14), Z18
+	VMOVUPS    1216(R14), Z19
+	VMOVUPS    1280(R14), Z20
+	VMOVUPS    1344(R14), Z21
+	VMOVUPS    1408(R14), Z22
+	VMOVUPS    1472(R14), Z23
 	MOVQ       CX, DX
 	SHLQ       $0x02, DX
 	LEAQ       (DX)(DX*2), BX
@@ -14307,7 +14503,7 @@ dotBlk32AVX512x24x1_spill:
 	MOVQ ldc+40(FP), CX
 	MOVQ nq+48(FP), DX
 	MOVQ ng+56(FP), BX
-	LEAQ (SI), SI
+	LEAQ (R14), SI
 	CMPQ BX, $0x18
 	JNE  dotBlk32AVX512x24x1_partial
 
@@ -14474,7 +14670,7 @@ dotBlk32AVX512x24x1_next:
 	RET
 
 // func dotBlk32AVX512x12x2(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dotBlk32AVX512x12x2(SB), $0-80
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -14507,51 +14703,53 @@ TEXT ·dotBlk32AVX512x12x2(SB), $0-80
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ R8, R9
-	ADDQ SI, R9
-	MOVQ t+64(FP), SI
-	MOVQ flags+72(FP), R10
-	ANDQ $0x01, R10
-	JZ   dotBlk32AVX512x12x2_go
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	MOVQ   R8, R9
+	ADDQ   SI, R9
+	IMUL3Q $0x0000000c, CX, SI
+	ADDQ   AX, SI
+	MOVQ   t+64(FP), R10
+	MOVQ   flags+72(FP), R11
+	ANDQ   $0x01, R11
+	JZ     dotBlk32AVX512x12x2_go
 
 	// A first call: every total starts at +0.
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z0, 64(SI)
-	VMOVUPS Z0, 128(SI)
-	VMOVUPS Z0, 192(SI)
-	VMOVUPS Z0, 256(SI)
-	VMOVUPS Z0, 320(SI)
-	VMOVUPS Z0, 384(SI)
-	VMOVUPS Z0, 448(SI)
-	VMOVUPS Z0, 512(SI)
-	VMOVUPS Z0, 576(SI)
-	VMOVUPS Z0, 640(SI)
-	VMOVUPS Z0, 704(SI)
-	VMOVUPS Z0, 768(SI)
-	VMOVUPS Z0, 832(SI)
-	VMOVUPS Z0, 896(SI)
-	VMOVUPS Z0, 960(SI)
-	VMOVUPS Z0, 1024(SI)
-	VMOVUPS Z0, 1088(SI)
-	VMOVUPS Z0, 1152(SI)
-	VMOVUPS Z0, 1216(SI)
-	VMOVUPS Z0, 1280(SI)
-	VMOVUPS Z0, 1344(SI)
-	VMOVUPS Z0, 1408(SI)
-	VMOVUPS Z0, 1472(SI)
+	VMOVUPS Z0, (R10)
+	VMOVUPS Z0, 64(R10)
+	VMOVUPS Z0, 128(R10)
+	VMOVUPS Z0, 192(R10)
+	VMOVUPS Z0, 256(R10)
+	VMOVUPS Z0, 320(R10)
+	VMOVUPS Z0, 384(R10)
+	VMOVUPS Z0, 448(R10)
+	VMOVUPS Z0, 512(R10)
+	VMOVUPS Z0, 576(R10)
+	VMOVUPS Z0, 640(R10)
+	VMOVUPS Z0, 704(R10)
+	VMOVUPS Z0, 768(R10)
+	VMOVUPS Z0, 832(R10)
+	VMOVUPS Z0, 896(R10)
+	VMOVUPS Z0, 960(R10)
+	VMOVUPS Z0, 1024(R10)
+	VMOVUPS Z0, 1088(R10)
+	VMOVUPS Z0, 1152(R10)
+	VMOVUPS Z0, 1216(R10)
+	VMOVUPS Z0, 1280(R10)
+	VMOVUPS Z0, 1344(R10)
+	VMOVUPS Z0, 1408(R10)
+	VMOVUPS Z0, 1472(R10)
 
 dotBlk32AVX512x12x2_go:
-	MOVQ BX, R10
-	SHRQ $0x05, R10
+	MOVQ BX, R11
+	SHRQ $0x05, R11
 	JZ   dotBlk32AVX512x12x2_rest
 
 dotBlk32AVX512x12x2_chunk:
-	MOVQ $0x00000008, R11
+	MOVQ $0x00000008, R12
 
 dotBlk32AVX512x12x2_loop4:
 	VMOVUPS      (DX), Z24
@@ -14706,88 +14904,92 @@ dotBlk32AVX512x12x2_loop4:
 	VBROADCASTSS 12(R9)(CX*2), Z26
 	VFMADD231PS  Z26, Z24, Z22
 	VFMADD231PS  Z26, Z25, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	PREFETCHT0   128(SI)
+	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
 	ADDQ         $0x10, R9
-	DECQ         R11
+	DECQ         R12
 	JNZ          dotBlk32AVX512x12x2_loop4
 
 	// End of a chunk: add it to the totals.
-	VADDPS  (SI), Z0, Z0
-	VMOVUPS Z0, (SI)
+	VADDPS  (R10), Z0, Z0
+	VMOVUPS Z0, (R10)
 	VPXORQ  Z0, Z0, Z0
-	VADDPS  64(SI), Z1, Z1
-	VMOVUPS Z1, 64(SI)
+	VADDPS  64(R10), Z1, Z1
+	VMOVUPS Z1, 64(R10)
 	VPXORQ  Z1, Z1, Z1
-	VADDPS  128(SI), Z2, Z2
-	VMOVUPS Z2, 128(SI)
+	VADDPS  128(R10), Z2, Z2
+	VMOVUPS Z2, 128(R10)
 	VPXORQ  Z2, Z2, Z2
-	VADDPS  192(SI), Z3, Z3
-	VMOVUPS Z3, 192(SI)
+	VADDPS  192(R10), Z3, Z3
+	VMOVUPS Z3, 192(R10)
 	VPXORQ  Z3, Z3, Z3
-	VADDPS  256(SI), Z4, Z4
-	VMOVUPS Z4, 256(SI)
+	VADDPS  256(R10), Z4, Z4
+	VMOVUPS Z4, 256(R10)
 	VPXORQ  Z4, Z4, Z4
-	VADDPS  320(SI), Z5, Z5
-	VMOVUPS Z5, 320(SI)
+	VADDPS  320(R10), Z5, Z5
+	VMOVUPS Z5, 320(R10)
 	VPXORQ  Z5, Z5, Z5
-	VADDPS  384(SI), Z6, Z6
-	VMOVUPS Z6, 384(SI)
+	VADDPS  384(R10), Z6, Z6
+	VMOVUPS Z6, 384(R10)
 	VPXORQ  Z6, Z6, Z6
-	VADDPS  448(SI), Z7, Z7
-	VMOVUPS Z7, 448(SI)
+	VADDPS  448(R10), Z7, Z7
+	VMOVUPS Z7, 448(R10)
 	VPXORQ  Z7, Z7, Z7
-	VADDPS  512(SI), Z8, Z8
-	VMOVUPS Z8, 512(SI)
+	VADDPS  512(R10), Z8, Z8
+	VMOVUPS Z8, 512(R10)
 	VPXORQ  Z8, Z8, Z8
-	VADDPS  576(SI), Z9, Z9
-	VMOVUPS Z9, 576(SI)
+	VADDPS  576(R10), Z9, Z9
+	VMOVUPS Z9, 576(R10)
 	VPXORQ  Z9, Z9, Z9
-	VADDPS  640(SI), Z10, Z10
-	VMOVUPS Z10, 640(SI)
+	VADDPS  640(R10), Z10, Z10
+	VMOVUPS Z10, 640(R10)
 	VPXORQ  Z10, Z10, Z10
-	VADDPS  704(SI), Z11, Z11
-	VMOVUPS Z11, 704(SI)
+	VADDPS  704(R10), Z11, Z11
+	VMOVUPS Z11, 704(R10)
 	VPXORQ  Z11, Z11, Z11
-	VADDPS  768(SI), Z12, Z12
-	VMOVUPS Z12, 768(SI)
+	VADDPS  768(R10), Z12, Z12
+	VMOVUPS Z12, 768(R10)
 	VPXORQ  Z12, Z12, Z12
-	VADDPS  832(SI), Z13, Z13
-	VMOVUPS Z13, 832(SI)
+	VADDPS  832(R10), Z13, Z13
+	VMOVUPS Z13, 832(R10)
 	VPXORQ  Z13, Z13, Z13
-	VADDPS  896(SI), Z14, Z14
-	VMOVUPS Z14, 896(SI)
+	VADDPS  896(R10), Z14, Z14
+	VMOVUPS Z14, 896(R10)
 	VPXORQ  Z14, Z14, Z14
-	VADDPS  960(SI), Z15, Z15
-	VMOVUPS Z15, 960(SI)
+	VADDPS  960(R10), Z15, Z15
+	VMOVUPS Z15, 960(R10)
 	VPXORQ  Z15, Z15, Z15
-	VADDPS  1024(SI), Z16, Z16
-	VMOVUPS Z16, 1024(SI)
+	VADDPS  1024(R10), Z16, Z16
+	VMOVUPS Z16, 1024(R10)
 	VPXORQ  Z16, Z16, Z16
-	VADDPS  1088(SI), Z17, Z17
-	VMOVUPS Z17, 1088(SI)
+	VADDPS  1088(R10), Z17, Z17
+	VMOVUPS Z17, 1088(R10)
 	VPXORQ  Z17, Z17, Z17
-	VADDPS  1152(SI), Z18, Z18
-	VMOVUPS Z18, 1152(SI)
+	VADDPS  1152(R10), Z18, Z18
+	VMOVUPS Z18, 1152(R10)
 	VPXORQ  Z18, Z18, Z18
-	VADDPS  1216(SI), Z19, Z19
-	VMOVUPS Z19, 1216(SI)
+	VADDPS  1216(R10), Z19, Z19
+	VMOVUPS Z19, 1216(R10)
 	VPXORQ  Z19, Z19, Z19
-	VADDPS  1280(SI), Z20, Z20
-	VMOVUPS Z20, 1280(SI)
+	VADDPS  1280(R10), Z20, Z20
+	VMOVUPS Z20, 1280(R10)
 	VPXORQ  Z20, Z20, Z20
-	VADDPS  1344(SI), Z21, Z21
-	VMOVUPS Z21, 1344(SI)
+	VADDPS  1344(R10), Z21, Z21
+	VMOVUPS Z21, 1344(R10)
 	VPXORQ  Z21, Z21, Z21
-	VADDPS  1408(SI), Z22, Z22
-	VMOVUPS Z22, 1408(SI)
+	VADDPS  1408(R10), Z22, Z22
+	VMOVUPS Z22, 1408(R10)
 	VPXORQ  Z22, Z22, Z22
-	VADDPS  1472(SI), Z23, Z23
-	VMOVUPS Z23, 1472(SI)
+	VADDPS  1472(R10), Z23, Z23
+	VMOVUPS Z23, 1472(R10)
 	VPXORQ  Z23, Z23, Z23
-	DECQ    R10
+	DECQ    R11
 	JNZ     dotBlk32AVX512x12x2_chunk
 
 dotBlk32AVX512x12x2_rest:
@@ -14842,77 +15044,77 @@ dotBlk32AVX512x12x2_loop1:
 	JNZ          dotBlk32AVX512x12x2_loop1
 
 	// The last, short chunk.
-	VADDPS  (SI), Z0, Z0
-	VMOVUPS Z0, (SI)
+	VADDPS  (R10), Z0, Z0
+	VMOVUPS Z0, (R10)
 	VPXORQ  Z0, Z0, Z0
-	VADDPS  64(SI), Z1, Z1
-	VMOVUPS Z1, 64(SI)
+	VADDPS  64(R10), Z1, Z1
+	VMOVUPS Z1, 64(R10)
 	VPXORQ  Z1, Z1, Z1
-	VADDPS  128(SI), Z2, Z2
-	VMOVUPS Z2, 128(SI)
+	VADDPS  128(R10), Z2, Z2
+	VMOVUPS Z2, 128(R10)
 	VPXORQ  Z2, Z2, Z2
-	VADDPS  192(SI), Z3, Z3
-	VMOVUPS Z3, 192(SI)
+	VADDPS  192(R10), Z3, Z3
+	VMOVUPS Z3, 192(R10)
 	VPXORQ  Z3, Z3, Z3
-	VADDPS  256(SI), Z4, Z4
-	VMOVUPS Z4, 256(SI)
+	VADDPS  256(R10), Z4, Z4
+	VMOVUPS Z4, 256(R10)
 	VPXORQ  Z4, Z4, Z4
-	VADDPS  320(SI), Z5, Z5
-	VMOVUPS Z5, 320(SI)
+	VADDPS  320(R10), Z5, Z5
+	VMOVUPS Z5, 320(R10)
 	VPXORQ  Z5, Z5, Z5
-	VADDPS  384(SI), Z6, Z6
-	VMOVUPS Z6, 384(SI)
+	VADDPS  384(R10), Z6, Z6
+	VMOVUPS Z6, 384(R10)
 	VPXORQ  Z6, Z6, Z6
-	VADDPS  448(SI), Z7, Z7
-	VMOVUPS Z7, 448(SI)
+	VADDPS  448(R10), Z7, Z7
+	VMOVUPS Z7, 448(R10)
 	VPXORQ  Z7, Z7, Z7
-	VADDPS  512(SI), Z8, Z8
-	VMOVUPS Z8, 512(SI)
+	VADDPS  512(R10), Z8, Z8
+	VMOVUPS Z8, 512(R10)
 	VPXORQ  Z8, Z8, Z8
-	VADDPS  576(SI), Z9, Z9
-	VMOVUPS Z9, 576(SI)
+	VADDPS  576(R10), Z9, Z9
+	VMOVUPS Z9, 576(R10)
 	VPXORQ  Z9, Z9, Z9
-	VADDPS  640(SI), Z10, Z10
-	VMOVUPS Z10, 640(SI)
+	VADDPS  640(R10), Z10, Z10
+	VMOVUPS Z10, 640(R10)
 	VPXORQ  Z10, Z10, Z10
-	VADDPS  704(SI), Z11, Z11
-	VMOVUPS Z11, 704(SI)
+	VADDPS  704(R10), Z11, Z11
+	VMOVUPS Z11, 704(R10)
 	VPXORQ  Z11, Z11, Z11
-	VADDPS  768(SI), Z12, Z12
-	VMOVUPS Z12, 768(SI)
+	VADDPS  768(R10), Z12, Z12
+	VMOVUPS Z12, 768(R10)
 	VPXORQ  Z12, Z12, Z12
-	VADDPS  832(SI), Z13, Z13
-	VMOVUPS Z13, 832(SI)
+	VADDPS  832(R10), Z13, Z13
+	VMOVUPS Z13, 832(R10)
 	VPXORQ  Z13, Z13, Z13
-	VADDPS  896(SI), Z14, Z14
-	VMOVUPS Z14, 896(SI)
+	VADDPS  896(R10), Z14, Z14
+	VMOVUPS Z14, 896(R10)
 	VPXORQ  Z14, Z14, Z14
-	VADDPS  960(SI), Z15, Z15
-	VMOVUPS Z15, 960(SI)
+	VADDPS  960(R10), Z15, Z15
+	VMOVUPS Z15, 960(R10)
 	VPXORQ  Z15, Z15, Z15
-	VADDPS  1024(SI), Z16, Z16
-	VMOVUPS Z16, 1024(SI)
+	VADDPS  1024(R10), Z16, Z16
+	VMOVUPS Z16, 1024(R10)
 	VPXORQ  Z16, Z16, Z16
-	VADDPS  1088(SI), Z17, Z17
-	VMOVUPS Z17, 1088(SI)
+	VADDPS  1088(R10), Z17, Z17
+	VMOVUPS Z17, 1088(R10)
 	VPXORQ  Z17, Z17, Z17
-	VADDPS  1152(SI), Z18, Z18
-	VMOVUPS Z18, 1152(SI)
+	VADDPS  1152(R10), Z18, Z18
+	VMOVUPS Z18, 1152(R10)
 	VPXORQ  Z18, Z18, Z18
-	VADDPS  1216(SI), Z19, Z19
-	VMOVUPS Z19, 1216(SI)
+	VADDPS  1216(R10), Z19, Z19
+	VMOVUPS Z19, 1216(R10)
 	VPXORQ  Z19, Z19, Z19
-	VADDPS  1280(SI), Z20, Z20
-	VMOVUPS Z20, 1280(SI)
+	VADDPS  1280(R10), Z20, Z20
+	VMOVUPS Z20, 1280(R10)
 	VPXORQ  Z20, Z20, Z20
-	VADDPS  1344(SI), Z21, Z21
-	VMOVUPS Z21, 1344(SI)
+	VADDPS  1344(R10), Z21, Z21
+	VMOVUPS Z21, 1344(R10)
 	VPXORQ  Z21, Z21, Z21
-	VADDPS  1408(SI), Z22, Z22
-	VMOVUPS Z22, 1408(SI)
+	VADDPS  1408(R10), Z22, Z22
+	VMOVUPS Z22, 1408(R10)
 	VPXORQ  Z22, Z22, Z22
-	VADDPS  1472(SI), Z23, Z23
-	VMOVUPS Z23, 1472(SI)
+	VADDPS  1472(R10), Z23, Z23
+	VMOVUPS Z23, 1472(R10)
 	VPXORQ  Z23, Z23, Z23
 
 dotBlk32AVX512x12x2_store:
@@ -14933,30 +15135,30 @@ dotBlk32AVX512x12x2_out:
 	JNE  dotBlk32AVX512x12x2_spill
 
 	// A full tile: transpose blocks of 8 rows in registers.
-	VMOVUPS    (SI), Z0
-	VMOVUPS    64(SI), Z1
-	VMOVUPS    128(SI), Z2
-	VMOVUPS    192(SI), Z3
-	VMOVUPS    256(SI), Z4
-	VMOVUPS    320(SI), Z5
-	VMOVUPS    384(SI), Z6
-	VMOVUPS    448(SI), Z7
-	VMOVUPS    512(SI), Z8
-	VMOVUPS    576(SI), Z9
-	VMOVUPS    640(SI), Z10
-	VMOVUPS    704(SI), Z11
-	VMOVUPS    768(SI), Z12
-	VMOVUPS    832(SI), Z13
-	VMOVUPS    896(SI), Z14
-	VMOVUPS    960(SI), Z15
-	VMOVUPS    1024(SI), Z16
-	VMOVUPS    1088(SI), Z17
-	VMOVUPS    1152(SI), Z18
-	VMOVUPS    1216(SI), Z19
-	VMOVUPS    1280(SI), Z20
-	VMOVUPS    1344(SI), Z21
-	VMOVUPS    1408(SI), Z22
-	VMOVUPS    1472(SI), Z23
+	VMOVUPS    (R10), Z0
+	VMOVUPS    64(R10), Z1
+	VMOVUPS    128(R10), Z2
+	VMOVUPS    192(R10), Z3
+	VMOVUPS    256(R10), Z4
+	VMOVUPS    320(R10), Z5
+	VMOVUPS    384(R10), Z6
+	VMOVUPS    448(R10), Z7
+	VMOVUPS    512(R10), Z8
+	VMOVUPS    576(R10), Z9
+	VMOVUPS    640(R10), Z10
+	VMOVUPS    704(R10), Z11
+	VMOVUPS    768(R10), Z12
+	VMOVUPS    832(R10), Z13
+	VMOVUPS    896(R10), Z14
+	VMOVUPS    960(R10), Z15
+	VMOVUPS    1024(R10), Z16
+	VMOVUPS    1088(R10), Z17
+	VMOVUPS    1152(R10), Z18
+	VMOVUPS    1216(R10), Z19
+	VMOVUPS    1280(R10), Z20
+	VMOVUPS    1344(R10), Z21
+	VMOVUPS    1408(R10), Z22
+	VMOVUPS    1472(R10), Z23
 	MOVQ       CX, DX
 	SHLQ       $0x02, DX
 	LEAQ       (DX)(DX*2), BX
@@ -15170,7 +15372,7 @@ dotBlk32AVX512x12x2_spill:
 	MOVQ ldc+40(FP), CX
 	MOVQ nq+48(FP), DX
 	MOVQ ng+56(FP), BX
-	LEAQ (SI), SI
+	LEAQ (R10), SI
 	CMPQ BX, $0x0c
 	JNE  dotBlk32AVX512x12x2_partial
 
@@ -15265,7 +15467,7 @@ dotBlk32AVX512x12x2_next:
 	RET
 
 // func dotBlk32AVX512x8x3(a *float32, lda int, p *float32, d int, c *float32, ldc int, nq int, ng int, t *float32, flags int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·dotBlk32AVX512x8x3(SB), $0-80
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -15298,49 +15500,51 @@ TEXT ·dotBlk32AVX512x8x3(SB), $0-80
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ (CX)(CX*2), SI
-	MOVQ AX, DI
-	ADDQ SI, DI
-	MOVQ DI, R8
-	ADDQ SI, R8
-	MOVQ t+64(FP), SI
-	MOVQ flags+72(FP), R9
-	ANDQ $0x01, R9
-	JZ   dotBlk32AVX512x8x3_go
+	LEAQ   (CX)(CX*2), SI
+	MOVQ   AX, DI
+	ADDQ   SI, DI
+	MOVQ   DI, R8
+	ADDQ   SI, R8
+	IMUL3Q $0x00000008, CX, SI
+	ADDQ   AX, SI
+	MOVQ   t+64(FP), R9
+	MOVQ   flags+72(FP), R10
+	ANDQ   $0x01, R10
+	JZ     dotBlk32AVX512x8x3_go
 
 	// A first call: every total starts at +0.
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z0, 64(SI)
-	VMOVUPS Z0, 128(SI)
-	VMOVUPS Z0, 192(SI)
-	VMOVUPS Z0, 256(SI)
-	VMOVUPS Z0, 320(SI)
-	VMOVUPS Z0, 384(SI)
-	VMOVUPS Z0, 448(SI)
-	VMOVUPS Z0, 512(SI)
-	VMOVUPS Z0, 576(SI)
-	VMOVUPS Z0, 640(SI)
-	VMOVUPS Z0, 704(SI)
-	VMOVUPS Z0, 768(SI)
-	VMOVUPS Z0, 832(SI)
-	VMOVUPS Z0, 896(SI)
-	VMOVUPS Z0, 960(SI)
-	VMOVUPS Z0, 1024(SI)
-	VMOVUPS Z0, 1088(SI)
-	VMOVUPS Z0, 1152(SI)
-	VMOVUPS Z0, 1216(SI)
-	VMOVUPS Z0, 1280(SI)
-	VMOVUPS Z0, 1344(SI)
-	VMOVUPS Z0, 1408(SI)
-	VMOVUPS Z0, 1472(SI)
+	VMOVUPS Z0, (R9)
+	VMOVUPS Z0, 64(R9)
+	VMOVUPS Z0, 128(R9)
+	VMOVUPS Z0, 192(R9)
+	VMOVUPS Z0, 256(R9)
+	VMOVUPS Z0, 320(R9)
+	VMOVUPS Z0, 384(R9)
+	VMOVUPS Z0, 448(R9)
+	VMOVUPS Z0, 512(R9)
+	VMOVUPS Z0, 576(R9)
+	VMOVUPS Z0, 640(R9)
+	VMOVUPS Z0, 704(R9)
+	VMOVUPS Z0, 768(R9)
+	VMOVUPS Z0, 832(R9)
+	VMOVUPS Z0, 896(R9)
+	VMOVUPS Z0, 960(R9)
+	VMOVUPS Z0, 1024(R9)
+	VMOVUPS Z0, 1088(R9)
+	VMOVUPS Z0, 1152(R9)
+	VMOVUPS Z0, 1216(R9)
+	VMOVUPS Z0, 1280(R9)
+	VMOVUPS Z0, 1344(R9)
+	VMOVUPS Z0, 1408(R9)
+	VMOVUPS Z0, 1472(R9)
 
 dotBlk32AVX512x8x3_go:
-	MOVQ BX, R9
-	SHRQ $0x05, R9
+	MOVQ BX, R10
+	SHRQ $0x05, R10
 	JZ   dotBlk32AVX512x8x3_rest
 
 dotBlk32AVX512x8x3_chunk:
-	MOVQ $0x00000008, R10
+	MOVQ $0x00000008, R11
 
 dotBlk32AVX512x8x3_loop4:
 	VMOVUPS      (DX), Z24
@@ -15483,87 +15687,90 @@ dotBlk32AVX512x8x3_loop4:
 	VFMADD231PS  Z27, Z24, Z21
 	VFMADD231PS  Z27, Z25, Z22
 	VFMADD231PS  Z27, Z26, Z23
+	PREFETCHT0   (SI)
+	PREFETCHT0   64(SI)
+	ADDQ         $0x00000080, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x10, AX
 	ADDQ         $0x10, DI
 	ADDQ         $0x10, R8
-	DECQ         R10
+	DECQ         R11
 	JNZ          dotBlk32AVX512x8x3_loop4
 
 	// End of a chunk: add it to the totals.
-	VADDPS  (SI), Z0, Z0
-	VMOVUPS Z0, (SI)
+	VADDPS  (R9), Z0, Z0
+	VMOVUPS Z0, (R9)
 	VPXORQ  Z0, Z0, Z0
-	VADDPS  64(SI), Z1, Z1
-	VMOVUPS Z1, 64(SI)
+	VADDPS  64(R9), Z1, Z1
+	VMOVUPS Z1, 64(R9)
 	VPXORQ  Z1, Z1, Z1
-	VADDPS  128(SI), Z2, Z2
-	VMOVUPS Z2, 128(SI)
+	VADDPS  128(R9), Z2, Z2
+	VMOVUPS Z2, 128(R9)
 	VPXORQ  Z2, Z2, Z2
-	VADDPS  192(SI), Z3, Z3
-	VMOVUPS Z3, 192(SI)
+	VADDPS  192(R9), Z3, Z3
+	VMOVUPS Z3, 192(R9)
 	VPXORQ  Z3, Z3, Z3
-	VADDPS  256(SI), Z4, Z4
-	VMOVUPS Z4, 256(SI)
+	VADDPS  256(R9), Z4, Z4
+	VMOVUPS Z4, 256(R9)
 	VPXORQ  Z4, Z4, Z4
-	VADDPS  320(SI), Z5, Z5
-	VMOVUPS Z5, 320(SI)
+	VADDPS  320(R9), Z5, Z5
+	VMOVUPS Z5, 320(R9)
 	VPXORQ  Z5, Z5, Z5
-	VADDPS  384(SI), Z6, Z6
-	VMOVUPS Z6, 384(SI)
+	VADDPS  384(R9), Z6, Z6
+	VMOVUPS Z6, 384(R9)
 	VPXORQ  Z6, Z6, Z6
-	VADDPS  448(SI), Z7, Z7
-	VMOVUPS Z7, 448(SI)
+	VADDPS  448(R9), Z7, Z7
+	VMOVUPS Z7, 448(R9)
 	VPXORQ  Z7, Z7, Z7
-	VADDPS  512(SI), Z8, Z8
-	VMOVUPS Z8, 512(SI)
+	VADDPS  512(R9), Z8, Z8
+	VMOVUPS Z8, 512(R9)
 	VPXORQ  Z8, Z8, Z8
-	VADDPS  576(SI), Z9, Z9
-	VMOVUPS Z9, 576(SI)
+	VADDPS  576(R9), Z9, Z9
+	VMOVUPS Z9, 576(R9)
 	VPXORQ  Z9, Z9, Z9
-	VADDPS  640(SI), Z10, Z10
-	VMOVUPS Z10, 640(SI)
+	VADDPS  640(R9), Z10, Z10
+	VMOVUPS Z10, 640(R9)
 	VPXORQ  Z10, Z10, Z10
-	VADDPS  704(SI), Z11, Z11
-	VMOVUPS Z11, 704(SI)
+	VADDPS  704(R9), Z11, Z11
+	VMOVUPS Z11, 704(R9)
 	VPXORQ  Z11, Z11, Z11
-	VADDPS  768(SI), Z12, Z12
-	VMOVUPS Z12, 768(SI)
+	VADDPS  768(R9), Z12, Z12
+	VMOVUPS Z12, 768(R9)
 	VPXORQ  Z12, Z12, Z12
-	VADDPS  832(SI), Z13, Z13
-	VMOVUPS Z13, 832(SI)
+	VADDPS  832(R9), Z13, Z13
+	VMOVUPS Z13, 832(R9)
 	VPXORQ  Z13, Z13, Z13
-	VADDPS  896(SI), Z14, Z14
-	VMOVUPS Z14, 896(SI)
+	VADDPS  896(R9), Z14, Z14
+	VMOVUPS Z14, 896(R9)
 	VPXORQ  Z14, Z14, Z14
-	VADDPS  960(SI), Z15, Z15
-	VMOVUPS Z15, 960(SI)
+	VADDPS  960(R9), Z15, Z15
+	VMOVUPS Z15, 960(R9)
 	VPXORQ  Z15, Z15, Z15
-	VADDPS  1024(SI), Z16, Z16
-	VMOVUPS Z16, 1024(SI)
+	VADDPS  1024(R9), Z16, Z16
+	VMOVUPS Z16, 1024(R9)
 	VPXORQ  Z16, Z16, Z16
-	VADDPS  1088(SI), Z17, Z17
-	VMOVUPS Z17, 1088(SI)
+	VADDPS  1088(R9), Z17, Z17
+	VMOVUPS Z17, 1088(R9)
 	VPXORQ  Z17, Z17, Z17
-	VADDPS  1152(SI), Z18, Z18
-	VMOVUPS Z18, 1152(SI)
+	VADDPS  1152(R9), Z18, Z18
+	VMOVUPS Z18, 1152(R9)
 	VPXORQ  Z18, Z18, Z18
-	VADDPS  1216(SI), Z19, Z19
-	VMOVUPS Z19, 1216(SI)
+	VADDPS  1216(R9), Z19, Z19
+	VMOVUPS Z19, 1216(R9)
 	VPXORQ  Z19, Z19, Z19
-	VADDPS  1280(SI), Z20, Z20
-	VMOVUPS Z20, 1280(SI)
+	VADDPS  1280(R9), Z20, Z20
+	VMOVUPS Z20, 1280(R9)
 	VPXORQ  Z20, Z20, Z20
-	VADDPS  1344(SI), Z21, Z21
-	VMOVUPS Z21, 1344(SI)
+	VADDPS  1344(R9), Z21, Z21
+	VMOVUPS Z21, 1344(R9)
 	VPXORQ  Z21, Z21, Z21
-	VADDPS  1408(SI), Z22, Z22
-	VMOVUPS Z22, 1408(SI)
+	VADDPS  1408(R9), Z22, Z22
+	VMOVUPS Z22, 1408(R9)
 	VPXORQ  Z22, Z22, Z22
-	VADDPS  1472(SI), Z23, Z23
-	VMOVUPS Z23, 1472(SI)
+	VADDPS  1472(R9), Z23, Z23
+	VMOVUPS Z23, 1472(R9)
 	VPXORQ  Z23, Z23, Z23
-	DECQ    R9
+	DECQ    R10
 	JNZ     dotBlk32AVX512x8x3_chunk
 
 dotBlk32AVX512x8x3_rest:
@@ -15614,77 +15821,77 @@ dotBlk32AVX512x8x3_loop1:
 	JNZ          dotBlk32AVX512x8x3_loop1
 
 	// The last, short chunk.
-	VADDPS  (SI), Z0, Z0
-	VMOVUPS Z0, (SI)
+	VADDPS  (R9), Z0, Z0
+	VMOVUPS Z0, (R9)
 	VPXORQ  Z0, Z0, Z0
-	VADDPS  64(SI), Z1, Z1
-	VMOVUPS Z1, 64(SI)
+	VADDPS  64(R9), Z1, Z1
+	VMOVUPS Z1, 64(R9)
 	VPXORQ  Z1, Z1, Z1
-	VADDPS  128(SI), Z2, Z2
-	VMOVUPS Z2, 128(SI)
+	VADDPS  128(R9), Z2, Z2
+	VMOVUPS Z2, 128(R9)
 	VPXORQ  Z2, Z2, Z2
-	VADDPS  192(SI), Z3, Z3
-	VMOVUPS Z3, 192(SI)
+	VADDPS  192(R9), Z3, Z3
+	VMOVUPS Z3, 192(R9)
 	VPXORQ  Z3, Z3, Z3
-	VADDPS  256(SI), Z4, Z4
-	VMOVUPS Z4, 256(SI)
+	VADDPS  256(R9), Z4, Z4
+	VMOVUPS Z4, 256(R9)
 	VPXORQ  Z4, Z4, Z4
-	VADDPS  320(SI), Z5, Z5
-	VMOVUPS Z5, 320(SI)
+	VADDPS  320(R9), Z5, Z5
+	VMOVUPS Z5, 320(R9)
 	VPXORQ  Z5, Z5, Z5
-	VADDPS  384(SI), Z6, Z6
-	VMOVUPS Z6, 384(SI)
+	VADDPS  384(R9), Z6, Z6
+	VMOVUPS Z6, 384(R9)
 	VPXORQ  Z6, Z6, Z6
-	VADDPS  448(SI), Z7, Z7
-	VMOVUPS Z7, 448(SI)
+	VADDPS  448(R9), Z7, Z7
+	VMOVUPS Z7, 448(R9)
 	VPXORQ  Z7, Z7, Z7
-	VADDPS  512(SI), Z8, Z8
-	VMOVUPS Z8, 512(SI)
+	VADDPS  512(R9), Z8, Z8
+	VMOVUPS Z8, 512(R9)
 	VPXORQ  Z8, Z8, Z8
-	VADDPS  576(SI), Z9, Z9
-	VMOVUPS Z9, 576(SI)
+	VADDPS  576(R9), Z9, Z9
+	VMOVUPS Z9, 576(R9)
 	VPXORQ  Z9, Z9, Z9
-	VADDPS  640(SI), Z10, Z10
-	VMOVUPS Z10, 640(SI)
+	VADDPS  640(R9), Z10, Z10
+	VMOVUPS Z10, 640(R9)
 	VPXORQ  Z10, Z10, Z10
-	VADDPS  704(SI), Z11, Z11
-	VMOVUPS Z11, 704(SI)
+	VADDPS  704(R9), Z11, Z11
+	VMOVUPS Z11, 704(R9)
 	VPXORQ  Z11, Z11, Z11
-	VADDPS  768(SI), Z12, Z12
-	VMOVUPS Z12, 768(SI)
+	VADDPS  768(R9), Z12, Z12
+	VMOVUPS Z12, 768(R9)
 	VPXORQ  Z12, Z12, Z12
-	VADDPS  832(SI), Z13, Z13
-	VMOVUPS Z13, 832(SI)
+	VADDPS  832(R9), Z13, Z13
+	VMOVUPS Z13, 832(R9)
 	VPXORQ  Z13, Z13, Z13
-	VADDPS  896(SI), Z14, Z14
-	VMOVUPS Z14, 896(SI)
+	VADDPS  896(R9), Z14, Z14
+	VMOVUPS Z14, 896(R9)
 	VPXORQ  Z14, Z14, Z14
-	VADDPS  960(SI), Z15, Z15
-	VMOVUPS Z15, 960(SI)
+	VADDPS  960(R9), Z15, Z15
+	VMOVUPS Z15, 960(R9)
 	VPXORQ  Z15, Z15, Z15
-	VADDPS  1024(SI), Z16, Z16
-	VMOVUPS Z16, 1024(SI)
+	VADDPS  1024(R9), Z16, Z16
+	VMOVUPS Z16, 1024(R9)
 	VPXORQ  Z16, Z16, Z16
-	VADDPS  1088(SI), Z17, Z17
-	VMOVUPS Z17, 1088(SI)
+	VADDPS  1088(R9), Z17, Z17
+	VMOVUPS Z17, 1088(R9)
 	VPXORQ  Z17, Z17, Z17
-	VADDPS  1152(SI), Z18, Z18
-	VMOVUPS Z18, 1152(SI)
+	VADDPS  1152(R9), Z18, Z18
+	VMOVUPS Z18, 1152(R9)
 	VPXORQ  Z18, Z18, Z18
-	VADDPS  1216(SI), Z19, Z19
-	VMOVUPS Z19, 1216(SI)
+	VADDPS  1216(R9), Z19, Z19
+	VMOVUPS Z19, 1216(R9)
 	VPXORQ  Z19, Z19, Z19
-	VADDPS  1280(SI), Z20, Z20
-	VMOVUPS Z20, 1280(SI)
+	VADDPS  1280(R9), Z20, Z20
+	VMOVUPS Z20, 1280(R9)
 	VPXORQ  Z20, Z20, Z20
-	VADDPS  1344(SI), Z21, Z21
-	VMOVUPS Z21, 1344(SI)
+	VADDPS  1344(R9), Z21, Z21
+	VMOVUPS Z21, 1344(R9)
 	VPXORQ  Z21, Z21, Z21
-	VADDPS  1408(SI), Z22, Z22
-	VMOVUPS Z22, 1408(SI)
+	VADDPS  1408(R9), Z22, Z22
+	VMOVUPS Z22, 1408(R9)
 	VPXORQ  Z22, Z22, Z22
-	VADDPS  1472(SI), Z23, Z23
-	VMOVUPS Z23, 1472(SI)
+	VADDPS  1472(R9), Z23, Z23
+	VMOVUPS Z23, 1472(R9)
 	VPXORQ  Z23, Z23, Z23
 
 dotBlk32AVX512x8x3_store:
@@ -15705,30 +15912,30 @@ dotBlk32AVX512x8x3_out:
 	JNE  dotBlk32AVX512x8x3_spill
 
 	// A full tile: transpose blocks of 8 rows in registers.
-	VMOVUPS    (SI), Z0
-	VMOVUPS    64(SI), Z1
-	VMOVUPS    128(SI), Z2
-	VMOVUPS    192(SI), Z3
-	VMOVUPS    256(SI), Z4
-	VMOVUPS    320(SI), Z5
-	VMOVUPS    384(SI), Z6
-	VMOVUPS    448(SI), Z7
-	VMOVUPS    512(SI), Z8
-	VMOVUPS    576(SI), Z9
-	VMOVUPS    640(SI), Z10
-	VMOVUPS    704(SI), Z11
-	VMOVUPS    768(SI), Z12
-	VMOVUPS    832(SI), Z13
-	VMOVUPS    896(SI), Z14
-	VMOVUPS    960(SI), Z15
-	VMOVUPS    1024(SI), Z16
-	VMOVUPS    1088(SI), Z17
-	VMOVUPS    1152(SI), Z18
-	VMOVUPS    1216(SI), Z19
-	VMOVUPS    1280(SI), Z20
-	VMOVUPS    1344(SI), Z21
-	VMOVUPS    1408(SI), Z22
-	VMOVUPS    1472(SI), Z23
+	VMOVUPS    (R9), Z0
+	VMOVUPS    64(R9), Z1
+	VMOVUPS    128(R9), Z2
+	VMOVUPS    192(R9), Z3
+	VMOVUPS    256(R9), Z4
+	VMOVUPS    320(R9), Z5
+	VMOVUPS    384(R9), Z6
+	VMOVUPS    448(R9), Z7
+	VMOVUPS    512(R9), Z8
+	VMOVUPS    576(R9), Z9
+	VMOVUPS    640(R9), Z10
+	VMOVUPS    704(R9), Z11
+	VMOVUPS    768(R9), Z12
+	VMOVUPS    832(R9), Z13
+	VMOVUPS    896(R9), Z14
+	VMOVUPS    960(R9), Z15
+	VMOVUPS    1024(R9), Z16
+	VMOVUPS    1088(R9), Z17
+	VMOVUPS    1152(R9), Z18
+	VMOVUPS    1216(R9), Z19
+	VMOVUPS    1280(R9), Z20
+	VMOVUPS    1344(R9), Z21
+	VMOVUPS    1408(R9), Z22
+	VMOVUPS    1472(R9), Z23
 	MOVQ       CX, DX
 	SHLQ       $0x02, DX
 	LEAQ       (DX)(DX*2), BX
@@ -15904,7 +16111,7 @@ dotBlk32AVX512x8x3_spill:
 	MOVQ ldc+40(FP), CX
 	MOVQ nq+48(FP), DX
 	MOVQ ng+56(FP), BX
-	LEAQ (SI), SI
+	LEAQ (R9), SI
 	CMPQ BX, $0x08
 	JNE  dotBlk32AVX512x8x3_partial
 

@@ -18,7 +18,9 @@
 //	c   out[i0, j0]; the score of (query i0+l, row r) goes to c + l*ldc + r*es
 //	nq  queries to write, 1…NR;  ng  gallery rows to write, 1…MR
 //
-// The kernel reads MR full rows at a and d×NR elements at p, and writes only
+// The kernel reads MR full rows at a and d×NR elements at p, prefetches the
+// MR·lda bytes after its rows (the next tile's, as the drivers pack rows with
+// lda = d·es; a prefetch never faults), and writes only
 // the nq×ng valid scores: a full tile (nq = NR, ng = MR) is transposed in
 // registers and written with vector stores (fullTileStore); other tiles go
 // through a transposing copy from a stack tile.
@@ -279,10 +281,30 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		}
 	}
 
+	// The next tile's gallery rows follow this tile's (the drivers pass
+	// packed rows, lda = d·es): each unrolled iteration prefetches the
+	// next stretch of them, so that the row streams start in cache
+	// instead of each paying memory latency before the hardware
+	// prefetchers catch on. A prefetch never faults, so running past the
+	// gallery is harmless.
+	pf := GP64()
+	IMUL3Q(U32(mr), lda, pf)
+	ADDQ(a, pf)
+	prefetchNext := func() {
+		n := (unrollSteps*mr*es + 63) / 64
+		for l := 0; l < n; l++ {
+			PREFETCHT0(Mem{Base: pf, Disp: 64 * l})
+		}
+		ADDQ(imm(unrollSteps*mr*es), pf)
+	}
+
 	// The k loop runs unroll steps per iteration, then d mod unroll single
 	// steps: any d ≥ 1 works, and no lane ever sees an extra (padding) term.
 	const log2Unroll = 2
 	const unroll = 1 << log2Unroll
+	if unroll != unrollSteps {
+		log.Fatal("unrollSteps")
+	}
 	if !blk {
 		n := GP64()
 		MOVQ(d, n)
@@ -292,6 +314,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		for u := 0; u < unroll; u++ {
 			step(u)
 		}
+		prefetchNext()
 		advance(unroll)
 		DECQ(n)
 		JNZ(LabelRef(name + "_loop4"))
@@ -351,6 +374,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		for u := 0; u < unroll; u++ {
 			step(u)
 		}
+		prefetchNext()
 		advance(unroll)
 		DECQ(m)
 		JNZ(LabelRef(name + "_loop4"))
@@ -424,6 +448,9 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 	VZEROUPPER()
 	RET()
 }
+
+// unrollSteps is the number of k steps per iteration of the main loop.
+const unrollSteps = 4
 
 // imm is an immediate that ADDQ and CMPQ accept whatever its size.
 func imm(x int) Constant {
