@@ -241,7 +241,7 @@ func (s *cpuState) run() {
 			s.zf = s.gp[a[1]] == 0
 		case "IMUL3Q":
 			s.gp[a[2]] = s.src64(in, a[1]) * s.imm(in, a[0])
-		case "PREFETCHT0":
+		case "PREFETCHT0", "PREFETCHT1":
 			// A hint that never faults: its address may lie past the tile.
 			s.addr(in, a[0])
 		case "SHLQ":

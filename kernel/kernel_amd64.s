@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func dot64AVX2x12x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3, MMX+
+// Requires: AVX, FMA3
 TEXT ·dot64AVX2x12x1(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -26,18 +26,16 @@ TEXT ·dot64AVX2x12x1(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	MOVQ   R8, R9
-	ADDQ   SI, R9
-	IMUL3Q $0x0000000c, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R10
-	SHRQ   $0x02, R10
-	JZ     dot64AVX2x12x1_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ R8, R9
+	ADDQ SI, R9
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   dot64AVX2x12x1_rest
 
 dot64AVX2x12x1_loop4:
 	VMOVUPD      (DX), Y12
@@ -140,19 +138,12 @@ dot64AVX2x12x1_loop4:
 	VFMADD231PD  Y13, Y12, Y10
 	VBROADCASTSD 24(R9)(CX*2), Y13
 	VFMADD231PD  Y13, Y12, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
-	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         R10
+	DECQ         SI
 	JNZ          dot64AVX2x12x1_loop4
 
 dot64AVX2x12x1_rest:
@@ -357,7 +348,7 @@ dot64AVX2x12x1_next:
 	RET
 
 // func dot64AVX2x6x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3, MMX+
+// Requires: AVX, FMA3
 TEXT ·dot64AVX2x6x2(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -378,14 +369,12 @@ TEXT ·dot64AVX2x6x2(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	IMUL3Q $0x00000006, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R8
-	SHRQ   $0x02, R8
-	JZ     dot64AVX2x6x2_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   dot64AVX2x6x2_rest
 
 dot64AVX2x6x2_loop4:
 	VMOVUPD      (DX), Y12
@@ -468,14 +457,10 @@ dot64AVX2x6x2_loop4:
 	VBROADCASTSD 24(DI)(CX*2), Y14
 	VFMADD231PD  Y14, Y12, Y10
 	VFMADD231PD  Y14, Y13, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         R8
+	DECQ         SI
 	JNZ          dot64AVX2x6x2_loop4
 
 dot64AVX2x6x2_rest:
@@ -638,7 +623,7 @@ dot64AVX2x6x2_next:
 	RET
 
 // func sqDist64AVX2x12x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3, MMX+
+// Requires: AVX, FMA3
 TEXT ·sqDist64AVX2x12x1(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -659,18 +644,16 @@ TEXT ·sqDist64AVX2x12x1(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	MOVQ   R8, R9
-	ADDQ   SI, R9
-	IMUL3Q $0x0000000c, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R10
-	SHRQ   $0x02, R10
-	JZ     sqDist64AVX2x12x1_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ R8, R9
+	ADDQ SI, R9
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   sqDist64AVX2x12x1_rest
 
 sqDist64AVX2x12x1_loop4:
 	VMOVUPD      (DX), Y12
@@ -821,19 +804,12 @@ sqDist64AVX2x12x1_loop4:
 	VBROADCASTSD 24(R9)(CX*2), Y13
 	VSUBPD       Y13, Y12, Y14
 	VFMADD231PD  Y14, Y14, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
-	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         R10
+	DECQ         SI
 	JNZ          sqDist64AVX2x12x1_loop4
 
 sqDist64AVX2x12x1_rest:
@@ -1050,7 +1026,7 @@ sqDist64AVX2x12x1_next:
 	RET
 
 // func sqDist64AVX2x6x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, FMA3, MMX+
+// Requires: AVX, FMA3
 TEXT ·sqDist64AVX2x6x2(SB), $384-64
 	// Every accumulator starts at +0.
 	VXORPS Y0, Y0, Y0
@@ -1071,14 +1047,12 @@ TEXT ·sqDist64AVX2x6x2(SB), $384-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	IMUL3Q $0x00000006, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R8
-	SHRQ   $0x02, R8
-	JZ     sqDist64AVX2x6x2_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   sqDist64AVX2x6x2_rest
 
 sqDist64AVX2x6x2_loop4:
 	VMOVUPD      (DX), Y12
@@ -1209,14 +1183,10 @@ sqDist64AVX2x6x2_loop4:
 	VFMADD231PD  Y15, Y15, Y10
 	VSUBPD       Y14, Y13, Y15
 	VFMADD231PD  Y15, Y15, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         R8
+	DECQ         SI
 	JNZ          sqDist64AVX2x6x2_loop4
 
 sqDist64AVX2x6x2_rest:
@@ -1526,9 +1496,9 @@ dot32AVX2x12x1_loop4:
 	VFMADD231PS  Y13, Y12, Y10
 	VBROADCASTSS 12(R9)(CX*2), Y13
 	VFMADD231PS  Y13, Y12, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
 	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x10, AX
@@ -1864,8 +1834,8 @@ dot32AVX2x6x2_loop4:
 	VBROADCASTSS 12(DI)(CX*2), Y14
 	VFMADD231PS  Y14, Y12, Y10
 	VFMADD231PS  Y14, Y13, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x60, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
@@ -2238,9 +2208,9 @@ sqDist32AVX2x12x1_loop4:
 	VBROADCASTSS 12(R9)(CX*2), Y13
 	VSUBPS       Y13, Y12, Y14
 	VFMADD231PS  Y14, Y14, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
 	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x10, AX
@@ -2636,8 +2606,8 @@ sqDist32AVX2x6x2_loop4:
 	VFMADD231PS  Y15, Y15, Y10
 	VSUBPS       Y14, Y13, Y15
 	VFMADD231PS  Y15, Y15, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x60, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
@@ -2997,9 +2967,9 @@ dotBlk32AVX2x12x1_loop4:
 	VFMADD231PS  Y13, Y12, Y10
 	VBROADCASTSS 12(R9)(CX*2), Y13
 	VFMADD231PS  Y13, Y12, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
 	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000080, DX
 	ADDQ         $0x10, AX
@@ -3442,8 +3412,8 @@ dotBlk32AVX2x6x2_loop4:
 	VBROADCASTSS 12(DI)(CX*2), Y14
 	VFMADD231PS  Y14, Y12, Y10
 	VFMADD231PS  Y14, Y13, Y11
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x60, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
@@ -3717,7 +3687,7 @@ dotBlk32AVX2x6x2_next:
 	RET
 
 // func dot64AVX512x24x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·dot64AVX512x24x1(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -3750,26 +3720,24 @@ TEXT ·dot64AVX512x24x1(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	MOVQ   R8, R9
-	ADDQ   SI, R9
-	MOVQ   R9, R10
-	ADDQ   SI, R10
-	MOVQ   R10, R11
-	ADDQ   SI, R11
-	MOVQ   R11, R12
-	ADDQ   SI, R12
-	MOVQ   R12, R13
-	ADDQ   SI, R13
-	IMUL3Q $0x00000018, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R14
-	SHRQ   $0x02, R14
-	JZ     dot64AVX512x24x1_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ R8, R9
+	ADDQ SI, R9
+	MOVQ R9, R10
+	ADDQ SI, R10
+	MOVQ R10, R11
+	ADDQ SI, R11
+	MOVQ R11, R12
+	ADDQ SI, R12
+	MOVQ R12, R13
+	ADDQ SI, R13
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   dot64AVX512x24x1_rest
 
 dot64AVX512x24x1_loop4:
 	VMOVUPD      (DX), Z24
@@ -3968,19 +3936,6 @@ dot64AVX512x24x1_loop4:
 	VFMADD231PD  Z25, Z24, Z22
 	VBROADCASTSD 24(R13)(CX*2), Z25
 	VFMADD231PD  Z25, Z24, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
-	PREFETCHT0   384(SI)
-	PREFETCHT0   448(SI)
-	PREFETCHT0   512(SI)
-	PREFETCHT0   576(SI)
-	PREFETCHT0   640(SI)
-	PREFETCHT0   704(SI)
-	ADDQ         $0x00000300, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
@@ -3990,7 +3945,7 @@ dot64AVX512x24x1_loop4:
 	ADDQ         $0x20, R11
 	ADDQ         $0x20, R12
 	ADDQ         $0x20, R13
-	DECQ         R14
+	DECQ         SI
 	JNZ          dot64AVX512x24x1_loop4
 
 dot64AVX512x24x1_rest:
@@ -4379,7 +4334,7 @@ dot64AVX512x24x1_next:
 	RET
 
 // func dot64AVX512x12x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·dot64AVX512x12x2(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -4412,18 +4367,16 @@ TEXT ·dot64AVX512x12x2(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	MOVQ   R8, R9
-	ADDQ   SI, R9
-	IMUL3Q $0x0000000c, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R10
-	SHRQ   $0x02, R10
-	JZ     dot64AVX512x12x2_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ R8, R9
+	ADDQ SI, R9
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   dot64AVX512x12x2_rest
 
 dot64AVX512x12x2_loop4:
 	VMOVUPD      (DX), Z24
@@ -4578,19 +4531,12 @@ dot64AVX512x12x2_loop4:
 	VBROADCASTSD 24(R9)(CX*2), Z26
 	VFMADD231PD  Z26, Z24, Z22
 	VFMADD231PD  Z26, Z25, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
-	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         R10
+	DECQ         SI
 	JNZ          dot64AVX512x12x2_loop4
 
 dot64AVX512x12x2_rest:
@@ -4923,7 +4869,7 @@ dot64AVX512x12x2_next:
 	RET
 
 // func dot64AVX512x8x3(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·dot64AVX512x8x3(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -4956,16 +4902,14 @@ TEXT ·dot64AVX512x8x3(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	IMUL3Q $0x00000008, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R9
-	SHRQ   $0x02, R9
-	JZ     dot64AVX512x8x3_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   dot64AVX512x8x3_rest
 
 dot64AVX512x8x3_loop4:
 	VMOVUPD      (DX), Z24
@@ -5108,16 +5052,11 @@ dot64AVX512x8x3_loop4:
 	VFMADD231PD  Z27, Z24, Z21
 	VFMADD231PD  Z27, Z25, Z22
 	VFMADD231PD  Z27, Z26, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	ADDQ         $0x00000100, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
-	DECQ         R9
+	DECQ         SI
 	JNZ          dot64AVX512x8x3_loop4
 
 dot64AVX512x8x3_rest:
@@ -5395,7 +5334,7 @@ dot64AVX512x8x3_next:
 	RET
 
 // func dot64AVX512x6x4(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·dot64AVX512x6x4(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -5428,14 +5367,12 @@ TEXT ·dot64AVX512x6x4(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	IMUL3Q $0x00000006, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R8
-	SHRQ   $0x02, R8
-	JZ     dot64AVX512x6x4_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   dot64AVX512x6x4_rest
 
 dot64AVX512x6x4_loop4:
 	VMOVUPD      (DX), Z24
@@ -5574,14 +5511,10 @@ dot64AVX512x6x4_loop4:
 	VFMADD231PD  Z28, Z25, Z21
 	VFMADD231PD  Z28, Z26, Z22
 	VFMADD231PD  Z28, Z27, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         R8
+	DECQ         SI
 	JNZ          dot64AVX512x6x4_loop4
 
 dot64AVX512x6x4_rest:
@@ -5874,7 +5807,7 @@ dot64AVX512x6x4_next:
 	RET
 
 // func sqDist64AVX512x24x1(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·sqDist64AVX512x24x1(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -5907,26 +5840,24 @@ TEXT ·sqDist64AVX512x24x1(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	MOVQ   R8, R9
-	ADDQ   SI, R9
-	MOVQ   R9, R10
-	ADDQ   SI, R10
-	MOVQ   R10, R11
-	ADDQ   SI, R11
-	MOVQ   R11, R12
-	ADDQ   SI, R12
-	MOVQ   R12, R13
-	ADDQ   SI, R13
-	IMUL3Q $0x00000018, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R14
-	SHRQ   $0x02, R14
-	JZ     sqDist64AVX512x24x1_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ R8, R9
+	ADDQ SI, R9
+	MOVQ R9, R10
+	ADDQ SI, R10
+	MOVQ R10, R11
+	ADDQ SI, R11
+	MOVQ R11, R12
+	ADDQ SI, R12
+	MOVQ R12, R13
+	ADDQ SI, R13
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   sqDist64AVX512x24x1_rest
 
 sqDist64AVX512x24x1_loop4:
 	VMOVUPD      (DX), Z24
@@ -6221,19 +6152,6 @@ sqDist64AVX512x24x1_loop4:
 	VBROADCASTSD 24(R13)(CX*2), Z25
 	VSUBPD       Z25, Z24, Z26
 	VFMADD231PD  Z26, Z26, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
-	PREFETCHT0   384(SI)
-	PREFETCHT0   448(SI)
-	PREFETCHT0   512(SI)
-	PREFETCHT0   576(SI)
-	PREFETCHT0   640(SI)
-	PREFETCHT0   704(SI)
-	ADDQ         $0x00000300, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
@@ -6243,7 +6161,7 @@ sqDist64AVX512x24x1_loop4:
 	ADDQ         $0x20, R11
 	ADDQ         $0x20, R12
 	ADDQ         $0x20, R13
-	DECQ         R14
+	DECQ         SI
 	JNZ          sqDist64AVX512x24x1_loop4
 
 sqDist64AVX512x24x1_rest:
@@ -6656,7 +6574,7 @@ sqDist64AVX512x24x1_next:
 	RET
 
 // func sqDist64AVX512x12x2(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·sqDist64AVX512x12x2(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -6689,18 +6607,16 @@ TEXT ·sqDist64AVX512x12x2(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	MOVQ   R8, R9
-	ADDQ   SI, R9
-	IMUL3Q $0x0000000c, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R10
-	SHRQ   $0x02, R10
-	JZ     sqDist64AVX512x12x2_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ R8, R9
+	ADDQ SI, R9
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   sqDist64AVX512x12x2_rest
 
 sqDist64AVX512x12x2_loop4:
 	VMOVUPD      (DX), Z24
@@ -6951,19 +6867,12 @@ sqDist64AVX512x12x2_loop4:
 	VFMADD231PD  Z27, Z27, Z22
 	VSUBPD       Z26, Z25, Z27
 	VFMADD231PD  Z27, Z27, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
-	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
 	ADDQ         $0x20, R9
-	DECQ         R10
+	DECQ         SI
 	JNZ          sqDist64AVX512x12x2_loop4
 
 sqDist64AVX512x12x2_rest:
@@ -7320,7 +7229,7 @@ sqDist64AVX512x12x2_next:
 	RET
 
 // func sqDist64AVX512x8x3(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·sqDist64AVX512x8x3(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -7353,16 +7262,14 @@ TEXT ·sqDist64AVX512x8x3(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	MOVQ   DI, R8
-	ADDQ   SI, R8
-	IMUL3Q $0x00000008, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R9
-	SHRQ   $0x02, R9
-	JZ     sqDist64AVX512x8x3_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ DI, R8
+	ADDQ SI, R8
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   sqDist64AVX512x8x3_rest
 
 sqDist64AVX512x8x3_loop4:
 	VMOVUPD      (DX), Z24
@@ -7601,16 +7508,11 @@ sqDist64AVX512x8x3_loop4:
 	VFMADD231PD  Z28, Z28, Z22
 	VSUBPD       Z27, Z26, Z28
 	VFMADD231PD  Z28, Z28, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	ADDQ         $0x00000100, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
 	ADDQ         $0x20, R8
-	DECQ         R9
+	DECQ         SI
 	JNZ          sqDist64AVX512x8x3_loop4
 
 sqDist64AVX512x8x3_rest:
@@ -7912,7 +7814,7 @@ sqDist64AVX512x8x3_next:
 	RET
 
 // func sqDist64AVX512x6x4(a *float64, lda int, p *float64, d int, c *float64, ldc int, nq int, ng int)
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512F
 TEXT ·sqDist64AVX512x6x4(SB), $1536-64
 	// Every accumulator starts at +0.
 	VPXORQ Z0, Z0, Z0
@@ -7945,14 +7847,12 @@ TEXT ·sqDist64AVX512x6x4(SB), $1536-64
 	MOVQ   d+24(FP), BX
 
 	// Rows 3m, 3m+1, 3m+2 are addressed as (base_m), (base_m)(lda*1), (base_m)(lda*2).
-	LEAQ   (CX)(CX*2), SI
-	MOVQ   AX, DI
-	ADDQ   SI, DI
-	IMUL3Q $0x00000006, CX, SI
-	ADDQ   AX, SI
-	MOVQ   BX, R8
-	SHRQ   $0x02, R8
-	JZ     sqDist64AVX512x6x4_rest
+	LEAQ (CX)(CX*2), SI
+	MOVQ AX, DI
+	ADDQ SI, DI
+	MOVQ BX, SI
+	SHRQ $0x02, SI
+	JZ   sqDist64AVX512x6x4_rest
 
 sqDist64AVX512x6x4_loop4:
 	VMOVUPD      (DX), Z24
@@ -8187,14 +8087,10 @@ sqDist64AVX512x6x4_loop4:
 	VFMADD231PD  Z29, Z29, Z22
 	VSUBPD       Z28, Z27, Z29
 	VFMADD231PD  Z29, Z29, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x20, AX
 	ADDQ         $0x20, DI
-	DECQ         R8
+	DECQ         SI
 	JNZ          sqDist64AVX512x6x4_loop4
 
 sqDist64AVX512x6x4_rest:
@@ -8762,12 +8658,12 @@ dot32AVX512x24x1_loop4:
 	VFMADD231PS  Z25, Z24, Z22
 	VBROADCASTSS 12(R13)(CX*2), Z25
 	VFMADD231PS  Z25, Z24, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	PREFETCHT1   256(SI)
+	PREFETCHT1   320(SI)
 	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
@@ -9420,9 +9316,9 @@ dot32AVX512x12x2_loop4:
 	VBROADCASTSS 12(R9)(CX*2), Z26
 	VFMADD231PS  Z26, Z24, Z22
 	VFMADD231PS  Z26, Z25, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
 	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x10, AX
@@ -10012,8 +9908,8 @@ dot32AVX512x8x3_loop4:
 	VFMADD231PS  Z27, Z24, Z21
 	VFMADD231PS  Z27, Z25, Z22
 	VFMADD231PS  Z27, Z26, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x00000080, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x10, AX
@@ -10530,8 +10426,8 @@ dot32AVX512x6x4_loop4:
 	VFMADD231PS  Z28, Z25, Z21
 	VFMADD231PS  Z28, Z26, Z22
 	VFMADD231PS  Z28, Z27, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x60, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x10, AX
@@ -11247,12 +11143,12 @@ sqDist32AVX512x24x1_loop4:
 	VBROADCASTSS 12(R13)(CX*2), Z25
 	VSUBPS       Z25, Z24, Z26
 	VFMADD231PS  Z26, Z26, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	PREFETCHT1   256(SI)
+	PREFETCHT1   320(SI)
 	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
@@ -12025,9 +11921,9 @@ sqDist32AVX512x12x2_loop4:
 	VFMADD231PS  Z27, Z27, Z22
 	VSUBPS       Z26, Z25, Z27
 	VFMADD231PS  Z27, Z27, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
 	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x10, AX
@@ -12737,8 +12633,8 @@ sqDist32AVX512x8x3_loop4:
 	VFMADD231PS  Z28, Z28, Z22
 	VSUBPS       Z27, Z26, Z28
 	VFMADD231PS  Z28, Z28, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x00000080, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x10, AX
@@ -13375,8 +13271,8 @@ sqDist32AVX512x6x4_loop4:
 	VFMADD231PS  Z29, Z29, Z22
 	VSUBPS       Z28, Z27, Z29
 	VFMADD231PS  Z29, Z29, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x60, SI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x10, AX
@@ -14055,12 +13951,12 @@ dotBlk32AVX512x24x1_loop4:
 	VFMADD231PS  Z25, Z24, Z22
 	VBROADCASTSS 12(R13)(CX*2), Z25
 	VFMADD231PS  Z25, Z24, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
-	PREFETCHT0   192(SI)
-	PREFETCHT0   256(SI)
-	PREFETCHT0   320(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
+	PREFETCHT1   192(SI)
+	PREFETCHT1   256(SI)
+	PREFETCHT1   320(SI)
 	ADDQ         $0x00000180, SI
 	ADDQ         $0x00000100, DX
 	ADDQ         $0x10, AX
@@ -14904,9 +14800,9 @@ dotBlk32AVX512x12x2_loop4:
 	VBROADCASTSS 12(R9)(CX*2), Z26
 	VFMADD231PS  Z26, Z24, Z22
 	VFMADD231PS  Z26, Z25, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
-	PREFETCHT0   128(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
+	PREFETCHT1   128(SI)
 	ADDQ         $0x000000c0, SI
 	ADDQ         $0x00000200, DX
 	ADDQ         $0x10, AX
@@ -15687,8 +15583,8 @@ dotBlk32AVX512x8x3_loop4:
 	VFMADD231PS  Z27, Z24, Z21
 	VFMADD231PS  Z27, Z25, Z22
 	VFMADD231PS  Z27, Z26, Z23
-	PREFETCHT0   (SI)
-	PREFETCHT0   64(SI)
+	PREFETCHT1   (SI)
+	PREFETCHT1   64(SI)
 	ADDQ         $0x00000080, SI
 	ADDQ         $0x00000300, DX
 	ADDQ         $0x10, AX

@@ -18,9 +18,9 @@
 //	c   out[i0, j0]; the score of (query i0+l, row r) goes to c + l*ldc + r*es
 //	nq  queries to write, 1…NR;  ng  gallery rows to write, 1…MR
 //
-// The kernel reads MR full rows at a and d×NR elements at p, prefetches the
-// MR·lda bytes after its rows (the next tile's, as the drivers pack rows with
-// lda = d·es; a prefetch never faults), and writes only
+// The kernel reads MR full rows at a and d×NR elements at p (float32: it
+// also prefetches the MR·lda bytes after its rows, the next tile's, as the
+// drivers pack rows with lda = d·es; a prefetch never faults), and writes only
 // the nq×ng valid scores: a full tile (nq = NR, ng = MR) is transposed in
 // registers and written with vector stores (fullTileStore); other tiles go
 // through a transposing copy from a stack tile.
@@ -282,18 +282,25 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 	}
 
 	// The next tile's gallery rows follow this tile's (the drivers pass
-	// packed rows, lda = d·es): each unrolled iteration prefetches the
-	// next stretch of them, so that the row streams start in cache
-	// instead of each paying memory latency before the hardware
-	// prefetchers catch on. A prefetch never faults, so running past the
-	// gallery is harmless.
-	pf := GP64()
-	IMUL3Q(U32(mr), lda, pf)
-	ADDQ(a, pf)
+	// packed rows, lda = d·es): each unrolled iteration of a float32
+	// kernel prefetches the next stretch of them into L2, so that the row
+	// streams start there instead of each paying memory latency before
+	// the hardware prefetchers catch on (into L1 they evicted the panel;
+	// the float64 kernels measured slower with it either way). A prefetch
+	// never faults, so running past the gallery is harmless.
+	var pf GPVirtual
+	if pr.bits == 32 {
+		pf = GP64()
+		IMUL3Q(U32(mr), lda, pf)
+		ADDQ(a, pf)
+	}
 	prefetchNext := func() {
+		if pr.bits == 64 {
+			return // measured slower for the float64 kernels
+		}
 		n := (unrollSteps*mr*es + 63) / 64
 		for l := 0; l < n; l++ {
-			PREFETCHT0(Mem{Base: pf, Disp: 64 * l})
+			PREFETCHT1(Mem{Base: pf, Disp: 64 * l})
 		}
 		ADDQ(imm(unrollSteps*mr*es), pf)
 	}
