@@ -92,7 +92,8 @@ type cpuState struct {
 	f      *asmFunc
 	gp     map[string]uint64
 	vec    [32][64]byte
-	zf, le bool // zero (or equal) flag; "less or equal" of the last CMPQ
+	k      [8]uint64 // opmask registers
+	zf, le bool      // zero (or equal) flag; "less or equal" of the last CMPQ
 	args   map[string]uint64
 	mem    []region
 	stores int
@@ -139,14 +140,17 @@ func (s *cpuState) bytes(in asmInstr, a uintptr, n int, write bool) []byte {
 }
 
 func vecReg(name string) (int, int, bool) {
-	if len(name) < 2 || (name[0] != 'Y' && name[0] != 'Z') {
+	if len(name) < 2 || (name[0] != 'X' && name[0] != 'Y' && name[0] != 'Z') {
 		return 0, 0, false
 	}
 	i, err := strconv.Atoi(name[1:])
 	if err != nil {
 		return 0, 0, false
 	}
-	if name[0] == 'Y' {
+	switch name[0] {
+	case 'X':
+		return i, 16, true
+	case 'Y':
 		return i, 32, true
 	}
 	return i, 64, true
@@ -235,6 +239,79 @@ func (s *cpuState) run() {
 		case "ANDQ":
 			s.gp[a[1]] &= s.src64(in, a[0])
 			s.zf = s.gp[a[1]] == 0
+		case "IMUL3Q":
+			s.gp[a[2]] = s.src64(in, a[1]) * s.imm(in, a[0])
+		case "PREFETCHT0", "PREFETCHT1":
+			// A hint that never faults: its address may lie past the tile.
+			s.addr(in, a[0])
+		case "SHLQ":
+			s.gp[a[1]] <<= s.src64(in, a[0])
+			s.zf = s.gp[a[1]] == 0
+		case "KMOVW":
+			k := kReg(in, s, a[1])
+			s.k[k] = s.gp[a[0]] & 0xffff
+		case "VUNPCKLPS", "VUNPCKHPS", "VUNPCKLPD", "VUNPCKHPD":
+			// Per 128-bit chunk: interleave the low (or high) halves of
+			// the second source (a[1]) and the first (a[0]).
+			x, _, _ := vecReg(a[0])
+			y, _, _ := vecReg(a[1])
+			z, w, _ := vecReg(a[2])
+			es := 4
+			if strings.HasSuffix(in.op, "PD") {
+				es = 8
+			}
+			half := 0
+			if strings.Contains(in.op, "UNPCKH") {
+				half = 8
+			}
+			src1, src2 := s.vec[y], s.vec[x]
+			var r [64]byte
+			for c := 0; c < w; c += 16 {
+				for e := 0; e < 8/es; e++ {
+					o := c + half + e*es
+					copy(r[c+2*e*es:], src1[o:o+es])
+					copy(r[c+(2*e+1)*es:], src2[o:o+es])
+				}
+			}
+			s.vec[z] = r
+			clear(s.vec[z][w:])
+		case "VEXTRACTF128": // the chosen half into memory or an xmm register
+			h := int(s.imm(in, a[0]) & 1)
+			x, _, _ := vecReg(a[1])
+			half := s.vec[x][16*h : 16*h+16]
+			if r, _, ok := vecReg(a[2]); ok {
+				var v [64]byte
+				copy(v[:], half)
+				s.vec[r] = v
+			} else {
+				copy(s.bytes(in, s.addr(in, a[2]), 16, true), half)
+				s.stores++
+			}
+		case "VMOVSD", "VMOVHPS": // stores of the low or high 64 bits
+			x, _, _ := vecReg(a[0])
+			o := 0
+			if in.op == "VMOVHPS" {
+				o = 8
+			}
+			copy(s.bytes(in, s.addr(in, a[1]), 8, true), s.vec[x][o:o+8])
+			s.stores++
+		case "VSHUFF32X4", "VSHUFF64X2": // the same on 128-bit chunks
+			// Chunks 0, 1 of the result from the second source (a[2]),
+			// chunks 2, 3 from the first (a[1]), picked by the immediate.
+			im := s.imm(in, a[0])
+			x, _, _ := vecReg(a[1])
+			y, _, _ := vecReg(a[2])
+			z, w, _ := vecReg(a[3])
+			if w != 64 {
+				s.fail(in, "only the zmm form is modelled")
+			}
+			src := [4][64]byte{s.vec[y], s.vec[y], s.vec[x], s.vec[x]}
+			var r [64]byte
+			for d := range 4 {
+				sel := int(im>>(2*d)) & 3
+				copy(r[16*d:16*d+16], src[d][16*sel:16*sel+16])
+			}
+			s.vec[z] = r
 		case "SHRQ":
 			s.gp[a[1]] >>= s.src64(in, a[0])
 			s.zf = s.gp[a[1]] == 0
@@ -265,7 +342,21 @@ func (s *cpuState) run() {
 			}
 			clear(s.vec[z][w:])
 		case "VMOVUPD", "VMOVUPS":
-			if r, w, ok := vecReg(a[1]); ok {
+			if len(a) == 3 { // a masked store
+				es := 4
+				if in.op == "VMOVUPD" {
+					es = 8
+				}
+				r, w, _ := vecReg(a[0])
+				m := s.k[kReg(in, s, a[1])]
+				base := s.addr(in, a[2])
+				for i := 0; i < w/es; i++ {
+					if m>>i&1 != 0 {
+						copy(s.bytes(in, base+uintptr(es*i), es, true), s.vec[r][es*i:es*i+es])
+						s.stores++
+					}
+				}
+			} else if r, w, ok := vecReg(a[1]); ok {
 				copy(s.vec[r][:w], s.bytes(in, s.addr(in, a[0]), w, false))
 				clear(s.vec[r][w:])
 			} else {
@@ -327,6 +418,13 @@ func (s *cpuState) run() {
 			s.fail(in, "instruction not modelled")
 		}
 	}
+}
+
+func kReg(in asmInstr, s *cpuState, name string) int {
+	if len(name) != 2 || name[0] != 'K' || name[1] < '1' || name[1] > '7' {
+		s.fail(in, "bad opmask register %q", name)
+	}
+	return int(name[1] - '0')
 }
 
 func lane64(v *[64]byte, i int) *float64 { return (*float64)(unsafe.Pointer(&v[i])) }
@@ -491,7 +589,9 @@ func TestAVX512NeedsOnlyF(t *testing.T) {
 	n := 0
 	for i, line := range lines {
 		if m := textRE.FindStringSubmatch(line); m != nil {
-			req := strings.TrimSpace(lines[i-1])
+			// PREFETCHT0 is annotated MMX+ (SSE's prefetches), which every
+			// amd64 CPU has.
+			req := strings.Replace(strings.TrimSpace(lines[i-1]), ", MMX+", "", 1)
 			want := "// Requires: AVX, FMA3"
 			if strings.Contains(m[1], "AVX512") {
 				want = "// Requires: AVX, AVX512F"

@@ -284,6 +284,12 @@ var (
 	wideDims = []int{1, 7, 17, 64}
 	wideQN   = []int{31, 40, 50, 77}
 	wideGN   = []int{1, 5, 11, 23, 100}
+	// Whole panels of every width (4…32 float64 queries, 8…64
+	// float32 ones) against whole tiles of rows (24 divides every MR): the
+	// kernels store such tiles through their own transposing path.
+	fullDims = []int{1, 17, 64}
+	fullQN   = []int{4, 8, 16, 24, 32, 48, 112}
+	fullGN   = []int{24, 100}
 )
 
 // forCases calls f on every block shape of the grid; the flavour rotates
@@ -303,6 +309,7 @@ func forCases(f func(c *blockCase)) {
 	}
 	grid(testDims, testQN, testGN)
 	grid(wideDims, wideQN, wideGN)
+	grid(fullDims, fullQN, fullGN)
 }
 
 // Every implementation this CPU runs must reproduce the row definition bit
@@ -551,5 +558,13 @@ func TestZeroSizes(t *testing.T) {
 		if math.Float32bits(out32[0])|math.Float32bits(out32[1]) != 0 {
 			t.Fatalf("%s: d = 0 gives %v, want +0", m.name, out32)
 		}
+	}
+}
+
+// Every SIMD implementation this CPU has must pass its self-check: one that
+// fails is silently left out of Available (and of the tests above).
+func TestSelfChecksPass(t *testing.T) {
+	if len(failed) > 0 {
+		t.Fatalf("failed their self-check on this CPU: %v", failed)
 	}
 }

@@ -18,8 +18,12 @@
 //	c   out[i0, j0]; the score of (query i0+l, row r) goes to c + l*ldc + r*es
 //	nq  queries to write, 1…NR;  ng  gallery rows to write, 1…MR
 //
-// The kernel reads MR full rows at a and d×NR elements at p, and writes only
-// the nq×ng valid scores (through a transposing copy from a stack tile).
+// The kernel reads MR full rows at a and d×NR elements at p (float32: it
+// also prefetches the MR·lda bytes after its rows, the next tile's, as the
+// drivers pack rows with lda = d·es; a prefetch never faults), and writes only
+// the nq×ng valid scores: a full tile (nq = NR, ng = MR) is transposed in
+// registers and written with vector stores (fullTileStore); other tiles go
+// through a transposing copy from a stack tile.
 //
 // Squared L2 computes t = q − g exactly as written (VSUBPD with the query
 // vector as minuend) and then fma(t, t, acc). The AVX-512 kernels use
@@ -277,10 +281,37 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		}
 	}
 
+	// The next tile's gallery rows follow this tile's (the drivers pass
+	// packed rows, lda = d·es): each unrolled iteration of a float32
+	// kernel prefetches the next stretch of them into L2, so that the row
+	// streams start there instead of each paying memory latency before
+	// the hardware prefetchers catch on (into L1 they evicted the panel;
+	// the float64 kernels measured slower with it either way). A prefetch
+	// never faults, so running past the gallery is harmless.
+	var pf GPVirtual
+	if pr.bits == 32 {
+		pf = GP64()
+		IMUL3Q(U32(mr), lda, pf)
+		ADDQ(a, pf)
+	}
+	prefetchNext := func() {
+		if pr.bits == 64 {
+			return // measured slower for the float64 kernels
+		}
+		n := (unrollSteps*mr*es + 63) / 64
+		for l := 0; l < n; l++ {
+			PREFETCHT1(Mem{Base: pf, Disp: 64 * l})
+		}
+		ADDQ(imm(unrollSteps*mr*es), pf)
+	}
+
 	// The k loop runs unroll steps per iteration, then d mod unroll single
 	// steps: any d ≥ 1 works, and no lane ever sees an extra (padding) term.
 	const log2Unroll = 2
 	const unroll = 1 << log2Unroll
+	if unroll != unrollSteps {
+		log.Fatal("unrollSteps")
+	}
 	if !blk {
 		n := GP64()
 		MOVQ(d, n)
@@ -290,6 +321,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		for u := 0; u < unroll; u++ {
 			step(u)
 		}
+		prefetchNext()
 		advance(unroll)
 		DECQ(n)
 		JNZ(LabelRef(name + "_loop4"))
@@ -304,6 +336,10 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		JNZ(LabelRef(name + "_loop1"))
 
 		Label(name + "_store")
+		if fastStore(is, pr) {
+			fullTileStore(name, is, pr, mr, nv, nr, acc, nil)
+			Label(name + "_spill")
+		}
 		Comment("Spill the tile as [row][query], then copy it transposed into out.")
 		for r := 0; r < mr; r++ {
 			for v := 0; v < nv; v++ {
@@ -345,6 +381,7 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		for u := 0; u < unroll; u++ {
 			step(u)
 		}
+		prefetchNext()
 		advance(unroll)
 		DECQ(m)
 		JNZ(LabelRef(name + "_loop4"))
@@ -371,6 +408,10 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 		VZEROUPPER()
 		RET()
 		Label(name + "_out")
+		if fastStore(is, pr) {
+			fullTileStore(name, is, pr, mr, nv, nr, acc, tot)
+			Label(name + "_spill")
+		}
 		frame = Mem{Base: tt}
 	}
 	c := Load(Param("c"), GP64())
@@ -414,6 +455,9 @@ func tile(is isa, pr prec, sq, blk bool, mr, nv int) {
 	VZEROUPPER()
 	RET()
 }
+
+// unrollSteps is the number of k steps per iteration of the main loop.
+const unrollSteps = 4
 
 // imm is an immediate that ADDQ and CMPQ accept whatever its size.
 func imm(x int) Constant {
@@ -547,4 +591,290 @@ func scanKernels() {
 		VZEROUPPER()
 		RET()
 	}
+}
+
+// fastStore reports whether the tile kernels of an instruction set and
+// precision write a full tile through fullTileStore (all of them do).
+func fastStore(is isa, pr prec) bool { return true }
+
+// fullTileStore writes a full tile (nq == NR and ng == MR; otherwise it
+// jumps to name_spill) straight from the accumulators, instead of one
+// scalar load and store per score from a spilled copy. AVX-512 float32:
+// each block of 8 rows × 16 queries is transposed in registers (two rounds
+// of unpacks, one of 128-bit shuffles) into vectors holding 8 rows of 2
+// queries, and each query's scores are written with one masked store;
+// missing rows of a last, short block (MR mod 8) are masked off. AVX-512
+// float64 and AVX2: see transposeStore64 and transposeStoreAVX2. With tot
+// (the blocked kernels), the accumulators are first loaded from the
+// totals. The values are only moved, so no bit changes.
+func fullTileStore(name string, is isa, pr prec, mr, nv, nr int, acc func(r, v int) VecPhysical, tot func(r, v int) Mem) {
+	c := Load(Param("c"), GP64())
+	ldc := Load(Param("ldc"), GP64())
+	nq := Load(Param("nq"), GP64())
+	ng := Load(Param("ng"), GP64())
+	CMPQ(ng, Imm(uint64(mr)))
+	JNE(LabelRef(name + "_spill"))
+	CMPQ(nq, Imm(uint64(nr)))
+	JNE(LabelRef(name + "_spill"))
+	Comment("A full tile: transpose blocks of 8 rows in registers.")
+	if tot != nil {
+		for r := 0; r < mr; r++ {
+			for v := 0; v < nv; v++ {
+				VMOVUPS(tot(r, v), acc(r, v))
+			}
+		}
+	}
+	nregs, need := 32, 8
+	if is.vbytes == 32 {
+		nregs, need = 16, 4
+	}
+	free := make([]VecPhysical, 0, 8)
+	for i := mr * nv; i < nregs && len(free) < 8; i++ {
+		free = append(free, is.vec(i))
+	}
+	if len(free) < need {
+		log.Fatalf("%s: %d free registers for the transposing store", name, len(free))
+	}
+	if is.vbytes == 32 {
+		transposeStoreAVX2(pr, mr, nv, acc, free, c, ldc)
+		return
+	}
+	if pr.bits == 64 {
+		transposeStore64(mr, nv, acc, free, c, ldc)
+		return
+	}
+	ldc4, l12 := GP64(), GP64()
+	MOVQ(ldc, ldc4)
+	SHLQ(Imm(2), ldc4)
+	LEAQ(Mem{Base: ldc4, Index: ldc4, Scale: 2}, l12)
+	// masks[n] = {low, high}: rows 0…n−1 of the query in lanes 0–7 or 8–15.
+	masks := map[int][2]OpmaskPhysical{}
+	kregs := []OpmaskPhysical{K1, K2, K3, K4, K5, K6}
+	mk := GP32()
+	for g0 := 0; g0 < mr; g0 += 8 {
+		n := min(8, mr-g0)
+		if _, ok := masks[n]; ok {
+			continue
+		}
+		lo, hi := kregs[0], kregs[1]
+		kregs = kregs[2:]
+		MOVL(U32(1<<n-1), mk)
+		KMOVW(mk, lo)
+		MOVL(U32((1<<n-1)<<8), mk)
+		KMOVW(mk, hi)
+		masks[n] = [2]OpmaskPhysical{lo, hi}
+	}
+	pj := GP64()
+	for v := 0; v < nv; v++ {
+		for g0 := 0; g0 < mr; g0 += 8 {
+			n := min(8, mr-g0)
+			a := func(i int) VecPhysical {
+				if i < n {
+					return acc(g0+i, v)
+				}
+				return acc(g0, v) // a missing row: its lanes are masked off
+			}
+			f := free
+			for m := 0; 2*m < n; m++ {
+				VUNPCKLPS(a(2*m+1), a(2*m), f[2*m])
+				VUNPCKHPS(a(2*m+1), a(2*m), f[2*m+1])
+			}
+			// u[j] holds rows 0–3 (u[4+j] rows 4–7) of query 4c+j in its
+			// 128-bit chunk c.
+			s := acc(g0, v) // dead after the unpacks
+			VUNPCKLPD(f[2], f[0], s)
+			VUNPCKHPD(f[2], f[0], f[0])
+			VUNPCKLPD(f[3], f[1], f[2])
+			VUNPCKHPD(f[3], f[1], f[1])
+			if n > 4 {
+				VUNPCKLPD(f[6], f[4], f[3])
+				VUNPCKHPD(f[6], f[4], f[4])
+				VUNPCKLPD(f[7], f[5], f[6])
+				VUNPCKHPD(f[7], f[5], f[5])
+			}
+			u := []VecPhysical{s, f[0], f[2], f[1], f[3], f[4], f[6], f[5]}
+			x := f[7]
+			k := masks[n]
+			MOVQ(c, pj)
+			for j := 0; j < 4; j++ {
+				// Queries j and 4+j, then 8+j and 12+j.
+				VSHUFF32X4(Imm(0x44), u[4+j], u[j], x)
+				VSHUFF32X4(Imm(0xd8), x, x, x)
+				VMOVUPS(x, k[0], Mem{Base: pj, Disp: g0 * 4})
+				VMOVUPS(x, k[1], Mem{Base: pj, Index: ldc4, Scale: 1, Disp: g0*4 - 32})
+				VSHUFF32X4(Imm(0xee), u[4+j], u[j], u[j])
+				VSHUFF32X4(Imm(0xd8), u[j], u[j], u[j])
+				VMOVUPS(u[j], k[0], Mem{Base: pj, Index: ldc4, Scale: 2, Disp: g0 * 4})
+				VMOVUPS(u[j], k[1], Mem{Base: pj, Index: l12, Scale: 1, Disp: g0*4 - 32})
+				if j < 3 {
+					ADDQ(ldc, pj)
+				}
+			}
+		}
+		if v < nv-1 {
+			ADDQ(l12, c)
+			ADDQ(ldc4, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// transposeStore64 is fullTileStore for float64 (8 lanes): each block of 8
+// rows × 8 queries is transposed with one round of unpacks and two of
+// 128-bit shuffles into one vector per query, written with one masked store.
+func transposeStore64(mr, nv int, acc func(r, v int) VecPhysical, free []VecPhysical, c, ldc Register) {
+	ldc2, l6 := GP64(), GP64()
+	LEAQ(Mem{Base: ldc, Index: ldc, Scale: 1}, ldc2)
+	LEAQ(Mem{Base: ldc2, Index: ldc2, Scale: 2}, l6)
+	masks := map[int]OpmaskPhysical{}
+	kregs := []OpmaskPhysical{K1, K2, K3}
+	mk := GP32()
+	for g0 := 0; g0 < mr; g0 += 8 {
+		n := min(8, mr-g0)
+		if _, ok := masks[n]; ok {
+			continue
+		}
+		MOVL(U32(1<<n-1), mk)
+		KMOVW(mk, kregs[0])
+		masks[n] = kregs[0]
+		kregs = kregs[1:]
+	}
+	pj := GP64()
+	for v := 0; v < nv; v++ {
+		for g0 := 0; g0 < mr; g0 += 8 {
+			n := min(8, mr-g0)
+			a := func(i int) VecPhysical {
+				if i < n {
+					return acc(g0+i, v)
+				}
+				return acc(g0, v) // a missing row: its lanes are masked off
+			}
+			f := free
+			// t[2m+h] holds rows 2m, 2m+1 of query 2c+h in its chunk c.
+			for m := 0; 2*m < n; m++ {
+				VUNPCKLPD(a(2*m+1), a(2*m), f[2*m])
+				VUNPCKHPD(a(2*m+1), a(2*m), f[2*m+1])
+			}
+			// Three spares: rows of the block, dead after the unpacks
+			// (a block has at least 4 rows: MR is 6, 8, 12 or 24).
+			s1, s2, s3 := acc(g0, v), acc(g0+1, v), acc(g0+2, v)
+			k := masks[n]
+			for h := 0; h < 2; h++ {
+				MOVQ(c, pj)
+				if h == 1 {
+					ADDQ(ldc, pj)
+				}
+				// Queries h, 2+h (chunks 0, 1), then 4+h, 6+h (chunks 2, 3).
+				VSHUFF64X2(Imm(0x44), f[2+h], f[h], s1)
+				VSHUFF64X2(Imm(0x44), f[6+h], f[4+h], s2)
+				VSHUFF64X2(Imm(0x88), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Disp: g0 * 8})
+				VSHUFF64X2(Imm(0xdd), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Index: ldc, Scale: 2, Disp: g0 * 8})
+				VSHUFF64X2(Imm(0xee), f[2+h], f[h], s1)
+				VSHUFF64X2(Imm(0xee), f[6+h], f[4+h], s2)
+				VSHUFF64X2(Imm(0x88), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Index: ldc, Scale: 4, Disp: g0 * 8})
+				VSHUFF64X2(Imm(0xdd), s2, s1, s3)
+				VMOVUPD(s3, k, Mem{Base: pj, Index: l6, Scale: 1, Disp: g0 * 8})
+			}
+		}
+		if v < nv-1 {
+			ADDQ(l6, c)
+			ADDQ(ldc2, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// transposeStoreAVX2 is fullTileStore for AVX2 (4 free registers): float32
+// rows in blocks of 4 are transposed with two rounds of unpacks into one
+// 128-bit half per query (rows 4m…4m+3), a last pair of rows with one
+// round into 64-bit quarters; float64 rows in pairs with one round of
+// unpacks into 128-bit halves. Each half is stored directly (VEXTRACTF128
+// for the upper one), so there is no cross-lane shuffle.
+func transposeStoreAVX2(pr prec, mr, nv int, acc func(r, v int) VecPhysical, free []VecPhysical, c, ldc Register) {
+	ldc3, pj4 := GP64(), GP64()
+	LEAQ(Mem{Base: ldc, Index: ldc, Scale: 2}, ldc3)
+	x := func(v VecPhysical) Op { return v.AsX() }
+	lanes := 32 / pr.es
+	// at returns the address of row r of query q (0 ≤ q < lanes) of the
+	// current vector: c + q*ldc + r*es, through c and pj4 = c + 4*ldc.
+	at := func(q, r int) Mem {
+		base := c
+		if q >= 4 {
+			base, q = pj4, q-4
+		}
+		m := Mem{Base: base, Disp: r * pr.es}
+		switch q {
+		case 1:
+			m.Index, m.Scale = ldc, 1
+		case 2:
+			m.Index, m.Scale = ldc, 2
+		case 3:
+			m.Index, m.Scale = ldc3, 1
+		}
+		return m
+	}
+	f := free
+	for v := 0; v < nv; v++ {
+		if lanes == 8 {
+			LEAQ(Mem{Base: c, Index: ldc, Scale: 4}, pj4)
+		}
+		a := func(r int) VecPhysical { return acc(r, v) }
+		r := 0
+		if pr.bits == 32 {
+			for ; r+4 <= mr; r += 4 {
+				VUNPCKLPS(a(r+1), a(r), f[0])
+				VUNPCKHPS(a(r+1), a(r), f[1])
+				VUNPCKLPS(a(r+3), a(r+2), f[2])
+				VUNPCKHPS(a(r+3), a(r+2), f[3])
+				// u[j] holds rows r…r+3 of query 4c+j in its half c.
+				u := []VecPhysical{a(r), a(r + 1), a(r + 2), a(r + 3)}
+				VUNPCKLPD(f[2], f[0], u[0])
+				VUNPCKHPD(f[2], f[0], u[1])
+				VUNPCKLPD(f[3], f[1], u[2])
+				VUNPCKHPD(f[3], f[1], u[3])
+				for j := 0; j < 4; j++ {
+					VMOVUPS(x(u[j]), at(j, r))
+					VEXTRACTF128(Imm(1), u[j], at(4+j, r))
+				}
+			}
+			if r < mr { // a last pair of rows
+				VUNPCKLPS(a(r+1), a(r), f[0]) // queries 4c, 4c+1
+				VUNPCKHPS(a(r+1), a(r), f[1]) // queries 4c+2, 4c+3
+				VEXTRACTF128(Imm(1), f[0], x(f[2]))
+				VEXTRACTF128(Imm(1), f[1], x(f[3]))
+				for h, t := range []VecPhysical{f[0], f[1], f[2], f[3]} {
+					q := 2 * h // t holds queries 2h, 2h+1
+					VMOVSD(x(t), at(q, r))
+					VMOVHPS(x(t), at(q+1, r))
+				}
+				r += 2
+			}
+		} else {
+			for ; r < mr; r += 2 {
+				VUNPCKLPD(a(r+1), a(r), f[0]) // queries 0 (half 0), 2 (half 1)
+				VUNPCKHPD(a(r+1), a(r), f[1]) // queries 1, 3
+				VMOVUPS(x(f[0]), at(0, r))
+				VEXTRACTF128(Imm(1), f[0], at(2, r))
+				VMOVUPS(x(f[1]), at(1, r))
+				VEXTRACTF128(Imm(1), f[1], at(3, r))
+			}
+		}
+		if r != mr {
+			log.Fatalf("transposeStoreAVX2: %d rows", mr)
+		}
+		if v < nv-1 {
+			if lanes == 8 {
+				LEAQ(Mem{Base: pj4, Index: ldc, Scale: 4}, c)
+			} else {
+				LEAQ(Mem{Base: c, Index: ldc, Scale: 4}, c)
+			}
+		}
+	}
+	VZEROUPPER()
+	RET()
 }
