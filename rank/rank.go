@@ -121,7 +121,7 @@ type Stats struct {
 	// of score rows into counts, which includes the exact verification of
 	// undecided pairs.
 	Kernel, Fold time.Duration
-	Screened     bool // the float32 screen was used
+	Screened     bool // a screen was used (float32 for the float64 protocol, int16 for float32)
 	Screen       ScreenStats
 }
 
