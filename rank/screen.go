@@ -221,39 +221,8 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, rows *block
 		st.exact.Add(int64(len(row)))
 		return consume(s, part, q, g0, exact)
 	}
-	// The runs of ordinary negatives [j, end) between the special entries
-	// (excluded candidates and positives) of this row.
-	exPtr := sort.SearchInts(qi.excl, g0)
-	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	runs := w.runs[:0]
-	maxC, finite := float32(math.Inf(-1)), true
-	for j, ex, po := 0, exPtr, posPtr; j < len(row); {
-		end := len(row)
-		if ex < len(qi.excl) {
-			end = min(end, qi.excl[ex]-g0)
-		}
-		if po < len(qi.pos) {
-			end = min(end, qi.pos[po].Index-g0)
-		}
-		if j < end {
-			m, f := kernel.MaxFinite32(row[j:end])
-			maxC, finite = max(maxC, m), finite && f
-			runs = append(runs, [2]int32{int32(j), int32(end)})
-		}
-		if end == len(row) {
-			break
-		}
-		x := row[end]
-		finite = finite && x-x == 0
-		g := g0 + end
-		if ex < len(qi.excl) && qi.excl[ex] == g {
-			ex++
-		}
-		if po < len(qi.pos) && qi.pos[po].Index == g {
-			po++
-		}
-		j = end + 1
-	}
+	// The runs of ordinary negatives between the special entries of this row.
+	runs, maxC, finite := negativeRuns(qi, g0, row, w.runs[:0])
 	w.runs = runs
 	if !finite {
 		return exactRow()
@@ -335,18 +304,9 @@ func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, rows *block
 		}
 	}
 	part.best[q], part.hasBest[q] = best, hasBest
-	// A positive's exact score is known: it counts like any candidate.
 	// Excluded candidates never count (their exact score is finite:
 	// |s| ≤ |c| + e).
-	for po := posPtr; po < len(qi.pos) && qi.pos[po].Index < g0+len(row); po++ {
-		g := qi.pos[po].Index
-		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
-			continue
-		}
-		if v := qi.scores[po]; precedes(v, g, lastScore, lastIndex) {
-			beaten[rankSlot(qi, v, g)]++
-		}
-	}
+	countPositives(qi, g0, len(row), beaten)
 	return nil
 }
 
@@ -459,4 +419,61 @@ func up32(x float64) float32 {
 		f = math.Nextafter32(f, float32(math.Inf(1)))
 	}
 	return f
+}
+
+// negativeRuns splits a query's row of cheap scores over gallery rows g0…
+// into the runs [j, end) of ordinary negatives between its special entries
+// (excluded candidates and positives), appending them to runs. It returns
+// the largest cheap score of those runs and whether every score of the row,
+// the special entries' included, is finite.
+func negativeRuns(qi *queryInfo, g0 int, row []float32, runs [][2]int32) ([][2]int32, float32, bool) {
+	exPtr := sort.SearchInts(qi.excl, g0)
+	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	maxC, finite := float32(math.Inf(-1)), true
+	for j, ex, po := 0, exPtr, posPtr; j < len(row); {
+		end := len(row)
+		if ex < len(qi.excl) {
+			end = min(end, qi.excl[ex]-g0)
+		}
+		if po < len(qi.pos) {
+			end = min(end, qi.pos[po].Index-g0)
+		}
+		if j < end {
+			m, f := kernel.MaxFinite32(row[j:end])
+			maxC, finite = max(maxC, m), finite && f
+			runs = append(runs, [2]int32{int32(j), int32(end)})
+		}
+		if end == len(row) {
+			break
+		}
+		x := row[end]
+		finite = finite && x-x == 0
+		g := g0 + end
+		if ex < len(qi.excl) && qi.excl[ex] == g {
+			ex++
+		}
+		if po < len(qi.pos) && qi.pos[po].Index == g {
+			po++
+		}
+		j = end + 1
+	}
+	return runs, maxC, finite
+}
+
+// countPositives counts the query's positives among gallery rows
+// [g0, g0+n) like any candidate, since their exact scores are known:
+// each that precedes the last positive adds to the slot of its rank.
+func countPositives(qi *queryInfo, g0, n int, beaten []int) {
+	last := len(qi.ordScore) - 1
+	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
+	po := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
+	for ; po < len(qi.pos) && qi.pos[po].Index < g0+n; po++ {
+		g := qi.pos[po].Index
+		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
+			continue
+		}
+		if v := qi.scores[po]; precedes(v, g, lastScore, lastIndex) {
+			beaten[rankSlot(qi, v, g)]++
+		}
+	}
 }

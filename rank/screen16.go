@@ -2,7 +2,6 @@ package rank
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -383,43 +382,12 @@ func (s *scorer) exact16Row(w *workspace, x *ws16, q, g0 int, g32 []float32, gn 
 // listed (x.need); verify16 scores them and applies their decisions.
 func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, g32 []float32, e float64) error {
 	qi, part := &s.qs[q], w.part
-	exPtr := sort.SearchInts(qi.excl, g0)
-	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	runs := w.runs[:0]
-	maxC, finite := float32(math.Inf(-1)), true
-	for j, ex, po := 0, exPtr, posPtr; j < len(row); {
-		end := len(row)
-		if ex < len(qi.excl) {
-			end = min(end, qi.excl[ex]-g0)
-		}
-		if po < len(qi.pos) {
-			end = min(end, qi.pos[po].Index-g0)
-		}
-		if j < end {
-			m, f := kernel.MaxFinite32(row[j:end])
-			maxC, finite = max(maxC, m), finite && f
-			runs = append(runs, [2]int32{int32(j), int32(end)})
-		}
-		if end == len(row) {
-			break
-		}
-		v := row[end]
-		finite = finite && v-v == 0
-		g := g0 + end
-		if ex < len(qi.excl) && qi.excl[ex] == g {
-			ex++
-		}
-		if po < len(qi.pos) && qi.pos[po].Index == g {
-			po++
-		}
-		j = end + 1
-	}
+	runs, maxC, finite := negativeRuns(qi, g0, row, w.runs[:0])
 	w.runs = runs
 	if !finite { // an overflowing cheap score: this row is scored exactly
 		return s.exact16Row(w, x, q, g0, g32, len(row))
 	}
 	last := len(qi.ordScore) - 1
-	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
 	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
 	w.above, w.below = growTo(w.above, last+1), growTo(w.below, last+1)
 	above, below := w.above, w.below
@@ -522,15 +490,7 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 		}
 	}
 	x.need = need
-	for po := posPtr; po < len(qi.pos) && qi.pos[po].Index < g0+len(row); po++ {
-		g := qi.pos[po].Index
-		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
-			continue
-		}
-		if v := qi.scores[po]; precedes(v, g, lastScore, lastIndex) {
-			beaten[rankSlot(qi, v, g)]++
-		}
-	}
+	countPositives(qi, g0, len(row), beaten)
 	return nil
 }
 
