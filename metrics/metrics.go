@@ -3,7 +3,9 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -131,7 +133,7 @@ func SummariseInPlace(values []float64) Summary {
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	n := len(values)
-	med := selectKth(values, n/2)
+	med := SelectKth(values, n/2)
 	if n%2 == 0 {
 		below := values[0]
 		for _, v := range values[:n/2] { // after selection: the n/2 smallest
@@ -143,12 +145,17 @@ func SummariseInPlace(values []float64) Summary {
 	return Summary{Mean: &mean, Median: &med, Min: &lo, Max: &hi}
 }
 
-// selectKth reorders s so that s[k] is its k-th smallest value and
-// s[:k] ≤ s[k] ≤ s[k+1:] (Hoare quickselect, median-of-three pivots).
-// Values are finite.
-func selectKth(s []float64, k int) float64 {
+// SelectKth reorders s so that s[k] is its k-th smallest value (0-based)
+// and s[:k] ≤ s[k] ≤ s[k+1:]: a Hoare quickselect with median-of-three
+// pivots that sorts what is left after 64 rounds, so inputs that defeat the
+// pivots cost O(n log n). Values are totally ordered (no NaN).
+func SelectKth[T cmp.Ordered](s []T, k int) T {
 	lo, hi := 0, len(s)-1
-	for lo < hi {
+	for round := 0; lo < hi; round++ {
+		if round == 64 {
+			slices.Sort(s[lo : hi+1])
+			break
+		}
 		mid := int(uint(lo+hi) >> 1)
 		a, b, c := s[lo], s[mid], s[hi]
 		pivot := max(min(a, b), min(max(a, b), c))
@@ -166,6 +173,7 @@ func selectKth(s []float64, k int) float64 {
 				j--
 			}
 		}
+		// s[lo..j] ≤ pivot, s[i..hi] ≥ pivot, s(j..i) = pivot.
 		switch {
 		case k <= j:
 			hi = j

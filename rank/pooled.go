@@ -107,8 +107,8 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		return err
 	}
 	const delta = 0.01
-	lo := nthKey(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
-	hi := nthKey(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
+	lo := metrics.SelectKth(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
+	hi := metrics.SelectKth(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
 
 	// The main pass: ordered sum, extremes, the counts of the values
 	// below and inside the window, each query's best positive.
@@ -215,7 +215,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	vals := make([]float64, len(ks))
 	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(kept_) {
 		for i, k := range ks {
-			vals[i] = metrics.KeyValue(nthKey(kept_, k-below))
+			vals[i] = metrics.KeyValue(metrics.SelectKth(kept_, k-below))
 		}
 	} else {
 		kept_ = nil

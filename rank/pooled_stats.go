@@ -3,7 +3,6 @@ package rank
 import (
 	"context"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	"github.com/vertebrae-eval/vertebrae/metrics"
@@ -62,44 +61,6 @@ func (ps *pooledScan) rowStats(p *pooledPart, q int, vals []float64, win pooledW
 		p.window = nil
 	}
 	maxPos[q] = hi + 0 // −0 → +0 (SPEC §1.3)
-}
-
-// nthKey returns the k-th smallest of keys (0-based), reordering keys: a
-// quickselect, with a sort as the fallback when the pivots keep failing.
-func nthKey(keys []uint64, k int) uint64 {
-	lo, hi := 0, len(keys)-1
-	for round := 0; hi > lo; round++ {
-		if round == 64 {
-			slices.Sort(keys[lo : hi+1])
-			break
-		}
-		a, b, c := keys[lo], keys[lo+(hi-lo)/2], keys[hi]
-		pivot := max(min(a, b), min(max(a, b), c)) // median of three
-		i, j := lo, hi
-		for i <= j {
-			for keys[i] < pivot {
-				i++
-			}
-			for keys[j] > pivot {
-				j--
-			}
-			if i <= j {
-				keys[i], keys[j] = keys[j], keys[i]
-				i++
-				j--
-			}
-		}
-		// keys[lo..j] ≤ pivot, keys[i..hi] ≥ pivot, keys(j..i) = pivot.
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return keys[k]
-		}
-	}
-	return keys[k]
 }
 
 // firstNonFinite scores every query's eligible positives again and finds
