@@ -146,7 +146,7 @@ func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() err
 	}
 	if !fits { // values beyond float32: this block is scored exactly
 		st.blocks.Add(1)
-		return s.exactBlock64(w, g0, g1, qb, rows.span(0, gn), checkCtx)
+		return exactBlock(s, w, g0, g1, qb, s.q64, rows.span(0, gn), &w.s64, kernel.Dot64, checkCtx)
 	}
 	sub := max(64, min(gn, screenRowBytes/(4*qb)))
 	w.s32 = growTo(w.s32, qb*sub)
@@ -178,19 +178,22 @@ func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() err
 	return nil
 }
 
-// exactBlock64 is the exhaustive float64 path for one gallery block.
-func (s *scorer) exactBlock64(w *workspace, g0, g1, qb int, g64 []float64, checkCtx func() error) error {
+// exactBlock is the exhaustive path of a screened run for one gallery
+// block (values beyond the screen's range): every query block is scored by
+// dot (kernel.Dot64 or kernel.Dot32) into buf and folded as in denseBlock.
+func exactBlock[T float32 | float64](s *scorer, w *workspace, g0, g1, qb int, q, g []T, buf *[]T,
+	dot func(q []T, qn int, g []T, gn, d int, out []T), checkCtx func() error) error {
 	gn := g1 - g0
-	w.s64 = growTo(w.s64, qb*gn)
+	*buf = growTo(*buf, qb*gn)
 	for q0 := 0; q0 < s.nq; q0 += qb {
 		if err := checkCtx(); err != nil {
 			return err
 		}
 		q1 := min(q0+qb, s.nq)
 		qn := q1 - q0
-		out := w.s64[:qn*gn]
+		out := (*buf)[:qn*gn]
 		t0 := time.Now()
-		kernel.Dot64(s.q64[q0*s.d:q1*s.d], qn, g64, gn, s.d, out)
+		dot(q[q0*s.d:q1*s.d], qn, g, gn, s.d, out)
 		t1 := time.Now()
 		w.kernel += t1.Sub(t0)
 		for i := range qn {

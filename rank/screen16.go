@@ -272,7 +272,7 @@ func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() e
 		// exhaustively, in the exhaustive order, so an error names the
 		// same pair. Otherwise no pair of the block can fail.
 		st.blocks.Add(1)
-		return s.exact16Block(w, x, g0, g1, qb, g32, checkCtx)
+		return exactBlock(s, w, g0, g1, qb, s.q32, g32, &x.exact, kernel.Dot32, checkCtx)
 	}
 	qb = max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
 	sub := screen16SubRows
@@ -339,32 +339,6 @@ func blockNormBound(sim Similarity, g32 []float32, d int) float64 {
 	}
 	mx := float64(math.Float32frombits(max(m0, m1)))
 	return math.Sqrt(float64(d)) * mx * (1 + 0x1p-40)
-}
-
-// exact16Block is the exhaustive float32 path for one gallery block.
-func (s *scorer) exact16Block(w *workspace, x *ws16, g0, g1, qb int, g32 []float32, checkCtx func() error) error {
-	d, gn := s.d, g1-g0
-	x.exact = growTo(x.exact, qb*gn)
-	for q0 := 0; q0 < s.nq; q0 += qb {
-		if err := checkCtx(); err != nil {
-			return err
-		}
-		q1 := min(q0+qb, s.nq)
-		qn := q1 - q0
-		out := x.exact[:qn*gn]
-		t0 := time.Now()
-		kernel.Dot32(s.q32[q0*d:q1*d], qn, g32, gn, d, out)
-		t1 := time.Now()
-		w.kernel += t1.Sub(t0)
-		for i := range qn {
-			if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
-				return err
-			}
-		}
-		w.fold += time.Since(t1)
-		s.meter.add(int64(qn) * int64(gn))
-	}
-	return nil
 }
 
 // exact16Row is the exhaustive float32 path for one query row of a block.

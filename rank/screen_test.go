@@ -371,3 +371,40 @@ func TestScreenedSubBlocks(t *testing.T) {
 		}
 	}
 }
+
+// A gallery block holding values beyond float32's range cannot be screened:
+// it is scored exactly (ScreenStats.ExactTiles), the other blocks are
+// screened, and every number equals exhaustive evaluation. Gallery rows of
+// 1e40 against queries of 1e-25 keep the float64 scores finite.
+func TestBeyondFloat32BlocksScoredExactly(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 13))
+	for _, d := range []int{1, 17, 384} {
+		nq, ng := 23, 300
+		c := screenCase{"beyond float32",
+			func() (q [][]float64) {
+				for range nq {
+					q = append(q, gauss(r, d, 1e-25))
+				}
+				return q
+			}(),
+			func() (g [][]float64) {
+				for i := range ng {
+					scale := 1.0
+					if i >= 100 && i < 110 { // one block of the split below
+						scale = 1e40
+					}
+					g = append(g, gauss(r, d, scale))
+				}
+				return g
+			}()}
+		p := denseProblem(t, c, r)
+		o := Options{Similarity: Dot, Precision: Float64, QueryBatch: 1 + r.IntN(9), GalleryBatch: 50, Threads: 1 + r.IntN(2)}
+		diff, st := screenedVsExhaustive(t, p, o)
+		if diff != "" {
+			t.Fatalf("d=%d: %s", d, diff)
+		}
+		if !st.Screened || st.Screen.ExactTiles == 0 || st.Screen.Pairs == 0 || st.Screen.Pairs >= int64(nq*ng) {
+			t.Fatalf("d=%d: screened %v, %d blocks exact, %d of %d pairs screened", d, st.Screened, st.Screen.ExactTiles, st.Screen.Pairs, nq*ng)
+		}
+	}
+}
