@@ -267,3 +267,36 @@ func itoa(i int) string {
 	}
 	return string(b)
 }
+
+// A gallery block whose products the int16 screen does not bound (norm
+// product above 2¹²⁰) is scored exactly (ScreenStats.ExactTiles) while the
+// other blocks are screened, and every number equals exhaustive float32
+// evaluation: rows of 1e37 against queries of 0.1 keep the scores finite.
+func TestScreen16UnboundedBlocksScoredExactly(t *testing.T) {
+	forceScreen16(t)
+	r := rand.New(rand.NewPCG(71, 73))
+	for _, d := range []int{1, 17, 384} {
+		nq, ng := 23, 300
+		var c screenCase
+		c.name = "beyond the int16 bound"
+		for range nq {
+			c.q = append(c.q, gauss(r, d, 0.1))
+		}
+		for i := range ng {
+			scale := 1.0
+			if i >= 100 && i < 110 { // inside one gallery block of 50
+				scale = 1e37
+			}
+			c.g = append(c.g, gauss(r, d, scale))
+		}
+		p := denseProblem(t, c, r)
+		o := Options{Similarity: Dot, Precision: Float32, QueryBatch: 1 + r.IntN(30), GalleryBatch: 50, Threads: 1 + r.IntN(2)}
+		diff, st := screenedVsExhaustive(t, p, o)
+		if diff != "" {
+			t.Fatalf("d=%d: %s", d, diff)
+		}
+		if !st.Screened || st.Screen.ExactTiles == 0 || st.Screen.Pairs == 0 {
+			t.Fatalf("d=%d: screened %v, %d blocks exact, %d pairs screened", d, st.Screened, st.Screen.ExactTiles, st.Screen.Pairs)
+		}
+	}
+}
