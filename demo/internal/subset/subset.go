@@ -129,6 +129,12 @@ func Decode(data []byte) (*Subset, error) {
 		return nil, fmt.Errorf("%w: implausible header %dx%d, %d queries, %d gallery", ErrFormat, rows, cols, nq, ng)
 	}
 	px := int(rows) * int(cols)
+	// The sections' sizes follow from the header: compare them with the
+	// data before allocating, so a header that claims more than the data
+	// holds costs nothing (the bounds above keep the sum far from overflow).
+	if want := int64(headerSize) + (int64(nq)+int64(ng))*int64(px+1); want != int64(len(data)) {
+		return nil, fmt.Errorf("%w: header %dx%d, %d queries, %d gallery needs %d bytes, data has %d", ErrFormat, rows, cols, nq, ng, want, len(data))
+	}
 	s := &Subset{Rows: int(rows), Cols: int(cols)}
 	for _, f := range []struct {
 		dst  *[]byte
@@ -144,9 +150,6 @@ func Decode(data []byte) (*Subset, error) {
 		if _, err := io.ReadFull(r, *f.dst); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrFormat, f.what, err)
 		}
-	}
-	if r.Len() != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrFormat, r.Len())
 	}
 	if err := s.validate(); err != nil {
 		return nil, err

@@ -60,6 +60,10 @@ func TestDecodeRejectsMalformed(t *testing.T) {
 		"truncated data": good[:len(good)-1],
 		"trailing data":  append(bytes.Clone(good), 0),
 		"two files":      append(bytes.Clone(good), good...),
+		// Plausible counts the data does not hold: refused before any
+		// allocation (a fuzzed header once asked for 28 GB).
+		"claims more": patch(20, 0, 0, 0x10, 0),
+		"big sides":   patch(12, 0, 4, 0, 0, 0, 4),
 	}
 	for name, data := range cases {
 		if _, err := Decode(data); !errors.Is(err, ErrFormat) {
