@@ -240,7 +240,7 @@ func (p *pendingKey) get() (string, error) {
 
 func cloneItems(it Items) Items {
 	if e, ok := it.(EmbeddingItems); ok {
-		return EmbeddingItems{m: matrix.Clone(e.m)}
+		return EmbeddingItems{m: matrix.Clone(e.m), digest: e.digest}
 	}
 	return it
 }

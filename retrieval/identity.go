@@ -226,6 +226,9 @@ func endpointDigest(it Items) (map[string]any, error) {
 		}
 		return nil, invalid("content identity unavailable for %s inputs", it.Modality())
 	}
+	if e.digest != nil {
+		return e.digest.get(), nil
+	}
 	digest := func(write func(io.Writer) error) string {
 		h := sha256.New()
 		_ = write(h) // hash writers never fail

@@ -26,10 +26,26 @@ const ModalityEmbeddings = "embeddings"
 var modalityRe = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // EmbeddingItems is an endpoint given as an embedding matrix.
-type EmbeddingItems struct{ m matrix.Matrix }
+type EmbeddingItems struct {
+	m      matrix.Matrix
+	digest *knownDigest // nil: hash m (see EmbeddingsWithDigest)
+}
+
+// knownDigest is a pointer so that EmbeddingItems stays comparable.
+type knownDigest struct{ get func() map[string]any }
 
 // Embeddings wraps a matrix as endpoint inputs.
 func Embeddings(m matrix.Matrix) EmbeddingItems { return EmbeddingItems{m: m} }
+
+// EmbeddingsWithDigest is Embeddings whose SPEC §2.9 endpoint digest, when a
+// content identity needs it, comes from digest instead of hashing m: a
+// digest cache keyed by the file m was read from knows it without reading
+// the data. digest must return exactly what EmbeddingDigest(m) returns; it
+// is called at most once per identity, possibly from another goroutine. A
+// slice of the endpoint hashes its rows as usual.
+func EmbeddingsWithDigest(m matrix.Matrix, digest func() map[string]any) EmbeddingItems {
+	return EmbeddingItems{m: m, digest: &knownDigest{get: digest}}
+}
 
 // Len implements Items.
 func (e EmbeddingItems) Len() int {
@@ -53,7 +69,7 @@ func (e EmbeddingItems) Slice(lo, hi int) Items {
 	case *matrix.CSR:
 		return EmbeddingItems{m: t.RowSlice(lo, hi)}
 	}
-	return EmbeddingItems{m: e.m}
+	return e // not sliceable: the same matrix
 }
 
 // Texts is an endpoint of raw UTF-8 strings (modality "text").

@@ -146,10 +146,11 @@ func (fl *runFlags) pairBackbone(p embeddingPair, ds *retrieval.Dataset, budget 
 		if side == "gallery" {
 			path, tensor, col, want = p.gallery, fl.galleryTensor, fl.galleryIDCol, ds.GalleryIDs()
 		}
-		m, ids, err := pf.loadSide(ctx, side, path, tensor, "", col, budget, closers)
+		e, ids, err := pf.loadSide(ctx, side, path, tensor, "", col, budget, closers)
 		if err != nil {
 			return nil, err
 		}
+		m := e.Matrix()
 		if col != "" && !slices.Equal(ids, want) {
 			return nil, fmt.Errorf("%s: --pair %s: the %s IDs of column %s differ from those of the first pair (same IDs in the same order required)", path, msgfmt.Quote(p.name), side, msgfmt.Quote(col))
 		}

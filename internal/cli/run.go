@@ -16,6 +16,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/formats"
 	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+	"github.com/vertebrae-eval/vertebrae/internal/digestcache"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
@@ -339,44 +340,49 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 // loadSide reads one endpoint: its embedding file (mapped or loaded), its
 // IDs (ID file or Parquet/Arrow column), checked for finite values and row
 // alignment with the files named, then admitted against the memory budget.
-func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, idColumn string, budget *encode.Budget, closers *[]func() error) (matrix.Matrix, []string, error) {
+func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, idColumn string, budget *encode.Budget, closers *[]func() error) (retrieval.EmbeddingItems, []string, error) {
+	var none retrieval.EmbeddingItems
 	var ids []string
 	var err error
 	if idsPath != "" {
 		if ids, err = idlist.ReadIDs(idsPath); err != nil {
-			return nil, nil, err
+			return none, nil, err
 		}
 		if err := checkIDFile(side, idsPath, ids); err != nil {
-			return nil, nil, err
+			return none, nil, err
 		}
 	}
+	digests := digestcache.FromEnv()
+	snap := digestSnap(digests, path, tensor)
 	m, colIDs, err := readEndpoint(ctx, path, tensor, idColumn, closers)
 	if err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
 	if colIDs != nil {
 		ids = colIDs
 		if err := checkIDFile(side, path+" column "+idColumn, ids); err != nil {
-			return nil, nil, err
+			return none, nil, err
 		}
 	}
 	endpoint := strings.ToUpper(side[:1]) + side[1:]
 	if err := checkWidth(path, endpoint, m); err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
 	if err := checkFinite(path, endpoint, m, ids); err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
 	if err := checkAligned(side, idsPath, ids, path, m); err != nil {
-		return nil, nil, err
+		return none, nil, err
 	}
-	m, err = admit(ctx, fmt.Sprintf("Retriever '%s' %s embeddings", fl.name, side), m, budget, closers)
-	return m, ids, err
+	if m, err = admit(ctx, fmt.Sprintf("Retriever '%s' %s embeddings", fl.name, side), m, budget, closers); err != nil {
+		return none, nil, err
+	}
+	return cachedEmbeddings(digests, snap, m), ids, nil
 }
 
 func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, closers *[]func() error) (*retrieval.Dataset, error) {
 	// The query endpoint is loaded and admitted before the gallery (SPEC §7.3).
-	qm, qids, err := fl.loadSide(ctx, "query", fl.queries, fl.queriesTensor, fl.queryIDs, fl.queryIDColumn, budget, closers)
+	qe, qids, err := fl.loadSide(ctx, "query", fl.queries, fl.queriesTensor, fl.queryIDs, fl.queryIDColumn, budget, closers)
 	if err != nil {
 		return nil, err
 	}
@@ -401,14 +407,14 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		if err := checkLabelPairs(ctx, labels, labels); err != nil {
 			return nil, err
 		}
-		ds, err := retrieval.NewLeaveOneOutDataset(retrieval.Embeddings(qm), qids, labels, opts...)
+		ds, err := retrieval.NewLeaveOneOutDataset(qe, qids, labels, opts...)
 		return ds, relevanceSources{queryLabels: fl.queryLabels}.nameSource(err)
 	}
-	gm, gids, err := fl.loadSide(ctx, "gallery", fl.gallery, fl.galleryTensor, fl.galleryIDs, fl.galleryIDCol, budget, closers)
+	ge, gids, err := fl.loadSide(ctx, "gallery", fl.gallery, fl.galleryTensor, fl.galleryIDs, fl.galleryIDCol, budget, closers)
 	if err != nil {
 		return nil, err
 	}
-	if qm.Cols() != gm.Cols() {
+	if qm, gm := qe.Matrix(), ge.Matrix(); qm.Cols() != gm.Cols() {
 		return nil, fmt.Errorf("Query and gallery embedding dimensions must match: %s has width %d, %s has width %d (same width; got %d and %d)",
 			fl.queries, qm.Cols(), fl.gallery, gm.Cols(), qm.Cols(), gm.Cols())
 	}
@@ -429,7 +435,7 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 		return nil, err
 	}
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
-		Queries: retrieval.Embeddings(qm), Gallery: retrieval.Embeddings(gm), QueryIDs: qids, GalleryIDs: gids,
+		Queries: qe, Gallery: ge, QueryIDs: qids, GalleryIDs: gids,
 	}, rel, opts...)
 	err = unknownIDHint(err, fl.qrels, fl.qrelsFormat, qids, gids)
 	return ds, relevanceSources{fl.qrels, fl.queryLabels, fl.galleryLabels}.nameSource(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/extract/hosted"
 	"github.com/vertebrae-eval/vertebrae/formats"
 	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+	"github.com/vertebrae-eval/vertebrae/internal/digestcache"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
@@ -162,6 +163,8 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 				}
 				return retrieval.IDsOnly(len(ids)), ids, nil
 			}
+			digests := digestcache.FromEnv()
+			snap := digestSnap(digests, ep.Path, ep.Tensor)
 			m, colIDs, err := readEndpoint(context.Background(), ep.Path, ep.Tensor, ep.IDColumn, closers)
 			if err != nil {
 				return nil, nil, err
@@ -176,7 +179,7 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 				return nil, nil, err
 			}
 			*table = m
-			return retrieval.Embeddings(m), ids, nil
+			return cachedEmbeddings(digests, snap, m), ids, nil
 		case "text":
 			texts, fileIDs, err := readTexts(ep.Path)
 			if err != nil {

@@ -1,0 +1,23 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/internal/digestcache"
+)
+
+// TestMain keeps the tests' digest cache entries (of fixture files older
+// than its racy window) out of the user's cache directory.
+func TestMain(m *testing.M) {
+	if os.Getenv(digestcache.EnvVar) == "" {
+		dir, err := os.MkdirTemp("", "vertebrae-digests-")
+		if err == nil {
+			os.Setenv(digestcache.EnvVar, dir)
+		}
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
