@@ -28,6 +28,7 @@ import (
 type benchFlags struct {
 	queries, gallery, dim, positives int
 	precision, similarity, kernel    string
+	storage                          string
 	threads, repeat                  int
 	queryBatch, galleryBatch         int
 	seed                             uint64
@@ -58,6 +59,7 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 	f.IntVar(&fl.dim, "dim", 768, "embedding width")
 	f.IntVar(&fl.positives, "positives", 1, "positives per query")
 	f.StringVar(&fl.precision, "precision", "float64", "float64 or float32")
+	f.StringVar(&fl.storage, "storage", "", "element type of the synthetic matrices, float32 (as most embedding files) or float64; default: the precision")
 	f.StringVar(&fl.similarity, "similarity", "dot", "cosine, dot or squared_l2")
 	f.StringVar(&fl.kernel, "kernel", "", "force a kernel (generic, avx2, avx512); default: the fastest available")
 	f.IntVar(&fl.threads, "threads", 0, "worker goroutines, 0 = GOMAXPROCS")
@@ -88,6 +90,16 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	default:
 		return usagef("--precision must be float64 or float32")
 	}
+	store32 := prec == rank.Float32
+	switch fl.storage {
+	case "":
+	case "float32":
+		store32 = true
+	case "float64":
+		store32 = false
+	default:
+		return usagef("--storage must be float32 or float64")
+	}
 	if fl.kernel != "" {
 		if err := kernel.Use(fl.kernel); err != nil {
 			return usagef("--kernel: %v", err)
@@ -107,11 +119,11 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	t0 := time.Now()
 	var p rank.Problem
 	if fl.nnz > 0 {
-		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, prec, fl.seed)
+		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, store32, fl.seed)
 		p.Queries = synthSparse(fl.queries, fl.dim, fl.nnz, fl.seed+1)
 		p.Gallery = synthSparse(fl.gallery, fl.dim, fl.nnz, fl.seed+2)
 	} else {
-		p = synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, prec, fl.seed)
+		p = synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, store32, fl.seed)
 	}
 	if fl.write != "" {
 		return writeProblem(ctx, fl.write, p, stdout)
@@ -126,7 +138,10 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	if fl.nnz > 0 {
 		flops = 0 // sparse scoring: GFLOP/s and the ceiling ratio do not apply
 	}
-	kind := "dense"
+	kind := "dense float64 storage"
+	if store32 {
+		kind = "dense float32 storage"
+	}
 	if fl.nnz > 0 {
 		kind = fmt.Sprintf("sparse (%d non-zeros per row, dense size %.1f GiB)", fl.nnz, float64(fl.queries+fl.gallery)*float64(fl.dim)*8/(1<<30))
 	}
@@ -167,10 +182,10 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 // synthProblem builds random Gaussian embeddings stored in the working
 // precision and `positives` random relevant rows per query (with d = 0 only
 // the IDs and relevance).
-func synthProblem(nq, ng, d, positives int, prec rank.Precision, seed uint64) rank.Problem {
+func synthProblem(nq, ng, d, positives int, store32 bool, seed uint64) rank.Problem {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	mk := func(n int) matrix.Matrix {
-		if prec == rank.Float32 {
+		if store32 {
 			v := make([]float32, n*d)
 			for i := range v {
 				v[i] = float32(r.NormFloat64())

@@ -453,6 +453,27 @@ func TestBenchCommand(t *testing.T) {
 			t.Errorf("bench output lacks %q:\n%s", frag, stdout)
 		}
 	}
+	// --storage picks the element type of the synthetic matrices (the
+	// header says which), and --write stores them in it.
+	for _, tc := range []struct{ args, want string }{
+		{"", "dense float64 storage"}, {"--precision float32", "dense float32 storage"},
+		{"--storage float32", "dense float32 storage"}, {"--precision float32 --storage float64", "dense float64 storage"},
+	} {
+		args := append([]string{"bench", "--queries", "3", "--gallery", "40", "--dim", "5", "--calibrate", "0"}, strings.Fields(tc.args)...)
+		if code, stdout, stderr := run(t, args...); code != 0 || !strings.Contains(stdout, tc.want) {
+			t.Errorf("bench %s: exit %d, want %q in\n%s%s", tc.args, code, tc.want, stdout, stderr)
+		}
+	}
+	if code, _, _ := run(t, "bench", "--storage", "int8"); code != 2 {
+		t.Errorf("--storage int8: exit %d, want 2", code)
+	}
+	stored := t.TempDir()
+	if code, _, stderr := run(t, "bench", "--queries", "3", "--gallery", "40", "--dim", "5", "--storage", "float32", "--write", stored); code != 0 {
+		t.Fatal(stderr)
+	}
+	if g, err := npy.ReadMatrix(filepath.Join(stored, "gallery.npy")); err != nil || g.DType() != matrix.Float32 {
+		t.Errorf("--storage float32 --write: %v, %v", g, err)
+	}
 	// The written problem runs through `retrieval run`.
 	dir := t.TempDir()
 	if code, _, stderr := run(t, "bench", "--queries", "5", "--gallery", "50", "--dim", "4", "--write", dir); code != 0 {
