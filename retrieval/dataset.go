@@ -380,14 +380,6 @@ func csrToPositives(s SparseRelevance, qids, gids []string) ([][]Positive, error
 	return out, nil
 }
 
-func indexIDs(ids []string) map[string]int {
-	m := make(map[string]int, len(ids))
-	for i, id := range ids {
-		m[id] = i
-	}
-	return m
-}
-
 func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error) {
 	qi, gi := indexIDs(qids), indexIDs(gids)
 	if err := unknownIDs(len(recs), func(n int) (string, string, string) {
@@ -403,7 +395,7 @@ func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error
 		if where == "" {
 			where = fmt.Sprintf("record %d", n)
 		}
-		q, g := qi[r.QueryID], gi[r.GalleryID]
+		q, g := qi.at(r.QueryID), gi.at(r.GalleryID)
 		if !validGrade(r.Grade) {
 			return nil, gradeErr(fmt.Sprintf("%s: query %s, gallery %s: %v", where, msgfmt.Quote(r.QueryID), msgfmt.Quote(r.GalleryID), r.Grade))
 		}
@@ -424,14 +416,14 @@ func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error
 // unknownIDs reports every ID of n (query ID, gallery ID) pairs that is not
 // in the dataset: the first offending entry by its origin, then up to 10
 // unknown IDs per side (SPEC §1.3 preview lists).
-func unknownIDs(n int, pairAt func(int) (origin, q, g string), qi, gi map[string]int, what, fragment string) error {
+func unknownIDs(n int, pairAt func(int) (origin, q, g string), qi, gi idIndex, what, fragment string) error {
 	var badQ, badG []string
 	seenQ, seenG := map[string]bool{}, map[string]bool{}
 	first := -1
 	for k := 0; k < n; k++ {
 		_, q, g := pairAt(k)
-		_, okq := qi[q]
-		_, okg := gi[g]
+		_, okq := qi.find(q)
+		_, okg := gi.find(g)
 		if !okq && !seenQ[q] {
 			seenQ[q] = true
 			badQ = append(badQ, q)
@@ -452,7 +444,7 @@ func unknownIDs(n int, pairAt func(int) (origin, q, g string), qi, gi map[string
 		origin = fmt.Sprintf("%s %d", what, first)
 	}
 	side, bad := "query", q
-	if _, ok := qi[q]; ok {
+	if _, ok := qi.find(q); ok {
 		side, bad = "gallery", g
 	}
 	msg := fmt.Sprintf("%s: %s: %s ID %s", origin, fragment, side, msgfmt.Quote(bad))
@@ -477,7 +469,8 @@ func resolveExclusions(pairs []Pair, qids, gids []string) ([][]int, int, error) 
 		return nil, 0, err
 	}
 	for _, p := range pairs {
-		out[qi[p.QueryID]] = append(out[qi[p.QueryID]], gi[p.GalleryID])
+		q := qi.at(p.QueryID)
+		out[q] = append(out[q], gi.at(p.GalleryID))
 	}
 	total := 0
 	for i, ex := range out {

@@ -1,0 +1,68 @@
+package retrieval
+
+import (
+	"strconv"
+	"testing"
+)
+
+func rowIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return ids
+}
+
+func TestIDIndex(t *testing.T) {
+	num := indexIDs(rowIDs(120))
+	if num.byID != nil {
+		t.Fatal("row-number IDs were hashed")
+	}
+	for _, tc := range []struct {
+		id   string
+		want int
+		ok   bool
+	}{
+		{"0", 0, true}, {"7", 7, true}, {"119", 119, true}, {"120", 0, false}, {"1000", 0, false},
+		{"", 0, false}, {"00", 0, false}, {"07", 0, false}, {"-1", 0, false}, {"+1", 0, false},
+		{"1 ", 0, false}, {"x", 0, false}, {"99999999999999999999999", 0, false},
+	} {
+		if got, ok := num.find(tc.id); ok != tc.ok || ok && got != tc.want {
+			t.Errorf("find(%q) = %d, %v; want %d, %v", tc.id, got, ok, tc.want, tc.ok)
+		}
+	}
+	// Other IDs, including row numbers out of order, use the map.
+	for _, ids := range [][]string{{"a", "b"}, {"1", "0"}, {"0", "01"}, {"0", "1", "3"}} {
+		x := indexIDs(ids)
+		if x.byID == nil {
+			t.Fatalf("%v: not hashed", ids)
+		}
+		for i, id := range ids {
+			if got, ok := x.find(id); !ok || got != i {
+				t.Errorf("%v: find(%q) = %d, %v", ids, id, got, ok)
+			}
+		}
+	}
+	if _, ok := indexIDs(nil).find("0"); ok {
+		t.Error("found an ID of an empty endpoint")
+	}
+}
+
+// The parsed index answers every ID as the map of the same IDs does.
+func FuzzIDIndex(f *testing.F) {
+	for _, s := range []string{"0", "12", "012", "", "9", "10", "-0", "1e3"} {
+		f.Add(s, uint16(11))
+	}
+	f.Fuzz(func(t *testing.T, id string, n uint16) {
+		ids := rowIDs(int(n % 2000))
+		m := make(map[string]int, len(ids))
+		for i, s := range ids {
+			m[s] = i
+		}
+		want, wok := m[id]
+		got, ok := indexIDs(ids).find(id)
+		if ok != wok || got != want && ok {
+			t.Fatalf("find(%q) with %d rows = %d, %v; map says %d, %v", id, len(ids), got, ok, want, wok)
+		}
+	})
+}
