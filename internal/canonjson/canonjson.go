@@ -204,6 +204,11 @@ func encodeString(buf Writer, s string) error {
 		return fmt.Errorf("canonjson: string is not valid UTF-8")
 	}
 	buf.WriteByte('"')
+	if !needsEscape(s) { // IDs and keys: written as they are, in one call
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return nil
+	}
 	for _, r := range s {
 		switch r {
 		case '"':
@@ -230,6 +235,17 @@ func encodeString(buf Writer, s string) error {
 	}
 	buf.WriteByte('"')
 	return nil
+}
+
+// needsEscape reports whether s has a byte that RFC 8785 escapes: '"',
+// '\\' or a control character. Valid UTF-8 beyond ASCII is written as it is.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return true
+		}
+	}
+	return false
 }
 
 // FormatNumber formats f as ECMAScript's Number.prototype.toString does

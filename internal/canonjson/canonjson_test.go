@@ -3,7 +3,9 @@ package canonjson
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestFormatNumber(t *testing.T) {
@@ -103,4 +105,55 @@ func TestArrayHashesLikeSlice(t *testing.T) {
 			t.Fatalf("empty=%v: Array hash %s, slice hash %s", empty, hb, ha)
 		}
 	}
+}
+
+// escapeRunes is the rune-by-rune escaping of RFC 8785 §3.2.2.2, the
+// reference for encodeString's whole-string fast path.
+func escapeRunes(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func FuzzEncodeString(f *testing.F) {
+	for _, s := range []string{"", "id-17", "a\"b", `back\slash`, "tab\there", "\x01\x7f", "é€😀", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := Marshal(s)
+		if !utf8.ValidString(s) {
+			if err == nil {
+				t.Fatalf("invalid UTF-8 %q accepted", s)
+			}
+			return
+		}
+		if err != nil || string(got) != escapeRunes(s) {
+			t.Fatalf("Marshal(%q) = %s, %v; want %s", s, got, err, escapeRunes(s))
+		}
+	})
 }
