@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/x448/float16"
@@ -93,6 +94,7 @@ type Dense struct {
 	// construction and before scoring; values that cannot change need one
 	// scan of a large mapped file, not three.
 	finite *atomic.Bool
+	memo   *sync.Map // read-only storage only: see Memo
 }
 
 // NewDense64 wraps data (rows*cols values, row-major) without copying.
@@ -406,6 +408,7 @@ func (m *Dense) RowSlice(lo, hi int) *Dense {
 	if !m.knownFinite() {
 		c.finite = nil // a clean scan of these rows says nothing of the others
 	}
+	c.memo = nil // facts of the whole matrix are not the slice's
 	a, b := lo*m.cols, hi*m.cols
 	switch m.dtype {
 	case Float16:
@@ -455,6 +458,9 @@ func (m *Dense) ReadOnly() *Dense {
 	m.readOnly = true
 	if m.finite == nil {
 		m.finite = new(atomic.Bool)
+	}
+	if m.memo == nil {
+		m.memo = new(sync.Map)
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package rank
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -20,19 +21,48 @@ type endpointScan struct {
 }
 
 // scanEndpoint runs the fused pass, or returns nil for endpoints it does
-// not handle (sparse, float16): those take the separate passes.
+// not handle (sparse, float16): those take the separate passes. On
+// read-only storage (a mapped file) the scan is remembered on the matrix
+// (matrix.Dense.Memo), so the load-time check (FirstNonFinite), dataset
+// construction and every evaluation of the endpoint read it once; its
+// result does not depend on threads. Callers must not modify the scan.
 func scanEndpoint(m matrix.Matrix, cosine bool, threads int) *endpointScan {
 	d, ok := m.(*matrix.Dense)
 	if !ok {
 		return nil
 	}
+	var scan func() *endpointScan
 	switch d.DType() {
 	case matrix.Float32:
-		return scanRows(d.Float32Data(), d.Rows(), d.Cols(), cosine, threads)
+		scan = func() *endpointScan { return scanRows(d.Float32Data(), d.Rows(), d.Cols(), cosine, threads) }
 	case matrix.Float64:
-		return scanRows(d.Float64Data(), d.Rows(), d.Cols(), cosine, threads)
+		scan = func() *endpointScan { return scanRows(d.Float64Data(), d.Rows(), d.Cols(), cosine, threads) }
+	default:
+		return nil
 	}
-	return nil
+	sc := d.Memo(scanKey{cosine}, func() any { return scan() }).(*endpointScan)
+	if !sc.bad {
+		d.MarkFinite() // every value was read
+	}
+	return sc
+}
+
+// scanKey is the memo key of an endpoint's fused scan.
+type scanKey struct{ cosine bool }
+
+// FirstNonFinite returns the first NaN or ±Inf of an endpoint in row-major
+// order, by the check scoring runs (SPEC §4.9). A caller that checks its
+// inputs at load (the CLI names the file) should use it: on read-only
+// storage the scan, and under cosine the row norms it computes on the way,
+// are remembered, so scoring the endpoint with sim does not read it again.
+func FirstNonFinite(m matrix.Matrix, sim Similarity, threads int) (row, col int, bad bool) {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if sc := scanEndpoint(m, sim == Cosine, threads); sc != nil {
+		return sc.badRow, sc.badCol, sc.bad
+	}
+	return firstNonFinite(m, threads)
 }
 
 func scanRows[T float32 | float64](data []T, rows, cols int, cosine bool, threads int) *endpointScan {

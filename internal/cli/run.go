@@ -20,6 +20,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -368,7 +369,11 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 	if err := checkWidth(path, endpoint, m); err != nil {
 		return none, nil, err
 	}
-	if err := checkFinite(path, endpoint, m, ids); err != nil {
+	// The load-time check is scoring's own fused scan: on a mapped file it is
+	// remembered with the cosine norms, so scoring does not read the file
+	// again for them.
+	sim, _ := rank.ParseSimilarity(fl.config.similarity) // validated by the config already
+	if err := checkFinite(path, endpoint, m, ids, sim); err != nil {
 		return none, nil, err
 	}
 	if err := checkAligned(side, idsPath, ids, path, m); err != nil {
@@ -479,8 +484,8 @@ func checkAligned(side, idPath string, ids []string, embPath string, m matrix.Ma
 }
 
 // checkFinite reports the first NaN/Inf of a file with its row, ID and column.
-func checkFinite(path, endpoint string, m matrix.Matrix, ids []string) error {
-	r, c, bad := matrix.FirstNonFiniteParallel(m, 0) // the scan of a large file is on the critical path
+func checkFinite(path, endpoint string, m matrix.Matrix, ids []string, sim rank.Similarity) error {
+	r, c, bad := rank.FirstNonFinite(m, sim, 0) // the scan of a large file is on the critical path
 	if !bad {
 		return nil
 	}
