@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package kernel
+
+func dot64PairsSIMD(q []float64, qoff []int32, g []float64, goff []int32, d int, out []float64) {
+	panic("unreachable")
+}
