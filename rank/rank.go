@@ -265,7 +265,7 @@ func (s *scorer) score(ctx context.Context) error {
 		return err
 	}
 	s.screen = s.newScreen()
-	s.screen16 = s.newScreen16() // int16 screen of the float32 protocol (screen16.go)
+	s.screen16 = s.newScreen16(ctx) // int16 screens (screen16.go, screen16_64.go)
 	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
 }
@@ -738,7 +738,7 @@ func (s *scorer) run(ctx context.Context) error {
 	}
 	if st := s.screen; st != nil {
 		s.stats.Screened = true
-		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
+		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load(), Kind: "float32"}
 	}
 	s.screen16Stats() // int16 screen of the float32 protocol (screen16.go)
 	err = s.merge(ctx, parts)
