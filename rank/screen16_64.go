@@ -106,18 +106,17 @@ func (s *scorer) screened16Block64(w *workspace, g0, g1, qb int, checkCtx func()
 	g32 := w.g32[:gn*d]
 	rows := &w.rows64
 	rows.reset(s.g, g0, gn)
-	// One pass over the block, as screenedBlock: the float32 rounding of
-	// each working row, whether it fits float32, and its norm bound.
+	// The float64 working rows of the block, produced once (block64, as the
+	// exhaustive path does): unlike the float32 screen's few, the int16
+	// screen's undecided pairs touch most rows of a block. Then one pass:
+	// the float32 rounding of each row, whether it fits float32, and its
+	// norm bound.
+	y := rows.span(0, gn)
 	x.r64 = growTo(x.r64, gn)
-	w.tmp = growTo(w.tmp, d)
 	fits := true
 	for j := range gn {
 		var f bool
-		if rows.direct != nil {
-			x.r64[j], f = convertNormBound(rows.direct[j*d:(j+1)*d], g32[j*d:(j+1)*d])
-		} else {
-			x.r64[j], f = s.g.screenRow(g0+j, w.tmp, g32[j*d:(j+1)*d])
-		}
+		x.r64[j], f = convertNormBound(y[j*d:(j+1)*d], g32[j*d:(j+1)*d])
 		fits = fits && f
 	}
 	if !fits {
@@ -126,7 +125,7 @@ func (s *scorer) screened16Block64(w *workspace, g0, g1, qb int, checkCtx func()
 		// error names the same pair. Otherwise no exact score of the
 		// block can overflow (screen.md §8.2).
 		st.blocks.Add(1)
-		return exactBlock(s, w, g0, g1, qb, s.q64, rows.span(0, gn), &w.s64, kernel.Dot64, checkCtx)
+		return exactBlock(s, w, g0, g1, qb, s.q64, y, &w.s64, kernel.Dot64, checkCtx)
 	}
 	qb = max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
 	sub := screen16SubRows
