@@ -28,12 +28,13 @@ import (
 
 // screen16x64MaxUndecided is the largest undecided share of the sampled
 // pairs for which a float64-protocol run takes the int16 screen instead of
-// the float32 one (screen.md §8.3): at d = 768 on this machine class the
-// integer tile costs about 0.52 of the blocked float32 screen per pair and
-// each undecided pair about 21 float32-screened pairs (kernel.Dot64Pairs),
-// so the int16 screen breaks even near 2 % undecided; at 1.2 % it is
-// expected to cost at most about 0.8 of the float32 screen.
-const screen16x64MaxUndecided = 0.012
+// the float32 one (screen.md §8.4): at d = 768 on this machine class the
+// integer tile costs about 0.51 of the blocked float32 screen per pair and
+// each undecided pair 23–36 float32-screened pairs (kernel.Dot64Pairs,
+// in cache and in a run), so the int16 screen breaks even near 1.5 %
+// undecided; at 1 % it is expected to cost at most about 0.85 of the
+// float32 screen.
+const screen16x64MaxUndecided = 0.01
 
 // newScreen16x64 prepares the int16 screen of the float64 protocol over
 // the float32 screen's state, or returns nil (the float32 screen runs).
