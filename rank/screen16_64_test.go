@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -293,5 +294,22 @@ func TestScreen16x64ChoosesFromSample(t *testing.T) {
 		if !st.Screened || st.Screen.Kind != want {
 			t.Fatalf("%s: screened %v by %q, want %q", c.name, st.Screened, st.Screen.Kind, want)
 		}
+	}
+}
+
+// A cancelled run under the float64 int16 screen returns the context's
+// error (the sub-block loop checks it).
+func TestScreen16x64Cancel(t *testing.T) {
+	forceScreen16(t)
+	r := rand.New(rand.NewPCG(93, 94))
+	c := screenCases(r, 16, 24, 20000)[0]
+	p := denseProblem(t, c, r)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ctx = WithProgress(ctx, func(done, total int64) { cancel() })
+	var st Stats
+	_, err := Score(ctx, p, Options{Similarity: Dot, Precision: Float64, QueryBatch: 24, GalleryBatch: 200, Threads: 2, Stats: &st})
+	if err != context.Canceled {
+		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
