@@ -6,10 +6,11 @@ import (
 	"testing"
 )
 
-// TestDot64PairsMatchesDotRow64 compares Dot64Pairs with DotRow64 bit for
+// TestDot64PairsMatchesDotRow64 compares Dot64Pairs and Dot64PairsQuery
+// (one query row for all pairs) with DotRow64 bit for
 // bit under every available kernel (the AVX-512 chains run only under
 // avx512; the others and -tags purego take the portable loop) on scattered
-// pairs: repeats, short last groups of 8 pairs, every partial last block
+// pairs: repeats, short last groups of 8 and 16 pairs, every partial last block
 // of 8 dimensions, values from subnormal to overflowing, signed zeros.
 func TestDot64PairsMatchesDotRow64(t *testing.T) {
 	before := Name()
@@ -49,7 +50,7 @@ func TestDot64PairsMatchesDotRow64(t *testing.T) {
 			for i := range q {
 				q[i] = val()
 			}
-			for _, n := range []int{1, 7, 8, 9, 63, 64, 65} {
+			for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 63, 64, 65} {
 				goff, qoff := make([]int32, n), make([]int32, n)
 				for l := range goff {
 					goff[l], qoff[l] = int32(r.IntN(rows)*d), int32(r.IntN(qrows)*d)
@@ -61,6 +62,16 @@ func TestDot64PairsMatchesDotRow64(t *testing.T) {
 					got := out[l]
 					if math.Float64bits(got) != math.Float64bits(want) && !(got != got && want != want) {
 						t.Fatalf("%s d=%d n=%d lane %d: got %v, want %v (SIMD %v)", name, d, n, l, got, want, gatherSIMD())
+					}
+				}
+				// One query row for every pair: Dot64PairsQuery.
+				qr := q[qoff[0] : int(qoff[0])+d]
+				Dot64PairsQuery(qr, g, goff, d, out)
+				for l, o := range goff {
+					want := DotRow64(qr, g[o:int(o)+d])
+					got := out[l]
+					if math.Float64bits(got) != math.Float64bits(want) && !(got != got && want != want) {
+						t.Fatalf("%s query d=%d n=%d lane %d: got %v, want %v (SIMD %v)", name, d, n, l, got, want, gatherSIMD())
 					}
 				}
 			}
@@ -86,6 +97,13 @@ func TestDot64PairsNegativeZero(t *testing.T) {
 				t.Fatalf("d=%d lane %d: got %v, want −0", d, l, v)
 			}
 		}
+		out = make([]float64, 17)
+		Dot64PairsQuery(q, g, make([]int32, 17), d, out)
+		for l, v := range out {
+			if math.Float64bits(v) != math.Float64bits(want) {
+				t.Fatalf("query d=%d lane %d: got %v, want −0", d, l, v)
+			}
+		}
 	}
 }
 
@@ -108,5 +126,27 @@ func BenchmarkDot64Pairs(b *testing.B) {
 	b.SetBytes(n) // pairs
 	for b.Loop() {
 		Dot64Pairs(q, qoff, g, goff, d, out)
+	}
+}
+
+func BenchmarkDot64PairsQuery(b *testing.B) {
+	const d, rows, n = 768, 512, 4096
+	r := rand.New(rand.NewPCG(1, 2))
+	g := make([]float64, rows*d)
+	q := make([]float64, d)
+	for i := range g {
+		g[i] = r.NormFloat64()
+	}
+	for i := range q {
+		q[i] = r.NormFloat64()
+	}
+	goff := make([]int32, n)
+	for l := range goff {
+		goff[l] = int32(r.IntN(rows) * d)
+	}
+	out := make([]float64, n)
+	b.SetBytes(n) // pairs
+	for b.Loop() {
+		Dot64PairsQuery(q, g, goff, d, out)
 	}
 }
