@@ -76,6 +76,9 @@ type ws16 struct {
 	// float64 protocol (screen16_64.go)
 	r64    []float64 // the block rows' norm bounds
 	vals64 []float64 // exact scores of the listed pairs
+	tmp64  []float64 // the same, grouped by query
+	start  []int32   // per query: where its pairs start (then end) in the grouping
+	order  []int32   // the grouping: positions in need
 }
 
 // need16 is a pair that needs its exact score: query, offset, whether

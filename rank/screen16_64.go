@@ -47,14 +47,16 @@ func (s *scorer) newScreen16x64(ctx context.Context) *screen16State {
 	qlen := kernel.Int16QueryLen(s.nq, d)
 	// What this screen holds beyond the float32 screen's state: the packed
 	// queries and their bounds, the sample, and per worker a packed
-	// sub-block and its cheap scores (SPEC §7.5). Without the room the
-	// float32 screen runs, which needs none of it.
+	// sub-block, its cheap scores and the list of pairs to verify (with
+	// their grouping by query) (SPEC §7.5). Without the room the float32
+	// screen runs, which needs none of it.
 	sn := int64(min(s.ng, 4096))
 	qb := int64(max(kernel.Int16QueryTile, min(s.o.QueryBatch, s.nq)))
 	need := memory.Sum(
 		memory.Bytes(int64(qlen), 4), memory.Bytes(int64(s.nq), 4*8+4+1),
 		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
-		memory.Bytes(int64(s.threads), memory.Sum(memory.Bytes(int64(screen16SubRows), int64(d)+1, 2), memory.Bytes(qb, int64(screen16SubRows), 4))))
+		memory.Bytes(int64(s.threads), memory.Sum(memory.Bytes(int64(screen16SubRows), int64(d)+1, 2), memory.Bytes(qb, int64(screen16SubRows), 4),
+			memory.Bytes(verify16x64Pairs+qb*int64(screen16SubRows), 16+8+8+4+4), memory.Bytes(int64(s.nq)+1, 4))))
 	if memory.Check(ctx, "Int16 screen (packed queries and sub-blocks)", need) != nil {
 		return nil
 	}
@@ -132,6 +134,11 @@ func (s *scorer) screened16Block64(w *workspace, g0, g1, qb int, checkCtx func()
 	sub := screen16SubRows
 	x.out = growTo(x.out, qb*sub)
 	np := kernel.Int16Pairs(d)
+	// The pairs to verify are collected over the whole block (offsets from
+	// g0), so that each query's are scored together (verify16x64), and
+	// verified at the end or when the list is long. Decisions commute and
+	// a stale nearest negative only lists more candidates (screen.md §8.3).
+	x.need = x.need[:0]
 	for j0 := 0; j0 < gn; j0 += sub {
 		if err := checkCtx(); err != nil {
 			return err
@@ -157,7 +164,7 @@ func (s *scorer) screened16Block64(w *workspace, g0, g1, qb int, checkCtx func()
 			kernel.DotInt16(st.qp[q0*np:], qn, x.gp, sn, d, st.qs[q0:q1], x.gs[:sn], out)
 			t1 := time.Now()
 			w.kernel += t1.Sub(t0)
-			x.need = x.need[:0]
+			first := len(x.need)
 			for i := range qn {
 				q := q0 + i
 				if !s.screened16Row(w, x, q, g0+j0, out[i*sn:(i+1)*sn], st.bound(q, b)) {
@@ -167,14 +174,27 @@ func (s *scorer) screened16Block64(w *workspace, g0, g1, qb int, checkCtx func()
 					}
 				}
 			}
-			s.verify16x64(w, x, g0+j0, rows, j0)
+			for k := first; k < len(x.need); k++ {
+				x.need[k].j += int32(j0) // offsets from g0
+			}
+			if len(x.need) >= verify16x64Pairs {
+				s.verify16x64(w, x, g0, rows)
+			}
 			w.fold += time.Since(t1)
 		}
 		st.pairs.Add(int64(s.nq * sn))
 		s.meter.add(int64(s.nq) * int64(sn))
 	}
+	t0 := time.Now()
+	s.verify16x64(w, x, g0, rows)
+	w.fold += time.Since(t0)
 	return nil
 }
+
+// verify16x64Pairs is the list length at which verify16x64 runs before the
+// end of a block: long enough that a query has many pairs to score
+// together, short enough to bound the list's memory (2 MiB per worker).
+const verify16x64Pairs = 1 << 17
 
 // exact16Row64 is the exhaustive float64 path for query q against the sn
 // block rows from j0 (gallery rows from g0).
@@ -187,34 +207,60 @@ func (s *scorer) exact16Row64(w *workspace, q, g0 int, rows *blockRows64, j0, sn
 	return consume(s, w.part, q, g0, exact)
 }
 
-// verify16x64 scores the listed pairs (of a query block against the block
-// rows from j0, gallery rows from g0) exactly in float64 and applies their
-// decisions (apply16). kernel.Dot64Pairs scores them in one call, 8 pairs
-// per vector: the bits of kernel.DotRow64, so of the exhaustive path.
-func (s *scorer) verify16x64(w *workspace, x *ws16, g0 int, rows *blockRows64, j0 int) {
+// verify16x64 scores the listed pairs (x.need, offsets from the block's
+// first row g0) exactly in float64 and applies their decisions (apply16).
+// The pairs are grouped by query (a counting sort) and each query's are
+// scored by one kernel.Dot64PairsQuery call: the bits of kernel.DotRow64,
+// so of the exhaustive path.
+func (s *scorer) verify16x64(w *workspace, x *ws16, g0 int, rows *blockRows64) {
 	need := x.need
 	if len(need) == 0 {
 		return
 	}
-	d := s.d
-	s.screen16.exact.Add(int64(len(need)))
-	x.vals64 = growTo(x.vals64, len(need))
-	// Produce every row first: the cache may move while it grows.
-	for _, nd := range need {
-		rows.row(j0 + int(nd.j))
+	d, n := s.d, len(need)
+	s.screen16.exact.Add(int64(n))
+	x.vals64 = growTo(x.vals64, n)
+	for _, nd := range need { // produced already (the whole block); the cache may move while it grows
+		rows.row(int(nd.j))
 	}
 	base := rows.pairBase()
-	if len(base) > math.MaxInt32 || len(s.q64) > math.MaxInt32 { // offsets are int32
+	if len(base) > math.MaxInt32 { // offsets are int32
 		for i, nd := range need {
-			x.vals64[i] = kernel.DotRow64(s.q64[int(nd.q)*d:(int(nd.q)+1)*d], rows.row(j0+int(nd.j)))
+			x.vals64[i] = kernel.DotRow64(s.q64[int(nd.q)*d:(int(nd.q)+1)*d], rows.row(int(nd.j)))
 		}
-	} else {
-		x.off = growTo(x.off, 2*len(need))
-		qoff, goff := x.off[:len(need)], x.off[len(need):]
-		for i, nd := range need {
-			qoff[i], goff[i] = nd.q*int32(d), int32(rows.pairOffset(j0+int(nd.j)))
+		apply16(s, w, x, g0, x.vals64)
+		return
+	}
+	// start[q]…start[q+1]: the positions of query q's pairs in order.
+	x.start = growTo(x.start, s.nq+1)
+	start := x.start
+	clear(start)
+	for _, nd := range need {
+		start[nd.q+1]++
+	}
+	for q := range s.nq {
+		start[q+1] += start[q]
+	}
+	x.order = growTo(x.order, n)
+	x.off = growTo(x.off, n)
+	x.tmp64 = growTo(x.tmp64, n)
+	order, goff := x.order, x.off[:n]
+	for i, nd := range need {
+		k := start[nd.q]
+		order[k], goff[k] = int32(i), int32(rows.pairOffset(int(nd.j)))
+		start[nd.q]++
+	}
+	// start[q] is now the end of query q's pairs.
+	lo := int32(0)
+	for q := range s.nq {
+		hi := start[q]
+		if hi > lo {
+			kernel.Dot64PairsQuery(s.q64[q*d:(q+1)*d], base, goff[lo:hi], d, x.tmp64[lo:hi])
 		}
-		kernel.Dot64Pairs(s.q64, qoff, base, goff, d, x.vals64)
+		lo = hi
+	}
+	for k, i := range order {
+		x.vals64[i] = x.tmp64[k]
 	}
 	apply16(s, w, x, g0, x.vals64)
 }
