@@ -56,7 +56,7 @@ func (s *scorer) newScreen16x64(ctx context.Context) *screen16State {
 		memory.Bytes(int64(qlen), 4), memory.Bytes(int64(s.nq), 4*8+4+1),
 		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
 		memory.Bytes(int64(s.threads), memory.Sum(memory.Bytes(int64(screen16SubRows), int64(d)+1, 2), memory.Bytes(qb, int64(screen16SubRows), 4),
-			memory.Bytes(verify16x64Pairs+qb*int64(screen16SubRows), 16+8+8+4+4), memory.Bytes(int64(s.nq)+1, 4))))
+			memory.Bytes(int64(verify16x64Pairs)+qb*int64(screen16SubRows), 16+8+8+4+4), memory.Bytes(int64(s.nq)+1, 4))))
 	if memory.Check(ctx, "Int16 screen (packed queries and sub-blocks)", need) != nil {
 		return nil
 	}
@@ -194,7 +194,7 @@ func (s *scorer) screened16Block64(w *workspace, g0, g1, qb int, checkCtx func()
 // verify16x64Pairs is the list length at which verify16x64 runs before the
 // end of a block: long enough that a query has many pairs to score
 // together, short enough to bound the list's memory (2 MiB per worker).
-const verify16x64Pairs = 1 << 17
+var verify16x64Pairs = 1 << 17 // a variable for tests
 
 // exact16Row64 is the exhaustive float64 path for query q against the sn
 // block rows from j0 (gallery rows from g0).

@@ -41,7 +41,7 @@ func screen16x64Cases(r *rand.Rand, d, nq, ng int) []screenCase {
 // sub-block sizes and thread counts; and it is the screen that ran.
 func TestScreened16x64EqualsExhaustive(t *testing.T) {
 	forceScreen16(t)
-	defer func(n int) { screen16SubRows = n }(screen16SubRows)
+	defer func(n, v int) { screen16SubRows, verify16x64Pairs = n, v }(screen16SubRows, verify16x64Pairs)
 	r := rand.New(rand.NewPCG(81, 82))
 	for _, d := range []int{1, 3, 17, 384, 769, 1536} {
 		nq, ng := 26, 160
@@ -60,6 +60,7 @@ func TestScreened16x64EqualsExhaustive(t *testing.T) {
 						continue // as TestScreenedEqualsExhaustive
 					}
 					screen16SubRows = []int{32, 64, 512}[r.IntN(3)]
+					verify16x64Pairs = []int{1, 5, 1 << 17}[r.IntN(3)] // verified after each query block, or at the block's end
 					o := Options{Similarity: sim, Precision: Float64, QueryBatch: 1 + r.IntN(30), GalleryBatch: 7 + r.IntN(90), Threads: 1 + r.IntN(2)}
 					diff, st := screenedVsExhaustive(t, p, o)
 					if diff != "" {
