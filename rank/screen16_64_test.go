@@ -189,23 +189,25 @@ func TestScreen16x64ShrunkBoundIsCaught(t *testing.T) {
 
 // Gallery blocks beyond the int16 screen's range (values beyond float32)
 // are scored exactly (ScreenStats.ExactTiles) while the others are
-// screened, and every number equals exhaustive float64 evaluation; with
-// values near the float64 limit the exact scores overflow, and the error
-// names the same query and gallery IDs as exhaustive evaluation.
+// screened, and every number equals exhaustive float64 evaluation; rows
+// within float32 whose cheap scores overflow (1e10 · 1e30) are scored
+// exactly row by row; with values near the float64 limit the exact scores
+// overflow, and the error names the same query and gallery IDs as
+// exhaustive evaluation.
 func TestScreen16x64BeyondRangeBlocksScoredExactly(t *testing.T) {
 	forceScreen16(t)
 	r := rand.New(rand.NewPCG(87, 88))
 	for _, d := range []int{1, 17, 384} {
-		for _, big := range []float64{1e40, 1e300} {
+		for _, big := range []float64{1e30, 1e40, 1e300} {
 			nq, ng := 23, 300
 			c := screenCase{name: "beyond float32"}
+			qscale := map[float64]float64{
+				1e30:  1e10,  // within float32, but the cheap scores overflow: those rows are scored exactly
+				1e40:  1e-25, // beyond float32: the block is scored exactly
+				1e300: 1e30,  // 1e30·1e300 overflows float64: the run fails
+			}[big]
 			for range nq {
-				c.q = append(c.q, gauss(r, d, 1e-25))
-			}
-			if big > 1e100 {
-				for q := range c.q {
-					c.q[q] = gauss(r, d, 1e30) // 1e30·1e300 overflows float64
-				}
+				c.q = append(c.q, gauss(r, d, qscale))
 			}
 			for i := range ng {
 				scale := 1.0
@@ -223,6 +225,12 @@ func TestScreen16x64BeyondRangeBlocksScoredExactly(t *testing.T) {
 			if big > 1e100 {
 				if _, err := Score(t.Context(), p, o); err == nil || !strings.Contains(err.Error(), "g10") {
 					t.Fatalf("d=%d: error %v, want one naming a row of the overflowing block", d, err)
+				}
+				continue
+			}
+			if big == 1e30 {
+				if st.Screen.Kind != "int16" || st.Screen.ExactTiles != 0 || st.Screen.Pairs != int64(nq*ng) || st.Screen.Exact < int64(10*nq) {
+					t.Fatalf("d=%d: screen %q, %d blocks exact, %d of %d pairs screened, %d exact", d, st.Screen.Kind, st.Screen.ExactTiles, st.Screen.Pairs, nq*ng, st.Screen.Exact)
 				}
 				continue
 			}
