@@ -47,12 +47,17 @@ func (s *scorer) newScreen16x64(ctx context.Context) *screen16State {
 	qlen := kernel.Int16QueryLen(s.nq, d)
 	// What this screen holds beyond the float32 screen's state: the packed
 	// queries and their bounds, the sample, and per worker a packed
-	// sub-block, its cheap scores and the list of pairs to verify (with
-	// their grouping by query) (SPEC §7.5). Without the room the float32
-	// screen runs, which needs none of it.
+	// sub-block, its cheap scores, the list of pairs to verify (with their
+	// grouping by query) and, unless stored so, the block's float64 working
+	// rows (SPEC §7.5). Without the room the float32 screen runs, which
+	// needs none of it.
 	sn := int64(min(s.ng, 4096))
 	qb := int64(max(kernel.Int16QueryTile, min(s.o.QueryBatch, s.nq)))
-	need := memory.Sum(
+	var block int64
+	if s.g.direct64 == nil {
+		block = memory.Bytes(int64(s.threads), int64(s.galleryBlock()), int64(d), 8)
+	}
+	need := memory.Sum(block,
 		memory.Bytes(int64(qlen), 4), memory.Bytes(int64(s.nq), 4*8+4+1),
 		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
 		memory.Bytes(int64(s.threads), memory.Sum(memory.Bytes(int64(screen16SubRows), int64(d)+1, 2), memory.Bytes(qb, int64(screen16SubRows), 4),
@@ -75,18 +80,23 @@ func (s *scorer) newScreen16x64(ctx context.Context) *screen16State {
 	}
 	row := make([]int16, d)
 	st.allOK = true
-	for q := range s.nq {
-		// fs.q32 is fl32 of the float64 working query row, fs.rq ≥ its norm.
-		sg, n, r, _, ok := quantise16(fs.q32[q*d:(q+1)*d], row)
-		if !ok { // a value beyond float32: the float32 screen handles its rows
-			return nil
+	quantise := func(q0, q1 int) bool {
+		for q := q0; q < q1; q++ {
+			// fs.q32 is fl32 of the float64 working query row, fs.rq ≥ its norm.
+			sg, n, r, _, ok := quantise16(fs.q32[q*d:(q+1)*d], row)
+			if !ok { // a value beyond float32: the float32 screen handles its rows
+				return false
+			}
+			kernel.PackInt16Query(row, q, st.qp)
+			st.qs[q], st.qn[q], st.qR[q], st.qok[q] = float32(sg), n, fs.rq[q], true
+			st.qr[q] = st.rho(r, fs.rq[q])
+			st.maxQR = max(st.maxQR, fs.rq[q])
 		}
-		kernel.PackInt16Query(row, q, st.qp)
-		st.qs[q], st.qn[q], st.qR[q], st.qok[q] = float32(sg), n, fs.rq[q], true
-		st.qr[q] = st.rho(r, fs.rq[q])
-		st.maxQR = max(st.maxQR, fs.rq[q])
+		return true
 	}
-	if !screen16Force && !st.samplePays(s, screen16x64MaxUndecided) {
+	// The sample's queries first: a run the sample rejects quantises no more.
+	ns := min(s.nq, 2*kernel.Int16QueryTile)
+	if !quantise(0, ns) || !screen16Force && !st.samplePays(s, screen16x64MaxUndecided) || !quantise(ns, s.nq) {
 		return nil
 	}
 	fs.q32 = nil // the float32 screen does not run; s.screen stays set for the workspaces
