@@ -4,11 +4,13 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -320,5 +322,36 @@ func TestScreen16x64Cancel(t *testing.T) {
 	_, err := Score(ctx, p, Options{Similarity: Dot, Precision: Float64, QueryBatch: 24, GalleryBatch: 200, Threads: 2, Stats: &st})
 	if err != context.Canceled {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// The float64 int16 screen runs only when the memory budget in the
+// context has room for what it holds; otherwise the float32 screen runs
+// (it needs none of it), with the same results.
+func TestScreen16x64MemoryBudget(t *testing.T) {
+	forceScreen16(t)
+	r := rand.New(rand.NewPCG(95, 96))
+	p := denseProblem(t, screenCases(r, 384, 20, 200)[1], r)
+	for _, c := range []struct {
+		limit int64
+		kind  string
+	}{{1 << 10, "float32"}, {1 << 40, "int16"}} {
+		var st Stats
+		o := Options{Similarity: Cosine, Precision: Float64, QueryBatch: 8, GalleryBatch: 64, Stats: &st}
+		got, err := Score(memory.WithLimit(t.Context(), c.limit), p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Exhaustive, o.Stats = true, nil
+		want, err := Score(t.Context(), p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: results differ from exhaustive", c.limit)
+		}
+		if st.Screen.Kind != c.kind {
+			t.Fatalf("limit %d: %q screen ran, want %q", c.limit, st.Screen.Kind, c.kind)
+		}
 	}
 }
