@@ -186,48 +186,59 @@ func (s *scorer) newScreen16(ctx context.Context) *screen16State {
 
 // samplePays screens the first queries (at most 24) against up to 4096
 // gallery rows spread over the gallery and reports whether the share of
-// pairs the rank rules leave undecided is at most limit.
+// pairs the rank rules leave undecided is at most limit. The sample is
+// quantised and bounded in sub-blocks of screen16SubRows rows, as a run is.
 func (st *screen16State) samplePays(s *scorer, limit float64) bool {
 	d := s.d
 	nq := min(s.nq, 2*kernel.Int16QueryTile)
-	ng := min(s.ng, 4096)
-	g32 := make([]float32, ng*d)
-	tmp := make([]float64, d)
-	var r64 []float64 // float64 protocol: the working rows' bounds
-	if st.f64 {
-		r64 = make([]float64, ng)
-	}
-	for j := range ng {
-		gi := int(int64(j) * int64(s.ng) / int64(ng))
-		if st.f64 {
-			var fits bool
-			if r64[j], fits = s.g.screenRow(gi, tmp, g32[j*d:(j+1)*d]); !fits {
-				return false // values beyond float32 (scored exactly): keep the float32 screen
-			}
-			continue
-		}
-		copy(g32[j*d:(j+1)*d], s.g.block32(gi, gi+1, g32[j*d:(j+1)*d], tmp))
-	}
-	x := &ws16{}
-	gb := st.quantiseBlock(x, g32, ng, d, r64)
-	if !gb.ok {
-		return false
-	}
-	out := make([]float32, nq*ng)
-	kernel.DotInt16(st.qp, nq, x.gp, ng, d, st.qs[:nq], x.gs, out)
-	var und int64
 	for q := range nq {
 		if !st.qok[q] {
 			return false
 		}
-		e := st.bound(q, gb)
-		ord := s.qs[q].ordScore
-		for _, c := range out[q*ng : (q+1)*ng] {
-			cf := float64(c)
-			for _, sr := range ord {
-				if cf >= sr-e && cf <= sr+e {
-					und++
-					break
+	}
+	ng := min(s.ng, 4096)
+	sub := min(ng, screen16SubRows)
+	g32 := make([]float32, sub*d)
+	tmp := make([]float64, d)
+	var r64 []float64 // float64 protocol: the working rows' bounds
+	if st.f64 {
+		r64 = make([]float64, sub)
+	}
+	out := make([]float32, nq*sub)
+	x := &ws16{}
+	var und int64
+	for j0 := 0; j0 < ng; j0 += sub {
+		sn := min(sub, ng-j0)
+		for j := range sn {
+			gi := int(int64(j0+j) * int64(s.ng) / int64(ng))
+			if st.f64 {
+				var fits bool
+				if r64[j], fits = s.g.screenRow(gi, tmp, g32[j*d:(j+1)*d]); !fits {
+					return false // values beyond float32 (scored exactly): keep the float32 screen
+				}
+				continue
+			}
+			copy(g32[j*d:(j+1)*d], s.g.block32(gi, gi+1, g32[j*d:(j+1)*d], tmp))
+		}
+		var rs []float64
+		if r64 != nil {
+			rs = r64[:sn]
+		}
+		gb := st.quantiseBlock(x, g32[:sn*d], sn, d, rs)
+		if !gb.ok {
+			return false
+		}
+		kernel.DotInt16(st.qp, nq, x.gp, sn, d, st.qs[:nq], x.gs[:sn], out[:nq*sn])
+		for q := range nq {
+			e := st.bound(q, gb)
+			ord := s.qs[q].ordScore
+			for _, c := range out[q*sn : (q+1)*sn] {
+				cf := float64(c)
+				for _, sr := range ord {
+					if cf >= sr-e && cf <= sr+e {
+						und++
+						break
+					}
 				}
 			}
 		}
@@ -247,16 +258,20 @@ type block16 struct {
 // float64 working rows y, whose float32 roundings g32 are) the residual
 // bound covers y − σQ (screen.md §8.1).
 func (st *screen16State) quantiseBlock(x *ws16, g32 []float32, gn, d int, r64 []float64) block16 {
-	x.row16 = growTo(x.row16, d)
+	const group = kernel.Int16GalleryGroup // rows packed together, in sequential stores
+	x.row16 = growTo(x.row16, group*d)
 	x.gp = growTo(x.gp, kernel.Int16GalleryLen(gn, d))
 	x.gs = growTo(x.gs, gn)
 	b := block16{ok: true}
 	for j := range gn {
-		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16)
+		l := j % group
+		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16[l*d:(l+1)*d])
 		if !ok {
 			return block16{}
 		}
-		kernel.PackInt16Gallery(x.row16, j, x.gp)
+		if l == group-1 || j == gn-1 {
+			kernel.PackInt16GalleryGroup(x.row16, j-l, l+1, d, x.gp)
+		}
 		x.gs[j] = float32(sg)
 		if r64 != nil {
 			r, R = st.rho(r, r64[j]), r64[j]
