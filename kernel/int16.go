@@ -21,6 +21,9 @@ const (
 	Int16QueryTile   = 12
 	Int16GalleryTile = 32
 	int16Lanes       = 16
+	// Int16GalleryGroup is the row group of the packed gallery layout
+	// (PackInt16GalleryGroup).
+	Int16GalleryGroup = int16Lanes
 )
 
 // DotInt16Row is the integer dot product of the definition (int32,
@@ -63,6 +66,32 @@ func PackInt16Query(row []int16, i int, dst []int32) {
 // dst: group j/16 holds, for each pair p, the pairs of its 16 rows.
 func PackInt16Gallery(row []int16, j int, dst []int32) {
 	packInt16(row, j, int16Lanes, dst)
+}
+
+// PackInt16GalleryGroup writes the n ≤ Int16GalleryGroup (16) gallery rows of rows (row-major,
+// width d) to positions j0 … j0+n−1 of the packed gallery layout, j0 a
+// multiple of 16: what n PackInt16Gallery calls write, in sequential
+// stores (one row's pairs lie 64 bytes apart in the layout).
+func PackInt16GalleryGroup(rows []int16, j0, n, d int, dst []int32) {
+	if j0%int16Lanes != 0 || n > int16Lanes {
+		panic("kernel: PackInt16GalleryGroup needs a whole group")
+	}
+	np := Int16Pairs(d)
+	rows = rows[:n*d]
+	g := dst[j0*np : (j0+int16Lanes)*np]
+	for p := range d / 2 {
+		o := g[p*int16Lanes : p*int16Lanes+n]
+		k := 2 * p
+		for l := range o {
+			o[l] = int32(uint32(uint16(rows[l*d+k])) | uint32(uint16(rows[l*d+k+1]))<<16)
+		}
+	}
+	if d%2 == 1 {
+		o := g[(np-1)*int16Lanes : (np-1)*int16Lanes+n]
+		for l := range o {
+			o[l] = int32(uint32(uint16(rows[l*d+d-1])))
+		}
+	}
 }
 
 func packInt16(row []int16, i, tile int, dst []int32) {

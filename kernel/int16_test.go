@@ -174,3 +174,28 @@ func TestQuantise16MatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// PackInt16GalleryGroup writes what PackInt16Gallery writes row by row,
+// for whole and partial groups, even and odd widths.
+func TestPackInt16GalleryGroup(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, d := range []int{1, 2, 3, 16, 17, 384, 769} {
+		for _, gn := range []int{1, 15, 16, 17, 33, 40} {
+			rows := int16Rows(r, gn, d)
+			want := make([]int32, Int16GalleryLen(gn, d))
+			got := make([]int32, len(want))
+			for j := range gn {
+				PackInt16Gallery(rows[j*d:(j+1)*d], j, want)
+			}
+			for j0 := 0; j0 < gn; j0 += 16 {
+				n := min(16, gn-j0)
+				PackInt16GalleryGroup(rows[j0*d:(j0+n)*d], j0, n, d, got)
+			}
+			for k := range want {
+				if got[k] != want[k] {
+					t.Fatalf("d=%d gn=%d element %d: got %#x, want %#x", d, gn, k, got[k], want[k])
+				}
+			}
+		}
+	}
+}

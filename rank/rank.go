@@ -121,7 +121,7 @@ type Stats struct {
 	// of score rows into counts, which includes the exact verification of
 	// undecided pairs.
 	Kernel, Fold time.Duration
-	Screened     bool // a screen was used (float32 for the float64 protocol, int16 for float32)
+	Screened     bool // a screen was used (ScreenStats.Kind: float32 or int16 for the float64 protocol, int16 for float32)
 	Screen       ScreenStats
 }
 
@@ -265,7 +265,7 @@ func (s *scorer) score(ctx context.Context) error {
 		return err
 	}
 	s.screen = s.newScreen()
-	s.screen16 = s.newScreen16() // int16 screen of the float32 protocol (screen16.go)
+	s.screen16 = s.newScreen16(ctx) // int16 screens (screen16.go, screen16_64.go)
 	s.stats.Positives = time.Since(t1)
 	return s.run(ctx)
 }
@@ -391,7 +391,7 @@ type scorer struct {
 	cls      *classState // implicit label relevance (classes.go)
 	meter    *meter      // progress of the gallery pass (nil: nobody listens)
 	screen   *screenState
-	screen16 *screen16State // int16 screen of the float32 protocol (screen16.go)
+	screen16 *screen16State // int16 screens (screen16.go; float64 protocol: screen16_64.go)
 	stats    *Stats
 	emit     func(q int, r QueryResult) error
 	// sortedRanks: Options.SortedRanks for a Classes problem (also when it
@@ -738,9 +738,9 @@ func (s *scorer) run(ctx context.Context) error {
 	}
 	if st := s.screen; st != nil {
 		s.stats.Screened = true
-		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
+		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load(), Kind: "float32"}
 	}
-	s.screen16Stats() // int16 screen of the float32 protocol (screen16.go)
+	s.screen16Stats() // int16 screens (screen16.go, screen16_64.go)
 	err = s.merge(ctx, parts)
 	s.stats.Merge = time.Since(t1)
 	return err

@@ -111,9 +111,10 @@ func up(x float64) float64   { return math.Nextafter(x, math.Inf(1)) }
 
 // ScreenStats is what screening did in one run.
 type ScreenStats struct {
-	Pairs      int64 // pairs screened in float32
-	Exact      int64 // undecided pairs scored exactly in float64
-	ExactTiles int64 // gallery blocks rescored exactly (values beyond float32)
+	Pairs      int64  // pairs screened in float32
+	Exact      int64  // undecided pairs scored exactly in float64
+	ExactTiles int64  // gallery blocks rescored exactly (values beyond float32)
+	Kind       string // the screen that ran: "float32" (screen.go) or "int16" (screen16.go, screen16_64.go)
 }
 
 // screenRowBytes bounds one pass of cheap scores (query block × gallery

@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -53,7 +54,9 @@ type screen16State struct {
 	qok            []bool    // the row could be quantised
 	allOK          bool      // every query row was quantised
 	maxQR          float64   // the largest R_q
-	gd, g3, tau    float64   // γ_d(v), γ_3(v) and (d+2)·2⁻¹⁴⁹
+	gd, g3, tau    float64   // γ_d of the exact rule (v; float64 protocol: u), γ_3(v) and (d+2)·2⁻¹⁴⁹
+	f64            bool      // the float64 protocol (screen16_64.go)
+	sdv            float64   // float64 protocol: √d·2⁻¹⁵⁰ of the residual bound
 	pairs, exact   atomic.Int64
 	blocks         atomic.Int64
 	sampled, undec int64 // the selection sample
@@ -70,6 +73,12 @@ type ws16 struct {
 	vals  []float32
 	exact []float32
 	off   []int32 // element offsets of the rows to verify
+	// float64 protocol (screen16_64.go)
+	r64    []float64 // the block rows' norm bounds
+	vals64 []float64 // exact scores of the listed pairs
+	tmp64  []float64 // the same, grouped by query
+	start  []int32   // per query: where its pairs start (then end) in the grouping
+	order  []int32   // the grouping: positions in need
 }
 
 // need16 is a pair that needs its exact score: query, offset, whether
@@ -135,8 +144,11 @@ func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
 
 // newScreen16 prepares the int16 screen, or returns nil when it does not
 // apply or the sample says it would not pay.
-func (s *scorer) newScreen16() *screen16State {
+func (s *scorer) newScreen16(ctx context.Context) *screen16State {
 	o := s.o
+	if o.Precision == Float64 {
+		return s.newScreen16x64(ctx) // screen16_64.go
+	}
 	if o.Exhaustive || ScreenDisabledByEnv() || o.Precision != Float32 || o.Similarity == SquaredL2 || s.sparse ||
 		s.p.Classes != nil || o.TopN > 0 || o.FullRanking || s.q32 == nil || s.d >= 1<<22 ||
 		!(kernel.Int16Fast() && int64(s.nq)*int64(s.ng) >= screen16MinPairs || screen16Force) {
@@ -166,7 +178,7 @@ func (s *scorer) newScreen16() *screen16State {
 		st.qs[q], st.qn[q], st.qr[q], st.qR[q], st.qok[q] = float32(sg), n, r, R, true
 		st.maxQR = max(st.maxQR, R)
 	}
-	if !st.allOK || !screen16Force && !st.samplePays(s) {
+	if !st.allOK || !screen16Force && !st.samplePays(s, screen16MaxUndecided) {
 		return nil
 	}
 	return st
@@ -174,65 +186,96 @@ func (s *scorer) newScreen16() *screen16State {
 
 // samplePays screens the first queries (at most 24) against up to 4096
 // gallery rows spread over the gallery and reports whether the share of
-// pairs the rank rules leave undecided is at most screen16MaxUndecided.
-func (st *screen16State) samplePays(s *scorer) bool {
+// pairs the rank rules leave undecided is at most limit. The sample is
+// quantised and bounded in sub-blocks of screen16SubRows rows, as a run is.
+func (st *screen16State) samplePays(s *scorer, limit float64) bool {
 	d := s.d
 	nq := min(s.nq, 2*kernel.Int16QueryTile)
-	ng := min(s.ng, 4096)
-	g32 := make([]float32, ng*d)
-	tmp := make([]float64, d)
-	for j := range ng {
-		gi := int(int64(j) * int64(s.ng) / int64(ng))
-		copy(g32[j*d:(j+1)*d], s.g.block32(gi, gi+1, g32[j*d:(j+1)*d], tmp))
-	}
-	x := &ws16{}
-	gb := st.quantiseBlock(x, g32, ng, d)
-	if !gb.ok {
-		return false
-	}
-	out := make([]float32, nq*ng)
-	kernel.DotInt16(st.qp, nq, x.gp, ng, d, st.qs[:nq], x.gs, out)
-	var und int64
 	for q := range nq {
 		if !st.qok[q] {
 			return false
 		}
-		e := st.bound(q, gb)
-		ord := s.qs[q].ordScore
-		for _, c := range out[q*ng : (q+1)*ng] {
-			cf := float64(c)
-			for _, sr := range ord {
-				if cf >= sr-e && cf <= sr+e {
-					und++
-					break
+	}
+	ng := min(s.ng, 4096)
+	sub := min(ng, screen16SubRows)
+	g32 := make([]float32, sub*d)
+	tmp := make([]float64, d)
+	var r64 []float64 // float64 protocol: the working rows' bounds
+	if st.f64 {
+		r64 = make([]float64, sub)
+	}
+	out := make([]float32, nq*sub)
+	x := &ws16{}
+	var und int64
+	for j0 := 0; j0 < ng; j0 += sub {
+		sn := min(sub, ng-j0)
+		for j := range sn {
+			gi := int(int64(j0+j) * int64(s.ng) / int64(ng))
+			if st.f64 {
+				var fits bool
+				if r64[j], fits = s.g.screenRow(gi, tmp, g32[j*d:(j+1)*d]); !fits {
+					return false // values beyond float32 (scored exactly): keep the float32 screen
+				}
+				continue
+			}
+			copy(g32[j*d:(j+1)*d], s.g.block32(gi, gi+1, g32[j*d:(j+1)*d], tmp))
+		}
+		var rs []float64
+		if r64 != nil {
+			rs = r64[:sn]
+		}
+		gb := st.quantiseBlock(x, g32[:sn*d], sn, d, rs)
+		if !gb.ok {
+			return false
+		}
+		kernel.DotInt16(st.qp, nq, x.gp, sn, d, st.qs[:nq], x.gs[:sn], out[:nq*sn])
+		for q := range nq {
+			e := st.bound(q, gb)
+			ord := s.qs[q].ordScore
+			for _, c := range out[q*sn : (q+1)*sn] {
+				cf := float64(c)
+				for _, sr := range ord {
+					if cf >= sr-e && cf <= sr+e {
+						und++
+						break
+					}
 				}
 			}
 		}
 	}
 	st.sampled, st.undec = int64(nq*ng), und
-	return float64(und) <= screen16MaxUndecided*float64(nq*ng)
+	return float64(und) <= limit*float64(nq*ng)
 }
 
 // block16 is what the bound needs of a quantised gallery block.
 type block16 struct {
-	n, r, R float64 // the largest row bounds of the block
+	n, r, R float64 // the largest row bounds of the block: ≥ ‖σQ‖, ≥ ‖y − σQ‖, ≥ ‖y‖
 	ok      bool    // every row quantised
 }
 
 // quantiseBlock quantises gn float32 gallery rows into x.gp (packed) and
-// x.gs (steps).
-func (st *screen16State) quantiseBlock(x *ws16, g32 []float32, gn, d int) block16 {
-	x.row16 = growTo(x.row16, d)
+// x.gs (steps). Under the float64 protocol (r64 ≠ nil: the bounds of the
+// float64 working rows y, whose float32 roundings g32 are) the residual
+// bound covers y − σQ (screen.md §8.1).
+func (st *screen16State) quantiseBlock(x *ws16, g32 []float32, gn, d int, r64 []float64) block16 {
+	const group = kernel.Int16GalleryGroup // rows packed together, in sequential stores
+	x.row16 = growTo(x.row16, group*d)
 	x.gp = growTo(x.gp, kernel.Int16GalleryLen(gn, d))
 	x.gs = growTo(x.gs, gn)
 	b := block16{ok: true}
 	for j := range gn {
-		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16)
+		l := j % group
+		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16[l*d:(l+1)*d])
 		if !ok {
 			return block16{}
 		}
-		kernel.PackInt16Gallery(x.row16, j, x.gp)
+		if l == group-1 || j == gn-1 {
+			kernel.PackInt16GalleryGroup(x.row16, j-l, l+1, d, x.gp)
+		}
 		x.gs[j] = float32(sg)
+		if r64 != nil {
+			r, R = st.rho(r, r64[j]), r64[j]
+		}
 		b.n, b.r, b.R = max(b.n, n), max(b.r, r), max(b.R, R)
 	}
 	return b
@@ -264,6 +307,9 @@ var screen16SubRows = 512 // a variable for tests; a multiple of kernel.Int16Gal
 // int16 screen.
 func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() error) error {
 	st := s.screen16
+	if st.f64 {
+		return s.screened16Block64(w, g0, g1, qb, checkCtx) // screen16_64.go
+	}
 	x := st.ws(w)
 	d, gn := s.d, g1-g0
 	g32 := s.g.block32(g0, g1, w.g32, w.tmp)
@@ -286,7 +332,7 @@ func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() e
 		sn := j1 - j0
 		grows := g32[j0*d : j1*d]
 		t0 := time.Now()
-		b := st.quantiseBlock(x, grows, sn, d)
+		b := st.quantiseBlock(x, grows, sn, d, nil)
 		w.fold += time.Since(t0)
 		for q0 := 0; q0 < s.nq; q0 += qb {
 			q1 := min(q0+qb, s.nq)
@@ -307,8 +353,11 @@ func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() e
 			x.need = x.need[:0]
 			for i := range qn {
 				q := q0 + i
-				if err := s.screened16Row(w, x, q, g0+j0, out[i*sn:(i+1)*sn], grows, st.bound(q, b)); err != nil {
-					return err
+				if !s.screened16Row(w, x, q, g0+j0, out[i*sn:(i+1)*sn], st.bound(q, b)) {
+					// An overflowing cheap score: this row is scored exactly.
+					if err := s.exact16Row(w, x, q, g0+j0, grows, sn); err != nil {
+						return err
+					}
 				}
 			}
 			s.verify16(w, x, g0+j0, grows)
@@ -353,13 +402,15 @@ func (s *scorer) exact16Row(w *workspace, x *ws16, q, g0 int, g32 []float32, gn 
 // screened16Row folds one query's cheap scores over gallery rows g0… into
 // its partial result with the decision rules of screen.md §5 (as
 // screenedRow), except that the pairs needing an exact score are only
-// listed (x.need); verify16 scores them and applies their decisions.
-func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, g32 []float32, e float64) error {
+// listed (x.need); verify16 scores them and applies their decisions. It
+// reports false, and changes nothing, when a cheap score of the row is not
+// finite: the caller then scores the row exactly.
+func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, e float64) bool {
 	qi, part := &s.qs[q], w.part
 	runs, maxC, finite := negativeRuns(qi, g0, row, w.runs[:0])
 	w.runs = runs
-	if !finite { // an overflowing cheap score: this row is scored exactly
-		return s.exact16Row(w, x, q, g0, g32, len(row))
+	if !finite {
+		return false
 	}
 	last := len(qi.ordScore) - 1
 	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
@@ -465,7 +516,7 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 	}
 	x.need = need
 	countPositives(qi, g0, len(row), beaten)
-	return nil
+	return true
 }
 
 // verify16 scores the listed pairs (of a query block against the
@@ -476,7 +527,7 @@ func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, 
 // call (the exact float32 chain of each pair: the bits of the exhaustive
 // path), 16 pairs per vector.
 func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
-	d, part := s.d, w.part
+	d := s.d
 	need := x.need
 	if len(need) == 0 {
 		return
@@ -489,9 +540,18 @@ func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
 	}
 	x.vals = growTo(x.vals, len(need))
 	kernel.Dot32Pairs(s.q32, qoff, g32, goff, d, x.vals)
+	apply16(s, w, x, g0, x.vals)
+}
+
+// apply16 applies the exact scores vals of the listed pairs x.need (of
+// gallery rows from g0) and empties the list: each undecided pair leaves
+// the slot the cheap counts gave it and takes the one of its exact score;
+// a nearest-negative candidate raises the nearest negative.
+func apply16[T float32 | float64](s *scorer, w *workspace, x *ws16, g0 int, vals []T) {
+	part, need := w.part, x.need
 	for i, nd := range need {
 		q := int(nd.q)
-		v := float64(x.vals[i]) + 0 // −0 → +0
+		v := float64(vals[i]) + 0 // −0 → +0
 		if nd.nn && (!part.hasBest[q] || v > part.best[q]) {
 			part.best[q], part.hasBest[q] = v, true
 		}
@@ -514,6 +574,6 @@ func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
 func (s *scorer) screen16Stats() {
 	if st := s.screen16; st != nil {
 		s.stats.Screened = true
-		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load()}
+		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load(), Kind: "int16"}
 	}
 }

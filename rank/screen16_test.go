@@ -109,7 +109,7 @@ func TestScreen16BoundHoldsPairByPair(t *testing.T) {
 				exact := make([]float32, nq*ng)
 				kernel.Dot32(q32, nq, g32, ng, d, exact)
 				for j := range ng { // one block per row: the tightest bound
-					b := st.quantiseBlock(x, g32[j*d:(j+1)*d], 1, d)
+					b := st.quantiseBlock(x, g32[j*d:(j+1)*d], 1, d, nil)
 					out := make([]float32, nq)
 					kernel.DotInt16(st.qp, nq, x.gp, 1, d, st.qs, x.gs, out)
 					for q := range nq {

@@ -228,9 +228,10 @@ func synthProblem(nq, ng, d, positives int, store32 bool, seed uint64) rank.Prob
 
 // writePhases renders one run's phases (SPEC §5 bench output): wall times
 // of prepare, positives, the gallery pass and the merge; inside the pass the
-// worker time (summed over workers) of the kernels — the float32 screen
-// when screening — and of counting, which includes the exact verification
-// of undecided pairs; the undecided fraction; and the metrics time.
+// worker time (summed over workers) of the kernels — the screen when
+// screening — and of counting, which includes the exact verification of
+// undecided pairs; the undecided fraction and which screen ran (float32
+// or int16); and the metrics time.
 func writePhases(w io.Writer, st rank.Stats, metricsTime time.Duration) {
 	screen, verify := "screen n/a (exhaustive)", ""
 	kernelName := "score"
@@ -241,7 +242,7 @@ func writePhases(w io.Writer, st rank.Stats, metricsTime time.Duration) {
 			frac = float64(st.Screen.Exact) / float64(st.Screen.Pairs)
 		}
 		screen = fmt.Sprintf("undecided %d of %d pairs (%.3g)", st.Screen.Exact, st.Screen.Pairs, frac)
-		verify = fmt.Sprintf(", %d blocks exact", st.Screen.ExactTiles)
+		verify = fmt.Sprintf(", %d blocks exact (%s screen)", st.Screen.ExactTiles, st.Screen.Kind)
 	}
 	fmt.Fprintf(w, "phases: prepare %.3f s, positives %.3f s, pass %.3f s [%s %.3f s, count+verify %.3f s worker time], merge %.3f s, metrics %.3f s; %s%s;",
 		st.Prepare.Seconds(), st.Positives.Seconds(), st.Pass.Seconds(), kernelName, st.Kernel.Seconds(), st.Fold.Seconds(),

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var phasesRE = regexp.MustCompile(`run 1: ([0-9.]+) s.*\nphases: prepare ([0-9.]+) s, positives ([0-9.]+) s, pass ([0-9.]+) s \[(screen|score) ([0-9.]+) s, count\+verify ([0-9.]+) s worker time\], merge ([0-9.]+) s, metrics ([0-9.]+) s; (?:undecided (\d+) of (\d+) pairs \(([0-9.e+-]+)\), (\d+) blocks exact|screen n/a \(exhaustive\)); output ([0-9.]+) s`)
+var phasesRE = regexp.MustCompile(`run 1: ([0-9.]+) s.*\nphases: prepare ([0-9.]+) s, positives ([0-9.]+) s, pass ([0-9.]+) s \[(screen|score) ([0-9.]+) s, count\+verify ([0-9.]+) s worker time\], merge ([0-9.]+) s, metrics ([0-9.]+) s; (?:undecided (\d+) of (\d+) pairs \(([0-9.e+-]+)\), (\d+) blocks exact \((float32|int16) screen\)|screen n/a \(exhaustive\)); output ([0-9.]+) s`)
 
 // `vertebrae bench` reports every phase and the undecided fraction, and the
 // figures agree with each other: the sequential phases fit in the run, the
@@ -47,6 +47,10 @@ func TestBenchPhases(t *testing.T) {
 			t.Fatalf("%v: screened %v, want %v:\n%s", tc.args, screened, tc.screened, stdout)
 		}
 		if tc.screened {
+			// Runs below 2²² pairs keep the float32 screen (the int16 one is chosen only above).
+			if m[14] != "float32" {
+				t.Errorf("%v: %s screen ran, want float32", tc.args, m[14])
+			}
 			und, pairs, frac := f(10), f(11), f(12)
 			if pairs != 30*500 || und > pairs || (frac-und/pairs) > 1e-3*frac+1e-12 || (und/pairs-frac) > 1e-3*frac+1e-12 {
 				t.Errorf("%v: undecided %v of %v pairs, fraction %v", tc.args, und, pairs, frac)
