@@ -176,11 +176,16 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			return err
 		}
 		if err == nil {
+			// The same additions in the same order, in a local: the
+			// closure's sum lives in memory, and a store and reload
+			// per addition would double the chain's latency.
+			acc := sum
 			for _, vals := range rows {
 				for _, v := range vals {
-					sum += v
+					acc += v
 				}
 			}
+			sum = acc
 		}
 		cond.L.Lock()
 		turn++
