@@ -177,8 +177,9 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		}
 		if err == nil {
 			// The same additions in the same order, in a local: the
-			// closure's sum lives in memory, and a store and reload
-			// per addition would double the chain's latency.
+			// closure's sum lives in memory, and a store and a reload
+			// per addition more than double the latency of the
+			// additions' dependency chain.
 			acc := sum
 			for _, vals := range rows {
 				for _, v := range vals {
