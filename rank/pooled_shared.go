@@ -25,11 +25,18 @@ func WithSharedProcessor(ctx context.Context, done <-chan struct{}) context.Cont
 	return context.WithValue(ctx, sharedKey{}, done)
 }
 
+// SharedProcessor is the done channel ctx carries from WithSharedProcessor
+// (nil when none).
+func SharedProcessor(ctx context.Context) <-chan struct{} {
+	done, _ := ctx.Value(sharedKey{}).(<-chan struct{})
+	return done
+}
+
 // sharedGate is the done channel of WithSharedProcessor when one of s's
 // workers must wait for it: it is still open, s has at least two workers
 // and they would take every processor. Otherwise nil.
 func (s *scorer) sharedGate(ctx context.Context) <-chan struct{} {
-	done, _ := ctx.Value(sharedKey{}).(<-chan struct{})
+	done := SharedProcessor(ctx)
 	if done == nil || s.threads < 2 || s.threads < runtime.GOMAXPROCS(0) {
 		return nil
 	}
