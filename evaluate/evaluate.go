@@ -131,10 +131,16 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		err error
 	}
 	fpc := make(chan fpResult, 1)
+	fpDone := make(chan struct{})
 	go func() {
 		fp, err := ds.ProtocolFingerprint(cfg)
 		fpc <- fpResult{fp, err}
+		close(fpDone)
 	}()
+	// With many label pairs the two chained hashes (identity, then
+	// relevance fingerprint) are the run's critical path: the scorer
+	// leaves them a processor.
+	scoreCtx := rank.WithSharedProcessor(ctx, fpDone)
 	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
 		Metadata: results.Metadata{
@@ -146,7 +152,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		},
 	}
 	for _, b := range backbones {
-		rs, err := runBackbone(ctx, ds, cfg, b, variantsOf(b, variants), opt)
+		rs, err := runBackbone(scoreCtx, ds, cfg, b, variantsOf(b, variants), opt)
 		if b.Release != nil {
 			if rerr := b.Release(); err == nil && rerr != nil {
 				err = fmt.Errorf("Retriever '%s': release endpoints: %w", b.Name, rerr)
@@ -410,10 +416,11 @@ func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, sorte
 	var offsets []int
 	var posScores []float64
 	nn, maxPos, hasNeg := make([]float64, nq), make([]float64, nq), make([]bool, nq)
+	uniform := &uniformMetrics{ks: cfg.Ks, gain: gain}
 	err := each(func(q int, r rank.QueryResult) error {
 		var m metrics.Values
 		if sortedRanks {
-			m = metrics.QueryUniformSorted(r.Ranks, 1, cfg.Ks, gain)
+			m = uniform.query(r.Ranks)
 		} else {
 			grades := make([]float64, len(r.Positives))
 			for i, x := range r.Positives {

@@ -98,7 +98,11 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	for q := 0; q < s.nq; q += step {
 		sampleQs = append(sampleQs, int32(q))
 	}
-	var sample []uint64
+	inSample := 0
+	for _, q := range sampleQs {
+		inSample += len(c.Members(int(c.Query[q]))) - len(excluded[q])
+	}
+	sample := make([]uint64, 0, inSample)
 	if err := ps.scoreQueries(ctx, sampleQs, &workspace{}, func(_ int, vals []float64) {
 		for _, v := range vals {
 			sample = append(sample, metrics.OrderKey(v))
@@ -119,9 +123,19 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		// is +0 for v = ±0, so a zero is not counted below a zero bound.
 		window.lo = math.Copysign(0, -1)
 	}
+	// Each worker's window is allocated once for the share of the values
+	// the sample puts inside (with room to spare: an untouched capacity
+	// costs no memory), not grown by copying.
+	inside := 0
+	for _, k := range sample {
+		if k >= lo && k <= hi {
+			inside++
+		}
+	}
+	windowCap := min(pooledWindowCap, int(float64(n)*1.25*float64(inside)/float64(max(1, len(sample))))+4096)
 	parts := make([]*pooledPart, max(1, s.threads))
 	for i := range parts {
-		parts[i] = &pooledPart{}
+		parts[i] = &pooledPart{window: make([]uint64, 0, windowCap)}
 	}
 	nextWorker := 0
 	var kept atomic.Int64
@@ -136,7 +150,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		nextWorker++
 		return &workspace{id: nextWorker - 1}
 	}
-	err := s.parallelWith(ctx, blocks, newWS, func(b int, w *workspace) error {
+	err := s.parallelBeside(ctx, blocks, newWS, func(b int, w *workspace) error {
 		p := parts[w.id]
 		q0, q1 := b*qBlock, min((b+1)*qBlock, s.nq)
 		qs := make([]int32, 0, q1-q0)
@@ -162,11 +176,17 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 			return err
 		}
 		if err == nil {
+			// The same additions in the same order, in a local: the
+			// closure's sum lives in memory, and a store and a reload
+			// per addition more than double the latency of the
+			// additions' dependency chain.
+			acc := sum
 			for _, vals := range rows {
 				for _, v := range vals {
-					sum += v
+					acc += v
 				}
 			}
+			sum = acc
 		}
 		cond.L.Lock()
 		turn++
@@ -195,8 +215,11 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	}
 	var min_, max_ float64
 	seen := false
-	below := 0
-	var kept_ []uint64
+	below, inWindow := 0, 0
+	for _, p := range parts {
+		inWindow += len(p.window)
+	}
+	kept_ := make([]uint64, 0, inWindow)
 	for _, p := range parts {
 		if p.seen {
 			if !seen {
@@ -206,6 +229,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		}
 		below += p.below
 		kept_ = append(kept_, p.window...)
+		p.window = nil
 	}
 	min_, max_ = min_+0, max_+0 // −0 → +0 (SPEC §1.3)
 	ks := []int{n / 2}
@@ -450,7 +474,7 @@ func (ps *pooledScan) rescan(ctx context.Context, visit func(w int, vals []float
 	s := ps.s
 	blocks := (s.nq + ps.qBlock - 1) / ps.qBlock
 	next := 0
-	return s.parallelWith(ctx, blocks, func() *workspace { // one after the other
+	return s.parallelBeside(ctx, blocks, func() *workspace { // one after the other
 		next++
 		return &workspace{id: next - 1}
 	}, func(b int, w *workspace) error {

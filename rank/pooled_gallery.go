@@ -42,6 +42,7 @@ func (ps *pooledScan) cacheGallery(ctx context.Context) {
 	if bytes > pooledGalleryCap || memory.Check(ctx, "Pooled positive scores (gallery in working values)", bytes) != nil {
 		return
 	}
+	workers := s.workersBeside(ctx)
 	if f64 {
 		ps.gal64 = make([][]float64, len(used))
 	} else {
@@ -65,7 +66,7 @@ func (ps *pooledScan) cacheGallery(ctx context.Context) {
 		}
 		if f64 {
 			out := make([]float64, len(m)*d)
-			parallelChunks(len(m), normChunk, s.threads, func(_, i0, i1 int) {
+			parallelChunks(len(m), normChunk, workers, func(_, i0, i1 int) {
 				for i := i0; i < i1; i++ {
 					g := int(m[i])
 					copy(out[i*d:(i+1)*d], s.g.block64(g, g+1, out[i*d:(i+1)*d]))
@@ -74,7 +75,7 @@ func (ps *pooledScan) cacheGallery(ctx context.Context) {
 			ps.gal64[k] = out
 		} else {
 			out := make([]float32, len(m)*d)
-			parallelChunks(len(m), normChunk, s.threads, func(_, i0, i1 int) {
+			parallelChunks(len(m), normChunk, workers, func(_, i0, i1 int) {
 				tmp := make([]float64, d)
 				for i := i0; i < i1; i++ {
 					g := int(m[i])
