@@ -283,10 +283,7 @@ func checkEndpoint(side string, it Items, ids []string) error {
 
 func checkIDs(side string, ids []string, n int) ([]string, error) {
 	if ids == nil {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = strconv.Itoa(i)
-		}
+		out := rowNumberIDs(n)
 		if n == 0 {
 			return nil, invalid("%s IDs must not be empty", side)
 		}

@@ -149,8 +149,8 @@ func (d *Dataset) contentSnapshot() (map[string]any, error) {
 		return nil, gerr
 	}
 	return map[string]any{
-		"query_ids":        stringsAny(d.queryIDs),
-		"gallery_ids":      stringsAny(d.galleryIDs),
+		"query_ids":        canonjson.Strings(d.queryIDs),
+		"gallery_ids":      canonjson.Strings(d.galleryIDs),
 		"queries":          qd,
 		"gallery":          gd,
 		"relevance":        d.relevanceTriples(),
@@ -359,8 +359,8 @@ func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, re
 		"identity_schema":      2,
 		"kind":                 "retrieval_relevance",
 		"dataset_identity_key": datasetKey,
-		"query_ids":            stringsAny(queryIDs),
-		"gallery_ids":          stringsAny(galleryIDs),
+		"query_ids":            canonjson.Strings(queryIDs),
+		"gallery_ids":          canonjson.Strings(galleryIDs),
 		"relevance":            relevance,
 	})
 }

@@ -22,6 +22,29 @@ func indexIDs(ids []string) idIndex {
 	return idIndex{byID: m, rows: len(ids)}
 }
 
+// rowNumberIDs returns the IDs "0", "1", …, of n rows, each a substring of
+// one string of all their digits: a gallery of 10^8 rows gets its IDs from
+// two allocations, not 10^8.
+func rowNumberIDs(n int) []string {
+	ids := make([]string, n)
+	if n == 0 {
+		return ids
+	}
+	digits := make([]byte, 0, n*len(strconv.Itoa(n-1)))
+	ends := make([]int, n)
+	for i := range n {
+		digits = strconv.AppendInt(digits, int64(i), 10)
+		ends[i] = len(digits)
+	}
+	all := string(digits)
+	start := 0
+	for i, end := range ends {
+		ids[i] = all[start:end]
+		start = end
+	}
+	return ids
+}
+
 // rowNumbers reports whether ids[i] is the canonical decimal form of i for
 // every i.
 func rowNumbers(ids []string) bool {

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -65,4 +66,13 @@ func FuzzIDIndex(f *testing.F) {
 			t.Fatalf("find(%q) with %d rows = %d, %v; map says %d, %v", id, len(ids), got, ok, want, wok)
 		}
 	})
+}
+
+func TestRowNumberIDs(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 11, 100, 1001} {
+		got := rowNumberIDs(n)
+		if want := rowIDs(n); len(got) != n || !slices.Equal(got, want) {
+			t.Errorf("n=%d: %q, want %q", n, got, want)
+		}
+	}
 }

@@ -64,6 +64,13 @@ type Array struct {
 	Elem func(i int, w Writer) error
 }
 
+// Strings is the canonical JSON array of ss, written from the strings as
+// they are: an ID list of a large gallery is hashed without building a
+// []any of it (one interface value per ID).
+func Strings(ss []string) Array {
+	return Array{N: len(ss), Elem: func(i int, w Writer) error { return encodeString(w, ss[i]) }}
+}
+
 // Writer is where canonical text goes.
 type Writer interface {
 	Write(p []byte) (int, error)

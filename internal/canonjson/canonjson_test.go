@@ -157,3 +157,21 @@ func FuzzEncodeString(f *testing.F) {
 		}
 	})
 }
+
+// Strings is the same text as the []any of its strings, escapes included.
+func TestStrings(t *testing.T) {
+	for _, ss := range [][]string{nil, {}, {"a"}, {"0", "1", "q\"x", "tab\t", "é"}} {
+		want := make([]any, len(ss))
+		for i, s := range ss {
+			want[i] = s
+		}
+		a, err := Marshal(map[string]any{"ids": Strings(ss)})
+		b, err2 := Marshal(map[string]any{"ids": want})
+		if err != nil || err2 != nil || string(a) != string(b) {
+			t.Errorf("%q: %s (%v), want %s (%v)", ss, a, err, b, err2)
+		}
+	}
+	if _, err := Marshal(Strings([]string{"ok", "\xff"})); err == nil {
+		t.Error("invalid UTF-8 accepted")
+	}
+}
