@@ -2,31 +2,6 @@
 
 package kernel
 
-// dot64PairsSIMD runs 8 pairs per dot64PairsT call; a short last group
-// repeats its last pair.
-func dot64PairsSIMD(q []float64, qoff []int32, g []float64, goff []int32, d int, out []float64) {
-	var qo, gO [8]int32
-	var r [8]float64
-	n := len(goff)
-	for k := 0; k < n; k += 8 {
-		if k+8 <= n {
-			dot64PairsT(&q[0], &qoff[k], &g[0], &goff[k], d, &out[k])
-			continue
-		}
-		for l := range qo {
-			qo[l], gO[l] = qoff[min(k+l, n-1)], goff[min(k+l, n-1)]
-		}
-		dot64PairsT(&q[0], &qo[0], &g[0], &gO[0], d, &r[0])
-		copy(out[k:n], r[:])
-	}
-}
-
-// dot64PairsT is 8 chains with the rows transposed in registers
-// (pairs64_amd64.s).
-//
-//go:noescape
-func dot64PairsT(q *float64, qoff *int32, rows *float64, goff *int32, d int, out *float64)
-
 // dot64PairsQuerySIMD runs 16 pairs per dot64PairsQ16 call; a short last
 // group repeats its last pair.
 func dot64PairsQuerySIMD(q []float64, g []float64, goff []int32, d int, out []float64) {

@@ -2,10 +2,6 @@
 
 package kernel
 
-func dot64PairsSIMD(q []float64, qoff []int32, g []float64, goff []int32, d int, out []float64) {
-	panic("unreachable")
-}
-
 func dot64PairsQuerySIMD(q []float64, g []float64, goff []int32, d int, out []float64) {
 	panic("unreachable")
 }

@@ -18,7 +18,7 @@ import (
 // quantisation residual and takes the float64 chain's own error. The
 // decision rules are those of screen.md §5 (screened16Row); the undecided
 // pairs get their exact float64 score by the one formula
-// (kernel.Dot64Pairs: the bits of DotRow64, so of the exhaustive path).
+// (kernel.Dot64PairsQuery: the bits of DotRow64, so of the exhaustive path).
 //
 // It replaces the float32 screen of a run only where it pays: the CPU runs
 // the VNNI tile, the run has at least screen16MinPairs pairs, and a
@@ -30,7 +30,7 @@ import (
 // pairs for which a float64-protocol run takes the int16 screen instead of
 // the float32 one (screen.md §8.4): at d = 768 on this machine class the
 // integer tile costs about 0.51 of the blocked float32 screen per pair and
-// each undecided pair 23–36 float32-screened pairs (kernel.Dot64Pairs,
+// each undecided pair 23–36 float32-screened pairs (kernel.Dot64PairsQuery,
 // in cache and in a run), so the int16 screen breaks even near 1.5 %
 // undecided; at 1 % it is expected to cost at most about 0.85 of the
 // float32 screen.
