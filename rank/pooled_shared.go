@@ -4,7 +4,6 @@ import (
 	"context"
 	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 type sharedKey struct{}
@@ -68,25 +67,10 @@ func (s *scorer) parallelBeside(ctx context.Context, n int, newWS func() *worksp
 	if gate == nil || workers < 2 {
 		return s.parallelWith(ctx, n, newWS, task)
 	}
-	var next, failed atomic.Int64
-	failed.Store(int64(n))
-	errs := make([]error, n)
+	tq := newTaskQueue(n)
 	var wg, others sync.WaitGroup
 	othersDone := make(chan struct{})
-	run := func(ws *workspace) {
-		for {
-			i := next.Add(1) - 1
-			if i >= failed.Load() || ctx.Err() != nil {
-				return
-			}
-			if err := task(int(i), ws); err != nil {
-				errs[i] = err
-				for f := failed.Load(); i < f && !failed.CompareAndSwap(f, i); f = failed.Load() {
-				}
-				return
-			}
-		}
-	}
+	run := func(ws *workspace) { tq.work(ctx, task, ws) }
 	for w := range workers {
 		wg.Add(1)
 		ws := newWS()
@@ -111,11 +95,5 @@ func (s *scorer) parallelBeside(ctx context.Context, n int, newWS func() *worksp
 	}
 	go func() { others.Wait(); close(othersDone) }()
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if f := failed.Load(); f < int64(n) {
-		return errs[f]
-	}
-	return nil
+	return tq.err(ctx)
 }

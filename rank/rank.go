@@ -618,35 +618,59 @@ func (s *scorer) parallel(ctx context.Context, n int, task func(i int, w *worksp
 }
 
 func (s *scorer) parallelWith(ctx context.Context, n int, newWS func() *workspace, task func(i int, w *workspace) error) error {
-	var next, failed atomic.Int64
-	failed.Store(int64(n))
-	errs := make([]error, n)
+	tq := newTaskQueue(n)
 	var wg sync.WaitGroup
 	for w := 0; w < min(s.threads, n); w++ {
 		wg.Add(1)
 		ws := newWS()
 		go func() {
 			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= failed.Load() || ctx.Err() != nil {
-					return
-				}
-				if err := task(int(i), ws); err != nil {
-					errs[i] = err
-					for f := failed.Load(); i < f && !failed.CompareAndSwap(f, i); f = failed.Load() {
-					}
-					return
-				}
-			}
+			tq.work(ctx, task, ws)
 		}()
 	}
 	wg.Wait()
+	return tq.err(ctx)
+}
+
+// taskQueue hands tasks 0..n-1 to workers in increasing order. After a
+// failure no later task starts but earlier ones finish, so the error kept
+// is always that of the lowest failing task.
+type taskQueue struct {
+	n            int
+	next, failed atomic.Int64
+	errs         []error
+}
+
+func newTaskQueue(n int) *taskQueue {
+	tq := &taskQueue{n: n, errs: make([]error, n)}
+	tq.failed.Store(int64(n))
+	return tq
+}
+
+// work runs tasks on one worker until none is left, one failed before the
+// next, or ctx is done.
+func (tq *taskQueue) work(ctx context.Context, task func(i int, w *workspace) error, ws *workspace) {
+	for {
+		i := tq.next.Add(1) - 1
+		if i >= tq.failed.Load() || ctx.Err() != nil {
+			return
+		}
+		if err := task(int(i), ws); err != nil {
+			tq.errs[i] = err
+			for f := tq.failed.Load(); i < f && !tq.failed.CompareAndSwap(f, i); f = tq.failed.Load() {
+			}
+			return
+		}
+	}
+}
+
+// err is the outcome once every worker has returned.
+func (tq *taskQueue) err(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if f := failed.Load(); f < int64(n) {
-		return errs[f]
+	if f := tq.failed.Load(); f < int64(tq.n) {
+		return tq.errs[f]
 	}
 	return nil
 }
