@@ -243,22 +243,6 @@ func TestScreen16x64BeyondRangeBlocksScoredExactly(t *testing.T) {
 	}
 }
 
-// VERTEBRAE_SCREEN=off selects the exhaustive float64 path even where the
-// int16 screen is forced.
-func TestScreen16x64EnvOff(t *testing.T) {
-	forceScreen16(t)
-	r := rand.New(rand.NewPCG(89, 90))
-	p := denseProblem(t, screenCases(r, 17, 4, 30)[0], r)
-	t.Setenv("VERTEBRAE_SCREEN", "off")
-	var st Stats
-	if _, err := Score(t.Context(), p, Options{Similarity: Dot, Precision: Float64, QueryBatch: 4, GalleryBatch: 8, Stats: &st}); err != nil {
-		t.Fatal(err)
-	}
-	if st.Screened {
-		t.Fatal("VERTEBRAE_SCREEN=off still screened")
-	}
-}
-
 // The run-level choice under the float64 protocol: without forcing, a
 // large run of ordinary rows takes the int16 screen where the CPU runs the
 // integer tile (else the float32 screen), and a run whose sample leaves

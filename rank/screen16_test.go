@@ -198,18 +198,21 @@ func TestScreen16ShrunkBoundIsCaught(t *testing.T) {
 	}
 }
 
-// VERTEBRAE_SCREEN=off selects the exhaustive float32 path.
+// VERTEBRAE_SCREEN=off selects the exhaustive path of both protocols even
+// where the int16 screens are forced.
 func TestScreen16EnvOff(t *testing.T) {
 	forceScreen16(t)
 	r := rand.New(rand.NewPCG(69, 70))
 	p := denseProblem(t, screenCases(r, 17, 4, 30)[0], r)
 	t.Setenv("VERTEBRAE_SCREEN", "off")
-	var st Stats
-	if _, err := Score(context.Background(), p, Options{Similarity: Dot, Precision: Float32, QueryBatch: 4, GalleryBatch: 8, Stats: &st}); err != nil {
-		t.Fatal(err)
-	}
-	if st.Screened {
-		t.Fatal("VERTEBRAE_SCREEN=off still screened")
+	for _, prec := range []Precision{Float32, Float64} {
+		var st Stats
+		if _, err := Score(context.Background(), p, Options{Similarity: Dot, Precision: prec, QueryBatch: 4, GalleryBatch: 8, Stats: &st}); err != nil {
+			t.Fatal(err)
+		}
+		if st.Screened {
+			t.Fatalf("precision %v: VERTEBRAE_SCREEN=off still screened", prec)
+		}
 	}
 }
 
