@@ -108,6 +108,9 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	if fl.nnz < 0 || fl.nnz > fl.dim {
 		return usagef("--nnz must lie in [0, --dim]")
 	}
+	if fl.nnz > 0 && fl.storage != "" {
+		return usagef("--storage applies to dense problems only (sparse values are float32)")
+	}
 	if fl.nnz > 0 && fl.write != "" {
 		return usagef("--write supports dense problems only")
 	}

@@ -467,6 +467,9 @@ func TestBenchCommand(t *testing.T) {
 	if code, _, _ := run(t, "bench", "--storage", "int8"); code != 2 {
 		t.Errorf("--storage int8: exit %d, want 2", code)
 	}
+	if code, _, stderr := run(t, "bench", "--storage", "float64", "--nnz", "3"); code != 2 || !strings.Contains(stderr, "dense problems only") {
+		t.Errorf("--storage with --nnz: exit %d, %s", code, stderr)
+	}
 	stored := t.TempDir()
 	if code, _, stderr := run(t, "bench", "--queries", "3", "--gallery", "40", "--dim", "5", "--storage", "float32", "--write", stored); code != 0 {
 		t.Fatal(stderr)
