@@ -3,7 +3,9 @@
 
 usage: gen_labels.py DIR NQ NG D MODE [SEED]
 MODE one-class:    every query and gallery row has label "c" (NG positives per query);
-     one-positive: gallery row j has label "c<j>", query i has label "c<i>" (1 positive).
+     one-positive: gallery row j has label "c<j>", query i has label "c<i>" (1 positive);
+     classes-K:    query i has label "c<i mod K>", gallery row j "c<j mod K>" (NG/K positives
+                   and NG - NG/K negatives per query, interleaved in the gallery).
 Files: queries.npy, gallery.npy (float32, Gaussian), query_labels.txt, gallery_labels.txt.
 """
 import os
@@ -21,6 +23,9 @@ if mode == "one-class":
     ql, gl = ["c"] * nq, ["c"] * ng
 elif mode == "one-positive":
     ql, gl = [f"c{i % ng}" for i in range(nq)], [f"c{j}" for j in range(ng)]
+elif mode.startswith("classes-"):
+    k = int(mode[len("classes-"):])
+    ql, gl = [f"c{i % k}" for i in range(nq)], [f"c{j % k}" for j in range(ng)]
 else:
     sys.exit(f"unknown mode {mode}")
 for name, labels in (("query_labels.txt", ql), ("gallery_labels.txt", gl)):

@@ -40,6 +40,7 @@ type DatasetInputs struct {
 
 	materialiseLabels  bool
 	backgroundIdentity bool
+	memo               HashMemo
 }
 
 // Option adjusts dataset construction.
@@ -66,6 +67,22 @@ func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.mater
 // WaitIdentity returns.
 func WithBackgroundIdentity() Option { return func(in *DatasetInputs) { in.backgroundIdentity = true } }
 
+// HashMemo remembers SPEC §10.1 hashes under keys that determine the
+// hashed text (internal/digestcache implements it on disk). Lookups of keys
+// never stored report false; a failed store is simply forgotten.
+type HashMemo interface {
+	LookupSum(key string) (sum string, ok bool)
+	StoreSum(key, sum string)
+}
+
+// WithHashMemo lets the content identity and the relevance fingerprint of
+// a large label-derived relevance (a million pairs or more) come from m:
+// their canonical text (every pair, 14 bytes each) is then described by
+// the class of each row instead of being hashed again on every run over
+// the same dataset. The hashes are those of the text, bit for bit
+// (canonjson.HashMemo).
+func WithHashMemo(m HashMemo) Option { return func(in *DatasetInputs) { in.memo = m } }
+
 // WithIdentity sets the identity policy.
 func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
 
@@ -81,6 +98,10 @@ type Dataset struct {
 	metadata         map[string]any
 	identity         Identity
 	key              *pendingKey // the identity key, possibly still being hashed
+	// memo and labelKey: hashes of large label-derived relevance are
+	// remembered in memo, the relevance text named by labelKey.
+	memo     HashMemo
+	labelKey string
 }
 
 // NewDataset validates inputs and relevance in the order of SPEC §2.10 and
@@ -204,6 +225,9 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	// (9) identity key.
 	d.identity = in.Identity
+	if in.memo != nil && d.labels != nil {
+		d.memo, d.labelKey = in.memo, d.labels.tripleKey()
+	}
 	if in.backgroundIdentity && in.Identity.deferrable(d) {
 		// Hashing a large content identity (every stored value and
 		// relevance pair) cannot fail here: it runs while the caller goes

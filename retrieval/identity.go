@@ -113,7 +113,7 @@ func (id Identity) resolve(d *Dataset) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		h, err := canonjson.Hash(snap)
+		h, err := canonjson.HashMemo(snap, d.hashMemo())
 		if err != nil {
 			return "", invalid("content identity unavailable: %v", err)
 		}
@@ -172,7 +172,9 @@ func stringsAny(s []string) []any {
 // relevanceTriples lists stored positives as [qi, gi, grade], sorted.
 func (d *Dataset) relevanceTriples() any {
 	if d.labels != nil {
-		return d.labels.labelTriples()
+		t := d.labels.labelTriples()
+		t.Key = d.labelKey
+		return t
 	}
 	var out []any
 	for q, ps := range d.positives {
@@ -337,7 +339,15 @@ func (d *Dataset) RelevanceFingerprint() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return RelevanceFingerprintOf(key, d.queryIDs, d.galleryIDs, d.relevanceTriples())
+	return relevanceFingerprint(key, d.queryIDs, d.galleryIDs, d.relevanceTriples(), d.hashMemo())
+}
+
+// hashMemo is the dataset's memo as canonjson takes it (nil: none).
+func (d *Dataset) hashMemo() canonjson.Memo {
+	if d.memo == nil || d.labelKey == "" {
+		return nil
+	}
+	return d.memo
 }
 
 // ProtocolFingerprint is the protocol fingerprint of SPEC §10.3 for cfg.
@@ -355,14 +365,18 @@ func (d *Dataset) ProtocolFingerprint(cfg Config) (string, error) {
 // label-derived relevance). Artifact readers recompute it with this same
 // function, so a stored fingerprint verifies exactly when the local one would.
 func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, relevance any) (string, error) {
-	return canonjson.Hash(map[string]any{
+	return relevanceFingerprint(datasetKey, queryIDs, galleryIDs, relevance, nil)
+}
+
+func relevanceFingerprint(datasetKey string, queryIDs, galleryIDs []string, relevance any, memo canonjson.Memo) (string, error) {
+	return canonjson.HashMemo(map[string]any{
 		"identity_schema":      2,
 		"kind":                 "retrieval_relevance",
 		"dataset_identity_key": datasetKey,
 		"query_ids":            canonjson.Strings(queryIDs),
 		"gallery_ids":          canonjson.Strings(galleryIDs),
 		"relevance":            relevance,
-	})
+	}, memo)
 }
 
 // ProtocolFingerprintOf computes the protocol fingerprint of SPEC §10.3 from

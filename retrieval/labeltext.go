@@ -1,6 +1,9 @@
 package retrieval
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
@@ -115,4 +118,38 @@ func digits(g int32) int {
 		n++
 	}
 	return n
+}
+
+// memoPairs is the number of stored pairs from which label-derived
+// relevance is hashed through the dataset's hash memo (WithHashMemo): below
+// it, hashing the text costs less than reading a memo entry. A variable
+// for tests.
+var memoPairs = 1 << 20
+
+// tripleKey is a canonjson.Array Key for labelTriples' text, or "" below
+// memoPairs pairs. The text is a function of the class of every query and
+// gallery row alone (which rows share a class, in row order), so their
+// SHA-256 names it; the version prefix must change if the text ever does.
+func (c *Classes) tripleKey() string {
+	pairs := 0
+	for _, k := range c.Query {
+		pairs += len(c.members[k])
+	}
+	if pairs < memoPairs {
+		return ""
+	}
+	h := sha256.New()
+	buf := binary.LittleEndian.AppendUint64(nil, uint64(len(c.Query)))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(c.Gallery)))
+	for _, side := range [][]int32{c.Query, c.Gallery} {
+		for _, k := range side {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(k))
+			if len(buf) >= 64<<10 {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	h.Write(buf)
+	return "label-triples 1:" + hex.EncodeToString(h.Sum(nil))
 }

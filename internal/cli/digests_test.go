@@ -155,3 +155,57 @@ func TestDigestFromCacheChecksTheMatrix(t *testing.T) {
 		}
 	}
 }
+
+// A label run of more than a million pairs takes its content identity and
+// relevance fingerprint from the digest cache's remembered hashes on the
+// second run, with the same report as hashing the relevance text.
+func TestHashMemoKeepsLabelIdentity(t *testing.T) {
+	dir := t.TempDir()
+	const nq, ng = 1100, 1000 // 1.1 million pairs: one class
+	rows := func(n int, phase float64) [][]float64 {
+		out := make([][]float64, n)
+		for i := range out {
+			out[i] = []float64{1 + float64(i%97)/97, phase + float64(i%89)/89}
+		}
+		return out
+	}
+	labels := strings.Repeat("c\n", nq)
+	args := []string{"--queries", writeNPY(t, dir, "q.npy", rows(nq, 0.5)), "--gallery", writeNPY(t, dir, "g.npy", rows(ng, -0.5)),
+		"--query-labels", writeFile(t, dir, "ql.txt", labels), "--gallery-labels", writeFile(t, dir, "gl.txt", labels[:2*ng])}
+	t.Setenv(digestcache.EnvVar, "off")
+	want, wantRep := identityOf(t, args...)
+
+	cache := t.TempDir()
+	t.Setenv(digestcache.EnvVar, cache)
+	sums := func() []string {
+		files, _ := filepath.Glob(filepath.Join(cache, "sums", "*", "*.json"))
+		return files
+	}
+	miss, missRep := identityOf(t, args...)
+	if n := len(sums()); n != 2 { // the content identity and the relevance fingerprint
+		t.Fatalf("%d remembered hashes after the first run, want 2", n)
+	}
+	hit, hitRep := identityOf(t, args...)
+	if miss != want || hit != want || !reflect.DeepEqual(missRep, wantRep) || !reflect.DeepEqual(hitRep, wantRep) {
+		t.Fatalf("identity: off %s, miss %s, hit %s", want, miss, hit)
+	}
+	// The second run read them: planted hashes change the key and the
+	// protocol fingerprint.
+	for _, e := range sums() {
+		var v map[string]any
+		b, _ := os.ReadFile(e)
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatal(err)
+		}
+		v["sha256"] = strings.Repeat("0", 64)
+		b, _ = json.Marshal(v)
+		if err := os.WriteFile(e, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tampered, rep := identityOf(t, args...)
+	fp := func(r map[string]any) any { return r["metadata"].(map[string]any)["protocol_fingerprint"] }
+	if tampered == want || fp(rep) == fp(wantRep) {
+		t.Fatal("the remembered hashes were not used")
+	}
+}
