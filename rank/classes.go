@@ -54,6 +54,17 @@ type classState struct {
 	nLocal int
 	// excluded[q][m] marks excluded member positions (nil: none).
 	excluded [][]bool
+	// pooled streams the pooled summary (nil: the results carry the
+	// positives' scores).
+	pooled *classPooled
+	// Per-worker counter slices, reused by the chunks' passes.
+	countersMu       sync.Mutex
+	freeCnt, usedCnt [][]int32
+	// Arenas of the chunk being scored (scoreClassChunk).
+	arenaScores   []float64
+	arenaOrdScore []float64
+	arenaOrdIndex []int32
+	arenaBeaten   []int32
 	// ranks is 1..(largest class size), shared by the SortedRanks results
 	// of queries without negatives.
 	ranksOnce sync.Once
@@ -61,11 +72,22 @@ type classState struct {
 }
 
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
+//
+// The positives' state (their scores, rank order and counters, about 20
+// bytes per pair) is held for one chunk of queries at a time, of at most
+// maxChunkPairs pairs, each chunk with its own gallery pass: two classes of
+// 10,000 rows under 2,000 queries are 20 million pairs, which would
+// otherwise all be held at once. The chunks' passes produce the same
+// gallery blocks again, which costs little beside scoring them. Results do
+// not depend on the chunks: every query's counts come from its own row of
+// scores. Neither do errors, as chunks are only cut where no score can be
+// non-finite (scoresFinite): a chunked pass could otherwise name another
+// failing pair than the whole pass.
 func (s *scorer) scoreClasses(ctx context.Context) error {
 	c := s.p.Classes
 	st := &classState{c: c, scores: make([][]float64, s.nq), memberPos: make([]int32, s.ng), excl: s.p.Exclusions,
 		ordScore: make([][]float64, s.nq), ordIndex: make([][]int32, s.nq), buckets: make([]*slotBuckets, s.nq),
-		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq)}
+		beaten: make([][]int32, s.nq), excluded: make([][]bool, s.nq), off: make([]int, s.nq)}
 	s.cls = st
 	s.out = make([]QueryResult, s.nq)
 	for k := range c.NumClasses() {
@@ -73,30 +95,163 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 			st.memberPos[g] = int32(m)
 		}
 	}
+	chunks := s.classChunks()
+	s.stats.Chunks = len(chunks)
+	if s.streamsPooled() {
+		cp, err := s.newClassPooled(ctx)
+		if err != nil {
+			return err
+		}
+		st.pooled, s.stats.PooledStreamed = cp, true
+	}
+	for _, ch := range chunks {
+		s.qLo, s.qHi = ch[0], ch[1]
+		if err := s.scoreClassChunk(ctx); err != nil {
+			return err
+		}
+	}
+	if st.pooled != nil {
+		sum, err := st.pooled.summary(ctx)
+		if err != nil {
+			return err
+		}
+		s.o.Pooled.Summary = sum
+	}
+	return nil
+}
+
+// maxChunkPairs bounds the positive pairs of the queries scored together
+// under label-derived relevance (a variable for tests).
+var maxChunkPairs = 1 << 22
+
+// classChunks splits the queries into consecutive ranges of at most
+// maxChunkPairs positive pairs (at least one query each), or returns one
+// range when the problem is small or a score might be non-finite.
+func (s *scorer) classChunks() [][2]int {
+	c := s.p.Classes
+	var out [][2]int
+	lo, pairs := 0, 0
 	for q := range s.nq {
-		m := c.Members(int(c.Query[q]))
-		st.scores[q] = make([]float64, len(m))
-		if s.p.Exclusions != nil {
-			for _, g := range s.p.Exclusions[q] {
-				if c.Gallery[g] == c.Query[q] {
-					if st.excluded[q] == nil {
-						st.excluded[q] = make([]bool, len(m))
-					}
-					i, _ := slices.BinarySearch(m, int32(g))
-					st.excluded[q][i] = true
-				}
+		n := len(c.Members(int(c.Query[q])))
+		if q > lo && pairs+n > maxChunkPairs {
+			out = append(out, [2]int{lo, q})
+			lo, pairs = q, 0
+		}
+		pairs += n
+	}
+	out = append(out, [2]int{lo, s.nq})
+	if len(out) > 1 && !s.scoresFinite() {
+		return [][2]int{{0, s.nq}}
+	}
+	return out
+}
+
+// scoresFinite reports whether every score of the problem is finite, by a
+// bound: cosine rows have unit norm, and otherwise |dot| ≤ d·max|q|·max|g|
+// and a squared distance ≤ d·(max|q| + max|g|)², with room to spare for
+// rounding below the working precision's overflow threshold.
+func (s *scorer) scoresFinite() bool {
+	if s.o.Similarity == Cosine {
+		return true
+	}
+	var mq, mg float64
+	const rows = 4096
+	if s.o.Precision == Float64 {
+		m, ok := kernel.MaxAbs64(s.q64)
+		if !ok {
+			return false
+		}
+		mq = m
+		buf := make([]float64, min(rows, s.ng)*s.d)
+		for g0 := 0; g0 < s.ng; g0 += rows {
+			m, ok := kernel.MaxAbs64(s.g.block64(g0, min(g0+rows, s.ng), buf))
+			if !ok {
+				return false
 			}
+			mg = max(mg, m)
+		}
+	} else {
+		m, ok := kernel.MaxAbs32(s.q32)
+		if !ok {
+			return false
+		}
+		mq = float64(m)
+		buf, tmp := make([]float32, min(rows, s.ng)*s.d), make([]float64, s.d)
+		for g0 := 0; g0 < s.ng; g0 += rows {
+			m, ok := kernel.MaxAbs32(s.g.block32(g0, min(g0+rows, s.ng), buf, tmp))
+			if !ok {
+				return false
+			}
+			mg = max(mg, float64(m))
+		}
+	}
+	d := float64(s.d)
+	bound := d * mq * mg
+	if s.o.Similarity == SquaredL2 {
+		bound = d * (mq + mg) * (mq + mg)
+	}
+	limit := 1e300
+	if s.o.Precision == Float32 {
+		limit = 1e37
+	}
+	return bound <= limit // false for NaN
+}
+
+// scoreClassChunk scores queries [s.qLo, s.qHi): their positives, their
+// rank order, then a gallery pass for them.
+func (s *scorer) scoreClassChunk(ctx context.Context) error {
+	c, st := s.p.Classes, s.cls
+	// The state of queries with negatives lives in arenas reused by every
+	// chunk (it never leaves the scorer: results copy it); the scores of a
+	// query without negatives are its result's, allocated on their own.
+	var nScores, nOrd int
+	off := make([][2]int, s.qHi-s.qLo) // per query: offsets in the score and rank-order arenas
+	for q := s.qLo; q < s.qHi; q++ {
+		m := c.Members(int(c.Query[q]))
+		var ex []int
+		if s.p.Exclusions != nil {
+			ex = s.p.Exclusions[q]
+		}
+		if st.negatives(q, len(m)) == 0 {
+			st.scores[q] = make([]float64, len(m))
+		} else {
+			off[q-s.qLo] = [2]int{nScores, nOrd}
+			nScores += len(m)
+			nOrd += c.EligibleCount(q, ex) + 1
+		}
+		for _, g := range ex {
+			if c.Gallery[g] == c.Query[q] {
+				if st.excluded[q] == nil {
+					st.excluded[q] = make([]bool, len(m))
+				}
+				i, _ := slices.BinarySearch(m, int32(g))
+				st.excluded[q][i] = true
+			}
+		}
+	}
+	st.arenaScores = growTo(st.arenaScores, nScores)
+	st.arenaOrdScore, st.arenaOrdIndex = growTo(st.arenaOrdScore, nOrd), growTo(st.arenaOrdIndex, nOrd)
+	st.arenaBeaten = growTo(st.arenaBeaten, nOrd)
+	clear(st.arenaBeaten[:nOrd])
+	for q := s.qLo; q < s.qHi; q++ {
+		if st.scores[q] == nil {
+			o := off[q-s.qLo][0]
+			st.scores[q] = st.arenaScores[o : o+len(c.Members(int(c.Query[q]))) : o+len(c.Members(int(c.Query[q])))]
 		}
 	}
 	t1 := time.Now()
 	if err := s.classPositives(ctx); err != nil {
 		return err
 	}
+	if st.pooled != nil {
+		st.pooled.fold(st, s.qLo, s.qHi)
+	}
 	// Rank order of every query's eligible positives.
-	if err := s.parallel(ctx, (s.nq+63)/64, func(task int, w *workspace) error {
+	nq := s.qHi - s.qLo
+	if err := s.parallel(ctx, (nq+63)/64, func(task int, w *workspace) error {
 		rs := sorterPool.Get().(*radixSorter)
 		defer sorterPool.Put(rs)
-		for q := task * 64; q < min(task*64+64, s.nq); q++ {
+		for q := s.qLo + task*64; q < min(s.qLo+task*64+64, s.qHi); q++ {
 			m := c.Members(int(c.Query[q]))
 			if st.negatives(q, len(m)) == 0 {
 				// Nothing is counted against these positives: they are put
@@ -105,7 +260,8 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 				continue
 			}
 			ord := rs.rankOrder(st.scores[q], st.excluded[q])
-			os, oi := make([]float64, len(ord)), make([]int32, len(ord))
+			o := off[q-s.qLo][1]
+			os, oi := st.arenaOrdScore[o:o+len(ord):o+len(ord)], st.arenaOrdIndex[o:o+len(ord):o+len(ord)]
 			for r, i := range ord {
 				os[r], oi[r] = st.scores[q][i], m[i]
 			}
@@ -115,7 +271,7 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 			if len(os) >= 32 {
 				st.buckets[q] = newSlotBuckets(os)
 			}
-			st.beaten[q] = make([]int32, len(ord)+1)
+			st.beaten[q] = st.arenaBeaten[o : o+len(ord)+1 : o+len(ord)+1]
 		}
 		return nil
 	}); err != nil {
@@ -124,17 +280,34 @@ func (s *scorer) scoreClasses(ctx context.Context) error {
 	// Counters per worker, added without atomics, when they are small
 	// (the demo: 1,000 queries × 500 positives); otherwise one shared set
 	// of atomic counters (memory independent of the thread count).
-	st.off = make([]int, s.nq)
-	for q, b := range st.beaten {
+	st.nLocal, st.local = 0, false
+	for q := s.qLo; q < s.qHi; q++ {
 		st.off[q] = st.nLocal
-		st.nLocal += len(b)
+		st.nLocal += len(st.beaten[q])
 	}
 	if st.nLocal*s.threads*4 <= maxLocalCounterBytes {
 		st.local = true
-		clear(st.beaten)
+		clear(st.beaten[s.qLo:s.qHi])
 	}
-	s.stats.Positives = time.Since(t1)
-	return s.run(ctx)
+	s.stats.Positives += time.Since(t1)
+	err := s.run(ctx)
+	st.freeCnt, st.usedCnt = append(st.freeCnt, st.usedCnt...), nil
+	return err
+}
+
+// localCounters returns a worker's zeroed counters for the chunk's pass
+// (nLocal of them), reusing those of an earlier pass.
+func (st *classState) localCounters() []int32 {
+	st.countersMu.Lock()
+	defer st.countersMu.Unlock()
+	var c []int32
+	if n := len(st.freeCnt); n > 0 {
+		c, st.freeCnt = st.freeCnt[n-1], st.freeCnt[:n-1]
+	}
+	c = growTo(c, st.nLocal)
+	clear(c)
+	st.usedCnt = append(st.usedCnt, c)
+	return c
 }
 
 // maxLocalCounterBytes bounds the per-worker copies of the positives'
@@ -177,7 +350,9 @@ func (st *classState) negatives(q, nm int) int {
 func (s *scorer) classPositives(ctx context.Context) error {
 	c, st := s.p.Classes, s.cls
 	byClass := make([][]int32, c.NumClasses())
-	for q, k := range c.Query {
+	lo, hi := s.activeQueries()
+	for q := lo; q < hi; q++ {
+		k := c.Query[q]
 		byClass[k] = append(byClass[k], int32(q))
 	}
 	const gBlock, qBlock = 512, 256
@@ -499,6 +674,15 @@ func (s *scorer) classResultSorted(q int, parts []*partial) QueryResult {
 			}
 		}
 		ranks = s.cls.oneToN(n)
+	} else if st.pooled != nil {
+		// Streamed pooled summary: the scores were folded already, the
+		// result carries only the best one.
+		ranks = make([]int, len(oi))
+		count := 0
+		for r := range oi {
+			count += int(beaten[r])
+			ranks[r] = 1 + r + count
+		}
 	} else {
 		sc = make([]float64, len(members))
 		ranks = make([]int, len(oi))
@@ -508,6 +692,12 @@ func (s *scorer) classResultSorted(q int, parts []*partial) QueryResult {
 			ranks[r] = 1 + r + count
 			sc[st.memberPos[g]] = os[r]
 		}
+	}
+	st.beaten[q], st.excluded[q] = nil, nil
+	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
+	if st.pooled != nil {
+		st.scores[q] = nil
+		return QueryResult{Ranks: ranks, MaxPositive: st.pooled.maxPos[q]}
 	}
 	if ex != nil { // drop the excluded members' slots, in place
 		n := 0
@@ -519,8 +709,7 @@ func (s *scorer) classResultSorted(q int, parts []*partial) QueryResult {
 		}
 		sc = sc[:n]
 	}
-	st.beaten[q], st.excluded[q], st.scores[q] = nil, nil, nil
-	st.ordScore[q], st.ordIndex[q], st.buckets[q] = nil, nil, nil
+	st.scores[q] = nil
 	return QueryResult{Ranks: ranks, Scores: sc}
 }
 

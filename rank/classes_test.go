@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -75,10 +76,14 @@ func scoreMaterialised(t *testing.T, p Problem, o Options) []QueryResult {
 // with shared counters.
 func TestClassesEqualMaterialisedPairs(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	defer func(b int) { maxLocalCounterBytes = b }(maxLocalCounterBytes)
+	defer func(b, c int) { maxLocalCounterBytes, maxChunkPairs = b, c }(maxLocalCounterBytes, maxChunkPairs)
+	chunked := 0
 	for trial := range 40 {
-		// Per-worker counters, and (odd trials) the shared atomic ones.
+		// Per-worker counters, and (odd trials) the shared atomic ones;
+		// all queries at once, one query per chunk, and chunks of a few
+		// queries.
 		maxLocalCounterBytes = []int{64 << 20, 0}[trial%2]
+		maxChunkPairs = []int{1 << 22, 1, 1 + r.IntN(100)}[trial%3]
 		nq, ng := 1+r.IntN(30), 6+r.IntN(60)
 		nc := []int{1, 2, 10, 1000}[trial%4]
 		p := classProblem(r, nq, ng, 1+r.IntN(7), nc, trial%3 == 0, trial%2 == 0, trial%5 == 1)
@@ -91,15 +96,89 @@ func TestClassesEqualMaterialisedPairs(t *testing.T) {
 					o := Options{Similarity: sim, Precision: prec, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20),
 						Threads: 1 + trial%3, TopN: max(keep, 0), FullRanking: keep == 0}
 					want := scoreMaterialised(t, p, o)
+					var st Stats
+					o.Stats = &st
 					got, err := Score(context.Background(), p, o)
 					if err != nil {
 						t.Fatal(err)
 					}
 					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("trial %d (%d classes) sim %d prec %d keep %d:\n got %+v\nwant %+v", trial, nc, sim, prec, keep, got, want)
+						t.Fatalf("trial %d (%d classes, %d chunks) sim %d prec %d keep %d:\n got %+v\nwant %+v", trial, nc, st.Chunks, sim, prec, keep, got, want)
+					}
+					if maxChunkPairs == 1 && st.Chunks != nq {
+						t.Fatalf("trial %d: %d chunks of one query for %d queries", trial, st.Chunks, nq)
+					}
+					if st.Chunks > 1 {
+						chunked++
 					}
 				}
 			}
+		}
+	}
+	if chunked == 0 {
+		t.Fatal("no problem was scored in chunks")
+	}
+}
+
+// Chunks are only cut where no score can be non-finite: an overflowing
+// pair fails the chunked problem exactly as the whole one, and the bound
+// of scoresFinite holds for values up to it.
+func TestClassChunksKeepErrors(t *testing.T) {
+	defer func(c int) { maxChunkPairs = c }(maxChunkPairs)
+	maxChunkPairs = 1
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, sim := range []Similarity{Dot, SquaredL2} {
+		for _, prec := range []Precision{Float64, Float32} {
+			p := classProblem(r, 12, 40, 3, 3, false, false, false)
+			p.Exclusions = nil
+			q := make([]float64, 12*3)
+			for i := range q {
+				q[i] = r.NormFloat64()
+			}
+			big := 1e200
+			if prec == Float32 {
+				big = 1e25
+			}
+			q[11*3+1] = big // the last query overflows against row 20 only
+			g := make([]float64, 40*3)
+			for i := range g {
+				g[i] = r.NormFloat64()
+			}
+			g[20*3+1] = big
+			p.Queries, _ = matrix.NewDense64(12, 3, q)
+			p.Gallery, _ = matrix.NewDense64(40, 3, g)
+			o := Options{Similarity: sim, Precision: prec, Threads: 2, QueryBatch: 3, GalleryBatch: 8}
+			forceMaterialisedClasses = true
+			_, want := Score(context.Background(), p, o)
+			forceMaterialisedClasses = false
+			var st Stats
+			o.Stats = &st
+			_, got := Score(context.Background(), p, o)
+			if want == nil || got == nil || got.Error() != want.Error() || st.Chunks != 1 {
+				t.Fatalf("sim %d prec %d: got %v (%d chunks), want %v", sim, prec, got, st.Chunks, want)
+			}
+		}
+	}
+	// Finite problems near the bound are chunked and match.
+	for _, c := range []struct {
+		sim  Similarity
+		prec Precision
+		v    float64
+	}{{Dot, Float64, 1e149}, {SquaredL2, Float64, 1e149}, {Dot, Float32, 1e17}, {SquaredL2, Float32, 1e17}} {
+		p := classProblem(r, 12, 40, 3, 3, false, false, false)
+		for _, m := range []*matrix.Dense{p.Queries.(*matrix.Dense), p.Gallery.(*matrix.Dense)} {
+			x := m.Float64Data()
+			for i := range x {
+				x[i] *= c.v / 4
+			}
+		}
+		o := Options{Similarity: c.sim, Precision: c.prec, Threads: 2, QueryBatch: 3, GalleryBatch: 8}
+		want := scoreMaterialised(t, p, o)
+		var st Stats
+		o.Stats = &st
+		got, err := Score(context.Background(), p, o)
+		if err != nil || !reflect.DeepEqual(got, want) || st.Chunks != 12 {
+			t.Fatalf("%v: %d chunks, err %v, equal %v", c, st.Chunks, err, reflect.DeepEqual(got, want))
 		}
 	}
 }
@@ -312,6 +391,58 @@ func TestClassesSortedRanks(t *testing.T) {
 			b, _ := Score(context.Background(), explicit, o)
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("trial %d: SortedRanks changed an explicit problem", trial)
+			}
+		}
+	}
+}
+
+// Label problems with negatives stream their pooled summary chunk by
+// chunk: results and summary equal the stored path's bit for bit, and the
+// summary equals metrics.SummariseChunks over the materialised pairs'
+// scores — with the median in the sampled window and (window cap shrunk)
+// through the re-scoring passes; all queries at once and in chunks; few
+// and many classes, exclusions, ties, every similarity and precision.
+func TestClassPooledEqualsStored(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	defer func(c, w int) { maxChunkPairs, pooledWindowCap = c, w }(maxChunkPairs, pooledWindowCap)
+	for trial := range 30 {
+		maxChunkPairs = []int{1 << 22, 1, 1 + r.IntN(100)}[trial%3]
+		pooledWindowCap = []int{1 << 21, 1, 5, 1 << 21, 40}[trial%5]
+		nq, ng := 1+r.IntN(30), 6+r.IntN(60)
+		nc := []int{2, 3, 10, 1000}[trial%4]
+		ties := trial%7 == 3
+		p := classProblem(r, nq, ng, 1+r.IntN(6), nc, trial%2 == 0, trial%3 == 0, ties)
+		for _, sim := range []Similarity{Cosine, Dot, SquaredL2} {
+			if sim == Cosine && ties {
+				continue // tie data has zero rows
+			}
+			for _, prec := range []Precision{Float64, Float32} {
+				o := Options{Similarity: sim, Precision: prec, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20), Threads: 1 + trial%3}
+				want, wsum, err := scorePooled(t, p, o, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var st Stats
+				o.Stats = &st
+				got, gsum, err := scorePooled(t, p, o, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !st.PooledStreamed {
+					t.Fatalf("trial %d: the pooled summary was not streamed", trial)
+				}
+				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gsum, wsum) {
+					t.Fatalf("trial %d (%d classes, %d chunks) sim %d prec %d: streaming differs\n got %+v %v\nwant %+v %v",
+						trial, nc, st.Chunks, sim, prec, got, gsum, want, wsum)
+				}
+				o.Stats, o.SortedRanks = nil, true
+				var chunks [][]float64
+				for _, res := range scoreMaterialised(t, p, o) {
+					chunks = append(chunks, res.Scores)
+				}
+				if ms := metrics.SummariseChunks(chunks); !reflect.DeepEqual(ms, gsum) {
+					t.Fatalf("trial %d: summary %v differs from the materialised pairs' %v", trial, gsum, ms)
+				}
 			}
 		}
 	}

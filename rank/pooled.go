@@ -92,47 +92,13 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
 	ps.cacheGallery(ctx)
 
-	// The window: exact scores of a sample of whole queries.
-	step := max(1, s.nq/16)
-	var sampleQs []int32
-	for q := 0; q < s.nq; q += step {
-		sampleQs = append(sampleQs, int32(q))
-	}
-	inSample := 0
-	for _, q := range sampleQs {
-		inSample += len(c.Members(int(c.Query[q]))) - len(excluded[q])
-	}
-	sample := make([]uint64, 0, inSample)
-	if err := ps.scoreQueries(ctx, sampleQs, &workspace{}, func(_ int, vals []float64) {
-		for _, v := range vals {
-			sample = append(sample, metrics.OrderKey(v))
-		}
-	}); err != nil {
+	window, windowCap, err := ps.sampleWindow(ctx, n)
+	if err != nil {
 		return err
 	}
-	const delta = 0.01
-	lo := metrics.SelectKth(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
-	hi := metrics.SelectKth(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
-
 	// The main pass: ordered sum, extremes, the counts of the values
 	// below and inside the window, each query's best positive.
 	maxPos := make([]float64, s.nq)
-	window := pooledWindow{lo: metrics.KeyValue(lo), hi: metrics.KeyValue(hi)}
-	if window.lo == 0 {
-		// Rows may hold −0 (Dot64 rows are copied as they are): v − (−0)
-		// is +0 for v = ±0, so a zero is not counted below a zero bound.
-		window.lo = math.Copysign(0, -1)
-	}
-	// Each worker's window is allocated once for the share of the values
-	// the sample puts inside (with room to spare: an untouched capacity
-	// costs no memory), not grown by copying.
-	inside := 0
-	for _, k := range sample {
-		if k >= lo && k <= hi {
-			inside++
-		}
-	}
-	windowCap := min(pooledWindowCap, int(float64(n)*1.25*float64(inside)/float64(max(1, len(sample))))+4096)
 	parts := make([]*pooledPart, max(1, s.threads))
 	for i := range parts {
 		parts[i] = &pooledPart{window: make([]uint64, 0, windowCap)}
@@ -150,7 +116,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		nextWorker++
 		return &workspace{id: nextWorker - 1}
 	}
-	err := s.parallelBeside(ctx, blocks, newWS, func(b int, w *workspace) error {
+	err = s.parallelBeside(ctx, blocks, newWS, func(b int, w *workspace) error {
 		p := parts[w.id]
 		q0, q1 := b*qBlock, min((b+1)*qBlock, s.nq)
 		qs := make([]int32, 0, q1-q0)
@@ -232,27 +198,13 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		p.window = nil
 	}
 	min_, max_ = min_+0, max_+0 // −0 → +0 (SPEC §1.3)
-	ks := []int{n / 2}
-	if n%2 == 0 {
-		ks = []int{n/2 - 1, n / 2}
-	}
-	vals := make([]float64, len(ks))
-	if !overflow.Load() && below <= ks[0] && ks[len(ks)-1] < below+len(kept_) {
-		for i, k := range ks {
-			vals[i] = metrics.KeyValue(metrics.SelectKth(kept_, k-below))
-		}
-	} else {
-		kept_ = nil
-		if vals, err = ps.rescanSelect(ctx, ks, n); err != nil {
-			return err
-		}
-	}
-	med := vals[0]
-	if len(vals) == 2 {
-		med = (vals[0] + vals[1]) / 2
+	med, err := ps.median(ctx, n, below, kept_, overflow.Load())
+	if err != nil {
+		return err
 	}
 	mean := sum / float64(n)
 	s.o.Pooled.Summary = metrics.Summary{Mean: &mean, Median: &med, Min: &min_, Max: &max_}
+	s.stats.PooledStreamed = true
 	s.stats.Positives = time.Since(t1)
 	st := &classState{c: c}
 	for q := range s.nq {
@@ -262,6 +214,76 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sampleWindow places the median window of the n pooled scores from the
+// exact scores of a sample of whole queries (every nq/16-th), and sizes a
+// worker's window for the share of the values the sample puts inside.
+func (ps *pooledScan) sampleWindow(ctx context.Context, n int) (pooledWindow, int, error) {
+	s := ps.s
+	c := s.p.Classes
+	step := max(1, s.nq/16)
+	var sampleQs []int32
+	for q := 0; q < s.nq; q += step {
+		sampleQs = append(sampleQs, int32(q))
+	}
+	inSample := 0
+	for _, q := range sampleQs {
+		inSample += len(c.Members(int(c.Query[q]))) - len(ps.excluded[q])
+	}
+	sample := make([]uint64, 0, inSample)
+	if err := ps.scoreQueries(ctx, sampleQs, &workspace{}, func(_ int, vals []float64) {
+		for _, v := range vals {
+			sample = append(sample, metrics.OrderKey(v))
+		}
+	}); err != nil {
+		return pooledWindow{}, 0, err
+	}
+	const delta = 0.01
+	lo := metrics.SelectKth(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
+	hi := metrics.SelectKth(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
+	window := pooledWindow{lo: metrics.KeyValue(lo), hi: metrics.KeyValue(hi)}
+	if window.lo == 0 {
+		// Rows may hold −0 (Dot64 rows are copied as they are): v − (−0)
+		// is +0 for v = ±0, so a zero is not counted below a zero bound.
+		window.lo = math.Copysign(0, -1)
+	}
+	// Each worker's window is allocated once for the share of the values
+	// the sample puts inside (with room to spare: an untouched capacity
+	// costs no memory), not grown by copying.
+	inside := 0
+	for _, k := range sample {
+		if k >= lo && k <= hi {
+			inside++
+		}
+	}
+	windowCap := min(pooledWindowCap, int(float64(n)*1.25*float64(inside)/float64(max(1, len(sample))))+4096)
+	return window, windowCap, nil
+}
+
+// median is the median of the n pooled scores (SPEC §4.7) from the count
+// of those below the window and the keys of those inside it, or, when the
+// window missed it or overflowed, by re-scoring (rescanSelect).
+func (ps *pooledScan) median(ctx context.Context, n, below int, kept []uint64, overflow bool) (float64, error) {
+	ks := []int{n / 2}
+	if n%2 == 0 {
+		ks = []int{n/2 - 1, n / 2}
+	}
+	vals := make([]float64, len(ks))
+	if !overflow && below <= ks[0] && ks[len(ks)-1] < below+len(kept) {
+		for i, k := range ks {
+			vals[i] = metrics.KeyValue(metrics.SelectKth(kept, k-below))
+		}
+	} else {
+		var err error
+		if vals, err = ps.rescanSelect(ctx, ks, n); err != nil {
+			return 0, err
+		}
+	}
+	if len(vals) == 2 {
+		return (vals[0] + vals[1]) / 2, nil
+	}
+	return vals[0], nil
 }
 
 // pooledExclusionsFinite fails as the gallery pass of the stored path

@@ -123,6 +123,12 @@ type Stats struct {
 	Kernel, Fold time.Duration
 	Screened     bool // a screen was used (ScreenStats.Kind: float32 or int16 for the float64 protocol, int16 for float32)
 	Screen       ScreenStats
+	// Chunks is the number of query chunks of a label-derived problem,
+	// each with its own gallery pass (0: not label-derived).
+	Chunks int
+	// PooledStreamed: the Options.Pooled summary was taken while scoring,
+	// with no positive score stored (label-derived relevance).
+	PooledStreamed bool
 }
 
 // Candidate is a ranked gallery row.
@@ -229,7 +235,7 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	}
 	s.emit = fn
 	var chunks [][]float64
-	if o.Pooled != nil && !(p.Classes != nil && s.sortedRanks && s.pooledStreamable()) {
+	if o.Pooled != nil && !s.streamsPooled() {
 		// Stored path: the scores are kept per query and summarised at
 		// the end.
 		chunks = make([][]float64, nq)
@@ -397,6 +403,17 @@ type scorer struct {
 	// sortedRanks: Options.SortedRanks for a Classes problem (also when it
 	// is scored through the materialised pairs).
 	sortedRanks bool
+	// qLo, qHi: the queries the pass scores (activeQueries; both 0: all).
+	qLo, qHi int
+}
+
+// activeQueries is the range of queries the gallery pass scores and merges:
+// all of them, except for a chunk of a label-derived problem (classes.go).
+func (s *scorer) activeQueries() (lo, hi int) {
+	if s.qHi == 0 {
+		return 0, s.nq
+	}
+	return s.qLo, s.qHi
 }
 
 // queryInfo is what every worker reads about a query: its eligible
@@ -755,7 +772,7 @@ func (s *scorer) run(ctx context.Context) error {
 		return err
 	}
 	t1 := time.Now()
-	s.stats.Pass = t1.Sub(t0)
+	s.stats.Pass += t1.Sub(t0)
 	for _, w := range wss {
 		s.stats.Kernel += w.kernel
 		s.stats.Fold += w.fold
@@ -766,7 +783,7 @@ func (s *scorer) run(ctx context.Context) error {
 	}
 	s.screen16Stats() // int16 screens (screen16.go, screen16_64.go)
 	err = s.merge(ctx, parts)
-	s.stats.Merge = time.Since(t1)
+	s.stats.Merge += time.Since(t1)
 	return err
 }
 
@@ -821,11 +838,12 @@ func (s *scorer) denseBlock(ctx context.Context, w *workspace, g0, g1, qb int) e
 	} else {
 		g32 = s.g.block32(g0, g1, w.g32, w.tmp)
 	}
-	for q0 := 0; q0 < s.nq; q0 += qb {
+	lo, hi := s.activeQueries()
+	for q0 := lo; q0 < hi; q0 += qb {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		q1 := min(q0+qb, s.nq)
+		q1 := min(q0+qb, hi)
 		qn := q1 - q0
 		if s.cls != nil && !s.o.FullRanking && s.o.TopN == 0 && !s.tileHasNegative(q0, q1, g0, g1) {
 			if err := s.skippedTileExclusions(q0, q1, g0, g1, w); err != nil {
@@ -903,7 +921,7 @@ func (s *scorer) newPartial() *partial {
 	if s.cls != nil {
 		p.beaten = nil // counters in classState, or per worker:
 		if s.cls.local {
-			p.cbeaten = make([]int32, s.cls.nLocal)
+			p.cbeaten = s.cls.localCounters()
 		}
 	}
 	if s.o.FullRanking {
@@ -1147,8 +1165,9 @@ func b2i(b bool) int {
 // and hands them out in query order.
 func (s *scorer) merge(ctx context.Context, parts []*partial) error {
 	const chunk = 16
-	return s.parallel(ctx, (s.nq+chunk-1)/chunk, func(task int, _ *workspace) error {
-		for q := task * chunk; q < min(task*chunk+chunk, s.nq); q++ {
+	lo, hi := s.activeQueries()
+	return s.parallel(ctx, (hi-lo+chunk-1)/chunk, func(task int, _ *workspace) error {
+		for q := lo + task*chunk; q < min(lo+task*chunk+chunk, hi); q++ {
 			if err := s.mergeQuery(q, parts); err != nil {
 				return err
 			}
