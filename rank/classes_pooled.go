@@ -2,6 +2,7 @@ package rank
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -56,9 +57,19 @@ func (s *scorer) newClassPooled(ctx context.Context) (*classPooled, error) {
 		}
 	}
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: 64, slabs: make([][]float64, max(1, s.threads))}
-	win, windowCap, err := ps.sampleWindow(ctx, n)
-	if err != nil {
-		return nil, err
+	// Up to the window's cap every score is kept (the demo: 500,000), so
+	// the median never needs a second scoring. Above it, the window comes
+	// from a sample of 64 whole queries: each query's positives form a
+	// cluster of similar scores (their class's), so the sample's quantiles
+	// err more than those of as many independent values, and the window
+	// is made as wide as the cap allows, up to the 0.4–0.6 quantiles.
+	win, windowCap := pooledWindow{lo: math.Inf(-1), hi: math.Inf(1)}, n
+	if n > pooledWindowCap {
+		delta := min(0.1, max(0.01, 0.4*float64(pooledWindowCap)/float64(n)))
+		var err error
+		if win, windowCap, err = ps.sampleWindow(ctx, n, max(1, s.nq/64), delta); err != nil {
+			return nil, err
+		}
 	}
 	cp := &classPooled{ps: ps, win: win, n: n, maxPos: make([]float64, s.nq)}
 	cp.part.window = make([]uint64, 0, windowCap)

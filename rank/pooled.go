@@ -27,7 +27,9 @@ import (
 // gallery) instead of O(Q · P). When the sample misplaced the window
 // (or the window overflowed) the positives are scored again, as many times
 // as a radix selection over the keys needs; every number is that of
-// metrics.SummariseChunks over the stored scores, bit for bit.
+// metrics.SummariseChunks over the stored scores, bit for bit. With
+// negatives (several classes) the summary is folded in the same way chunk
+// of queries by chunk (classPooled), as the positives are scored.
 type Pooled struct {
 	Summary metrics.Summary
 }
@@ -92,7 +94,7 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 	ps := &pooledScan{s: s, excluded: excluded, qBlock: qBlock, slabs: make([][]float64, max(1, s.threads))}
 	ps.cacheGallery(ctx)
 
-	window, windowCap, err := ps.sampleWindow(ctx, n)
+	window, windowCap, err := ps.sampleWindow(ctx, n, max(1, s.nq/16), 0.01)
 	if err != nil {
 		return err
 	}
@@ -217,12 +219,12 @@ func (s *scorer) scorePooledClasses(ctx context.Context) error {
 }
 
 // sampleWindow places the median window of the n pooled scores from the
-// exact scores of a sample of whole queries (every nq/16-th), and sizes a
-// worker's window for the share of the values the sample puts inside.
-func (ps *pooledScan) sampleWindow(ctx context.Context, n int) (pooledWindow, int, error) {
+// exact scores of a sample of whole queries (every step-th): the sample's
+// quantiles 0.5 ± delta. It sizes a worker's window for the share of the
+// values the sample puts inside.
+func (ps *pooledScan) sampleWindow(ctx context.Context, n, step int, delta float64) (pooledWindow, int, error) {
 	s := ps.s
 	c := s.p.Classes
-	step := max(1, s.nq/16)
 	var sampleQs []int32
 	for q := 0; q < s.nq; q += step {
 		sampleQs = append(sampleQs, int32(q))
@@ -239,7 +241,6 @@ func (ps *pooledScan) sampleWindow(ctx context.Context, n int) (pooledWindow, in
 	}); err != nil {
 		return pooledWindow{}, 0, err
 	}
-	const delta = 0.01
 	lo := metrics.SelectKth(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
 	hi := metrics.SelectKth(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
 	window := pooledWindow{lo: metrics.KeyValue(lo), hi: metrics.KeyValue(hi)}
