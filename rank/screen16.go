@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/memory"
 )
 
 // The int16 screen of the float32 protocol (SPEC §4.2 "Screened
@@ -155,6 +156,20 @@ func (s *scorer) newScreen16(ctx context.Context) *screen16State {
 		return nil
 	}
 	d := s.d
+	// What the screen holds (SPEC §7.5): the packed queries and their
+	// bounds, the sample, and per worker a packed sub-block, its cheap
+	// scores and the pairs to verify. Without the room the exhaustive
+	// float32 pass runs, which needs none of it.
+	sn := int64(min(s.ng, 4096))
+	qb := int64(max(kernel.Int16QueryTile, min(o.QueryBatch, s.nq)))
+	sub := int64(screen16SubRows)
+	need := memory.Sum(
+		memory.Bytes(int64(kernel.Int16QueryLen(s.nq, d)), 4), memory.Bytes(int64(s.nq), 4+3*8+1),
+		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
+		memory.Bytes(int64(s.threads), memory.Sum(memory.Bytes(sub, int64(d)+1, 2+4), memory.Bytes(qb, sub, 4+16+4+4+4))))
+	if memory.Check(ctx, "Int16 screen (packed queries and sub-blocks)", need) != nil {
+		return nil
+	}
 	st := &screen16State{
 		qp:  make([]int32, kernel.Int16QueryLen(s.nq, d)),
 		qs:  make([]float32, s.nq),
