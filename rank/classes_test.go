@@ -412,38 +412,29 @@ func TestClassPooledEqualsStored(t *testing.T) {
 		nc := []int{2, 3, 10, 1000}[trial%4]
 		ties := trial%7 == 3
 		p := classProblem(r, nq, ng, 1+r.IntN(6), nc, trial%2 == 0, trial%3 == 0, ties)
-		for _, sim := range []Similarity{Cosine, Dot, SquaredL2} {
-			if sim == Cosine && ties {
-				continue // tie data has zero rows
+		pooledCases(t, r, p, ties, trial, func(o Options, want []QueryResult, wsum metrics.Summary) {
+			sim, prec := o.Similarity, o.Precision
+			var st Stats
+			o.Stats = &st
+			got, gsum, err := scorePooled(t, p, o, false)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, prec := range []Precision{Float64, Float32} {
-				o := Options{Similarity: sim, Precision: prec, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20), Threads: 1 + trial%3}
-				want, wsum, err := scorePooled(t, p, o, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var st Stats
-				o.Stats = &st
-				got, gsum, err := scorePooled(t, p, o, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !st.PooledStreamed {
-					t.Fatalf("trial %d: the pooled summary was not streamed", trial)
-				}
-				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gsum, wsum) {
-					t.Fatalf("trial %d (%d classes, %d chunks) sim %d prec %d: streaming differs\n got %+v %v\nwant %+v %v",
-						trial, nc, st.Chunks, sim, prec, got, gsum, want, wsum)
-				}
-				o.Stats, o.SortedRanks = nil, true
-				var chunks [][]float64
-				for _, res := range scoreMaterialised(t, p, o) {
-					chunks = append(chunks, res.Scores)
-				}
-				if ms := metrics.SummariseChunks(chunks); !reflect.DeepEqual(ms, gsum) {
-					t.Fatalf("trial %d: summary %v differs from the materialised pairs' %v", trial, gsum, ms)
-				}
+			if !st.PooledStreamed {
+				t.Fatalf("trial %d: the pooled summary was not streamed", trial)
 			}
-		}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gsum, wsum) {
+				t.Fatalf("trial %d (%d classes, %d chunks) sim %d prec %d: streaming differs\n got %+v %v\nwant %+v %v",
+					trial, nc, st.Chunks, sim, prec, got, gsum, want, wsum)
+			}
+			o.Stats, o.SortedRanks = nil, true
+			var chunks [][]float64
+			for _, res := range scoreMaterialised(t, p, o) {
+				chunks = append(chunks, res.Scores)
+			}
+			if ms := metrics.SummariseChunks(chunks); !reflect.DeepEqual(ms, gsum) {
+				t.Fatalf("trial %d: summary %v differs from the materialised pairs' %v", trial, gsum, ms)
+			}
+		})
 	}
 }

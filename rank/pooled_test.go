@@ -61,41 +61,52 @@ func TestPooledStreamingEqualsStored(t *testing.T) {
 			p = classProblem(r, nq, ng, 1+r.IntN(6), 1, false, trial%2 == 0, ties)
 		}
 		pooledWindowCap = []int{1 << 21, 1, 5}[trial%3]
-		for _, sim := range []Similarity{Cosine, Dot, SquaredL2} {
-			if sim == Cosine && ties {
-				continue // tie data has zero rows
+		pooledCases(t, r, p, ties, trial, func(o Options, want []QueryResult, wsum metrics.Summary) {
+			sim, prec := o.Similarity, o.Precision
+			s := &scorer{p: p, o: o, nq: nq, sortedRanks: true}
+			s.o.Pooled = &Pooled{}
+			if !s.pooledStreamable() {
+				t.Fatalf("trial %d: the problem has no negatives but is not streamed", trial)
 			}
-			for _, prec := range []Precision{Float64, Float32} {
-				o := Options{Similarity: sim, Precision: prec, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20), Threads: 1 + trial%3}
-				want, wsum, err := scorePooled(t, p, o, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				s := &scorer{p: p, o: o, nq: nq, sortedRanks: true}
-				s.o.Pooled = &Pooled{}
-				if !s.pooledStreamable() {
-					t.Fatalf("trial %d: the problem has no negatives but is not streamed", trial)
-				}
-				got, gsum, err := scorePooled(t, p, o, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gsum, wsum) {
-					t.Fatalf("trial %d sim %d prec %d: streaming differs\n got %+v %v\nwant %+v %v", trial, sim, prec, got, gsum, want, wsum)
-				}
-				o.SortedRanks = true
-				ref := scoreMaterialised(t, p, o)
-				var chunks [][]float64
-				for q, res := range ref {
-					chunks = append(chunks, res.Scores)
-					if m := maxOf(res.Scores); m != got[q].MaxPositive {
-						t.Fatalf("trial %d: query %d max positive %v, want %v", trial, q, got[q].MaxPositive, m)
-					}
-				}
-				if ms := metrics.SummariseChunks(chunks); !reflect.DeepEqual(ms, gsum) {
-					t.Fatalf("trial %d: summary differs from the materialised pairs'", trial)
+			got, gsum, err := scorePooled(t, p, o, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gsum, wsum) {
+				t.Fatalf("trial %d sim %d prec %d: streaming differs\n got %+v %v\nwant %+v %v", trial, sim, prec, got, gsum, want, wsum)
+			}
+			o.SortedRanks = true
+			ref := scoreMaterialised(t, p, o)
+			var chunks [][]float64
+			for q, res := range ref {
+				chunks = append(chunks, res.Scores)
+				if m := maxOf(res.Scores); m != got[q].MaxPositive {
+					t.Fatalf("trial %d: query %d max positive %v, want %v", trial, q, got[q].MaxPositive, m)
 				}
 			}
+			if ms := metrics.SummariseChunks(chunks); !reflect.DeepEqual(ms, gsum) {
+				t.Fatalf("trial %d: summary differs from the materialised pairs'", trial)
+			}
+		})
+	}
+}
+
+// pooledCases runs check for every similarity and precision (cosine
+// only without ties: tie data has zero rows) with random blocks and
+// threads, handing it the stored path's results and summary.
+func pooledCases(t *testing.T, r *rand.Rand, p Problem, ties bool, trial int, check func(o Options, want []QueryResult, wsum metrics.Summary)) {
+	t.Helper()
+	for _, sim := range []Similarity{Cosine, Dot, SquaredL2} {
+		if sim == Cosine && ties {
+			continue
+		}
+		for _, prec := range []Precision{Float64, Float32} {
+			o := Options{Similarity: sim, Precision: prec, QueryBatch: 1 + r.IntN(8), GalleryBatch: 1 + r.IntN(20), Threads: 1 + trial%3}
+			want, wsum, err := scorePooled(t, p, o, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(o, want, wsum)
 		}
 	}
 }

@@ -309,19 +309,21 @@ func TestScreen16x64Cancel(t *testing.T) {
 	}
 }
 
-// The float64 int16 screen runs only when the memory budget in the
-// context has room for what it holds; otherwise the float32 screen runs
-// (it needs none of it), with the same results.
-func TestScreen16x64MemoryBudget(t *testing.T) {
+// Both int16 screens run only when the memory budget in the context has
+// room for what they hold; otherwise the float64 protocol takes the
+// float32 screen (which needs none of it) and the float32 protocol its
+// exhaustive pass, with the same results.
+func TestScreen16MemoryBudget(t *testing.T) {
 	forceScreen16(t)
 	r := rand.New(rand.NewPCG(95, 96))
 	p := denseProblem(t, screenCases(r, 384, 20, 200)[1], r)
 	for _, c := range []struct {
+		prec  Precision
 		limit int64
-		kind  string
-	}{{1 << 10, "float32"}, {1 << 40, "int16"}} {
+		kind  string // "": not screened
+	}{{Float64, 1 << 10, "float32"}, {Float64, 1 << 40, "int16"}, {Float32, 1 << 10, ""}, {Float32, 1 << 40, "int16"}} {
 		var st Stats
-		o := Options{Similarity: Cosine, Precision: Float64, QueryBatch: 8, GalleryBatch: 64, Stats: &st}
+		o := Options{Similarity: Cosine, Precision: c.prec, QueryBatch: 8, GalleryBatch: 64, Stats: &st}
 		got, err := Score(memory.WithLimit(t.Context(), c.limit), p, o)
 		if err != nil {
 			t.Fatal(err)
@@ -332,10 +334,10 @@ func TestScreen16x64MemoryBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("limit %d: results differ from exhaustive", c.limit)
+			t.Fatalf("precision %d, limit %d: results differ from exhaustive", c.prec, c.limit)
 		}
-		if st.Screen.Kind != c.kind {
-			t.Fatalf("limit %d: %q screen ran, want %q", c.limit, st.Screen.Kind, c.kind)
+		if st.Screened != (c.kind != "") || st.Screen.Kind != c.kind {
+			t.Fatalf("precision %d, limit %d: %q screen ran (screened %v), want %q", c.prec, c.limit, st.Screen.Kind, st.Screened, c.kind)
 		}
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
-	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -302,37 +300,6 @@ func TestScreen16UnboundedBlocksScoredExactly(t *testing.T) {
 		}
 		if !st.Screened || st.Screen.ExactTiles == 0 || st.Screen.Pairs == 0 {
 			t.Fatalf("d=%d: screened %v, %d blocks exact, %d pairs screened", d, st.Screened, st.Screen.ExactTiles, st.Screen.Pairs)
-		}
-	}
-}
-
-// The float32 int16 screen runs only when the memory budget in the
-// context has room for what it holds; otherwise the exhaustive float32
-// pass runs, with the same results.
-func TestScreen16MemoryBudget(t *testing.T) {
-	forceScreen16(t)
-	r := rand.New(rand.NewPCG(97, 98))
-	p := denseProblem(t, screenCases(r, 384, 20, 200)[1], r)
-	for _, c := range []struct {
-		limit    int64
-		screened bool
-	}{{1 << 10, false}, {1 << 40, true}} {
-		var st Stats
-		o := Options{Similarity: Cosine, Precision: Float32, QueryBatch: 8, GalleryBatch: 64, Stats: &st}
-		got, err := Score(memory.WithLimit(t.Context(), c.limit), p, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Exhaustive, o.Stats = true, nil
-		want, err := Score(t.Context(), p, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("limit %d: results differ from exhaustive", c.limit)
-		}
-		if st.Screened != c.screened || c.screened && st.Screen.Kind != "int16" {
-			t.Fatalf("limit %d: screened %v (%q), want %v", c.limit, st.Screened, st.Screen.Kind, c.screened)
 		}
 	}
 }
