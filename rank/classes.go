@@ -73,7 +73,7 @@ type classState struct {
 
 // scoreClasses is Score for a Problem with Classes, dense endpoints.
 //
-// The positives' state (their scores, rank order and counters, about 20
+// The positives' state (their scores, rank order and counters, about 24
 // bytes per pair) is held for one chunk of queries at a time, of at most
 // maxChunkPairs pairs, each chunk with its own gallery pass: two classes of
 // 10,000 rows under 2,000 queries are 20 million pairs, which would
