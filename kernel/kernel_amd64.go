@@ -8,14 +8,18 @@ import "golang.org/x/sys/cpu"
 // only set when the OS also saves the zmm and mask registers.
 func addSIMD() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		addChecked(simdImpl("avx2", &setAVX2))
+		m := scanAVX2.withScans(simdImpl("avx2", &setAVX2))
+		m.rows = &rowsAVX2
+		addChecked(m)
 	}
 	if cpu.X86.HasAVX512F {
 		m := simdImpl("avx512", &setAVX512)
-		if cpu.X86.HasPOPCNT {
-			m.maxFinite32, m.scan32 = maxFinite32AVX512Go, scan32AVX512Go
+		if cpu.X86.HasPOPCNT { // scan32AVX512 counts its hits with POPCNT
+			scanAVX512.withScans(m)
+		} else {
+			scanAVX2.withScans(m)
 		}
-		m.convertNorm64 = convertNorm64AVX512Go
+		m.rows = &rowsAVX512
 		addChecked(m)
 	}
 }

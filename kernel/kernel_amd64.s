@@ -16185,3 +16185,154 @@ scan32AVX512_next:
 	MOVQ      SI, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func maxFinite32AVX2(x *float32, n int, out *float32)
+// Requires: AVX
+TEXT ·maxFinite32AVX2(SB), NOSPLIT, $0-24
+	MOVQ    x+0(FP), AX
+	MOVQ    n+8(FP), CX
+	MOVQ    out+16(FP), DX
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VSUBPS  Y0, Y0, Y2
+	VSUBPS  Y1, Y1, Y3
+	ADDQ    $0x40, AX
+	DECQ    CX
+	JZ      maxFinite32AVX2_done
+
+maxFinite32AVX2_loop:
+	VMOVUPS (AX), Y4
+	VMOVUPS 32(AX), Y5
+	VMAXPS  Y4, Y0, Y0
+	VMAXPS  Y5, Y1, Y1
+	VSUBPS  Y4, Y4, Y4
+	VSUBPS  Y5, Y5, Y5
+	VORPS   Y4, Y2, Y2
+	VORPS   Y5, Y3, Y3
+	ADDQ    $0x40, AX
+	DECQ    CX
+	JNZ     maxFinite32AVX2_loop
+
+maxFinite32AVX2_done:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET
+
+// func convertNorm64AVX2(x *float64, n int, y *float32, out *float64)
+// Requires: AVX, FMA3
+TEXT ·convertNorm64AVX2(SB), NOSPLIT, $0-32
+	MOVQ   x+0(FP), AX
+	MOVQ   n+8(FP), CX
+	MOVQ   y+16(FP), DX
+	MOVQ   out+24(FP), BX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPS X12, X12, X12
+
+convertNorm64AVX2_loop:
+	VMOVUPD     (AX), Y4
+	VCVTPD2PSY  Y4, X8
+	VMOVUPS     X8, (DX)
+	VFMADD231PD Y4, Y4, Y0
+	VSUBPS      X8, X8, X13
+	VORPS       X13, X12, X12
+	VMOVUPD     32(AX), Y5
+	VCVTPD2PSY  Y5, X9
+	VMOVUPS     X9, 16(DX)
+	VFMADD231PD Y5, Y5, Y1
+	VSUBPS      X9, X9, X13
+	VORPS       X13, X12, X12
+	VMOVUPD     64(AX), Y6
+	VCVTPD2PSY  Y6, X10
+	VMOVUPS     X10, 32(DX)
+	VFMADD231PD Y6, Y6, Y2
+	VSUBPS      X10, X10, X13
+	VORPS       X13, X12, X12
+	VMOVUPD     96(AX), Y7
+	VCVTPD2PSY  Y7, X11
+	VMOVUPS     X11, 48(DX)
+	VFMADD231PD Y7, Y7, Y3
+	VSUBPS      X11, X11, X13
+	VORPS       X13, X12, X12
+	ADDQ        $0x80, AX
+	ADDQ        $0x40, DX
+	DECQ        CX
+	JNZ         convertNorm64AVX2_loop
+	VMOVUPD     Y0, (BX)
+	VMOVUPD     Y1, 32(BX)
+	VMOVUPD     Y2, 64(BX)
+	VMOVUPD     Y3, 96(BX)
+	VXORPS      Y14, Y14, Y14
+	VMOVUPS     Y14, 128(BX)
+	VMOVUPS     Y14, 160(BX)
+	VMOVUPS     X12, 128(BX)
+	VZEROUPPER
+	RET
+
+// func scan32AVX2(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int
+// Requires: AVX, AVX2
+TEXT ·scan32AVX2(SB), NOSPLIT, $0-56
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         cut+16(FP), DX
+	MOVQ         idx+32(FP), BX
+	MOVQ         cnt+40(FP), SI
+	MOVQ         BX, DI
+	XORQ         R8, R8
+	VBROADCASTSS (DX), Y0
+	VBROADCASTSS 4(DX), Y1
+	VBROADCASTSS 8(DX), Y2
+	VBROADCASTSS 12(DX), Y3
+	VMOVDQU      (SI), Y4
+	VMOVDQU      32(SI), Y5
+
+scan32AVX2_loop:
+	VMOVUPS   (AX), Y6
+	VCMPPS    $0x1e, Y0, Y6, Y7
+	VPSUBD    Y7, Y4, Y4
+	VCMPPS    $0x1d, Y1, Y6, Y7
+	VCMPPS    $0x12, Y2, Y6, Y8
+	VANDPS    Y8, Y7, Y7
+	VCMPPS    $0x1d, Y3, Y6, Y8
+	VORPS     Y8, Y7, Y7
+	VMOVMSKPS Y7, DX
+	VMOVUPS   32(AX), Y6
+	VCMPPS    $0x1e, Y0, Y6, Y7
+	VPSUBD    Y7, Y5, Y5
+	VCMPPS    $0x1d, Y1, Y6, Y7
+	VCMPPS    $0x12, Y2, Y6, Y8
+	VANDPS    Y8, Y7, Y7
+	VCMPPS    $0x1d, Y3, Y6, Y8
+	VORPS     Y8, Y7, Y7
+	VMOVMSKPS Y7, R10
+	SHLQ      $0x08, R10
+	ORQ       R10, DX
+	TESTQ     DX, DX
+	JZ        scan32AVX2_next
+
+scan32AVX2_hit:
+	BSFQ DX, R9
+	LEAQ (R8)(R9*1), R10
+	MOVL R10, (BX)
+	ADDQ $0x04, BX
+	LEAQ -1(DX), R10
+	ANDQ R10, DX
+	JNZ  scan32AVX2_hit
+
+scan32AVX2_next:
+	ADDQ    $0x10, R8
+	ADDQ    $0x40, AX
+	DECQ    CX
+	JNZ     scan32AVX2_loop
+	VMOVDQU Y4, (SI)
+	VMOVDQU Y5, 32(SI)
+	SUBQ    DI, BX
+	SHRQ    $0x02, BX
+	MOVQ    BX, ret+48(FP)
+	VZEROUPPER
+	RET

@@ -174,3 +174,21 @@ func convertNorm64AVX512(x *float64, n int, y *float32, out *float64)
 //
 //go:noescape
 func scan32AVX512(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int
+
+// maxFinite32AVX2 is maxFinite32AVX512 with AVX2: lane l < 8 of out is the maximum of the values
+// 16m+l, lane 8+l that of 16m+8+l.
+//
+//go:noescape
+func maxFinite32AVX2(x *float32, n int, out *float32)
+
+// convertNorm64AVX2 is convertNorm64AVX512 with AVX2: out[0:16] are four 4-lane FMA chains of
+// x² (values 16m+4c…16m+4c+3 in chain c), so lane l of out still sums the values 16m+l.
+//
+//go:noescape
+func convertNorm64AVX2(x *float64, n int, y *float32, out *float64)
+
+// scan32AVX2 is scan32AVX512 with AVX2 (lanes is not read): cnt lane l < 8 counts the values
+// 16m+l, lane 8+l those of 16m+8+l.
+//
+//go:noescape
+func scan32AVX2(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int

@@ -2,11 +2,10 @@
 
 package kernel
 
-import "golang.org/x/sys/cpu"
-
-// divSIMD selects the AVX-512 loops (a variable so that tests
-// compare them with the scalar loop).
-var divSIMD = cpu.X86.HasAVX512F
+var (
+	rowsAVX512 = rowAsm{div32to64AVX512, div64AVX512, div32to32AVX512, maxAbs32AVX512, maxAbs64AVX512}
+	rowsAVX2   = rowAsm{div32to64AVX2, div64AVX2, div32to32AVX2, maxAbs32AVX2, maxAbs64AVX2}
+)
 
 // div32to64AVX512 writes float64(x[i]) / d to y[i] for i < 8n (n ≥ 1).
 //
@@ -35,3 +34,29 @@ func maxAbs64AVX512(x *float64, n int, out *float64)
 //
 //go:noescape
 func div32to32AVX512(x *float32, n int, d float64, y *float32)
+
+// div32to64AVX2 is div32to64AVX512 with AVX2 (two ymm of 4 lanes a step).
+//
+//go:noescape
+func div32to64AVX2(x *float32, n int, d float64, y *float64)
+
+// div64AVX2 is div64AVX512 with AVX2.
+//
+//go:noescape
+func div64AVX2(x *float64, n int, d float64, y *float64)
+
+// div32to32AVX2 is div32to32AVX512 with AVX2.
+//
+//go:noescape
+func div32to32AVX2(x *float32, n int, d float64, y *float32)
+
+// maxAbs32AVX2 is maxAbs32AVX512 with AVX2: out lane l < 8 covers the
+// values 16m+l, lane 8+l those of 16m+8+l.
+//
+//go:noescape
+func maxAbs32AVX2(x *float32, n int, out *float32)
+
+// maxAbs64AVX2 is maxAbs64AVX512 with AVX2 (steps of 8 values as two ymm).
+//
+//go:noescape
+func maxAbs64AVX2(x *float64, n int, out *float64)

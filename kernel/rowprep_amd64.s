@@ -110,3 +110,140 @@ div32to32AVX512_loop:
 	JNZ       div32to32AVX512_loop
 	VZEROUPPER
 	RET
+
+// The AVX2 forms: the same steps of 8 (16 for maxAbs32) values, as two ymm
+// halves. VDIVPD on ymm is correctly rounded lane by lane too.
+
+// func div32to64AVX2(x *float32, n int, d float64, y *float64)
+// Requires: AVX, AVX2
+TEXT ·div32to64AVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD d+16(FP), Y2
+	MOVQ         y+24(FP), DX
+
+div32to64AVX2_loop:
+	VCVTPS2PD (AX), Y0
+	VCVTPS2PD 16(AX), Y1
+	VDIVPD    Y2, Y0, Y0
+	VDIVPD    Y2, Y1, Y1
+	VMOVUPD   Y0, (DX)
+	VMOVUPD   Y1, 32(DX)
+	ADDQ      $0x20, AX
+	ADDQ      $0x40, DX
+	DECQ      CX
+	JNZ       div32to64AVX2_loop
+	VZEROUPPER
+	RET
+
+// func div64AVX2(x *float64, n int, d float64, y *float64)
+// Requires: AVX
+TEXT ·div64AVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD d+16(FP), Y2
+	MOVQ         y+24(FP), DX
+
+div64AVX2_loop:
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VDIVPD  Y2, Y0, Y0
+	VDIVPD  Y2, Y1, Y1
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, DX
+	DECQ    CX
+	JNZ     div64AVX2_loop
+	VZEROUPPER
+	RET
+
+// func div32to32AVX2(x *float32, n int, d float64, y *float32)
+// Requires: AVX
+TEXT ·div32to32AVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD d+16(FP), Y2
+	MOVQ         y+24(FP), DX
+
+div32to32AVX2_loop:
+	VCVTPS2PD  (AX), Y0
+	VCVTPS2PD  16(AX), Y1
+	VDIVPD     Y2, Y0, Y0
+	VDIVPD     Y2, Y1, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS    X0, (DX)
+	VMOVUPS    X1, 16(DX)
+	ADDQ       $0x20, AX
+	ADDQ       $0x20, DX
+	DECQ       CX
+	JNZ        div32to32AVX2_loop
+	VZEROUPPER
+	RET
+
+// func maxAbs32AVX2(x *float32, n int, out *float32)
+// Requires: AVX, AVX2
+TEXT ·maxAbs32AVX2(SB), NOSPLIT, $0-24
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         out+16(FP), DX
+	MOVL         $0x7fffffff, BX
+	MOVQ         BX, X6
+	VPBROADCASTD X6, Y6
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+
+maxAbs32AVX2_loop:
+	VANDPS  (AX), Y6, Y4
+	VANDPS  32(AX), Y6, Y5
+	VMAXPS  Y4, Y0, Y0
+	VMAXPS  Y5, Y1, Y1
+	VSUBPS  Y4, Y4, Y4
+	VSUBPS  Y5, Y5, Y5
+	VORPS   Y4, Y2, Y2
+	VORPS   Y5, Y3, Y3
+	ADDQ    $0x40, AX
+	DECQ    CX
+	JNZ     maxAbs32AVX2_loop
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET
+
+// func maxAbs64AVX2(x *float64, n int, out *float64)
+// Requires: AVX, AVX2
+TEXT ·maxAbs64AVX2(SB), NOSPLIT, $0-24
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	MOVQ         out+16(FP), DX
+	MOVQ         $0x7fffffffffffffff, BX
+	MOVQ         BX, X6
+	VPBROADCASTQ X6, Y6
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+
+maxAbs64AVX2_loop:
+	VANDPD  (AX), Y6, Y4
+	VANDPD  32(AX), Y6, Y5
+	VMAXPD  Y4, Y0, Y0
+	VMAXPD  Y5, Y1, Y1
+	VSUBPD  Y4, Y4, Y4
+	VSUBPD  Y5, Y5, Y5
+	VORPD   Y4, Y2, Y2
+	VORPD   Y5, Y3, Y3
+	ADDQ    $0x40, AX
+	DECQ    CX
+	JNZ     maxAbs64AVX2_loop
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	VMOVUPD Y2, 64(DX)
+	VMOVUPD Y3, 96(DX)
+	VZEROUPPER
+	RET

@@ -27,9 +27,21 @@ func sameBits(a, b float64) bool {
 	return math.Float64bits(a) == math.Float64bits(b) || (math.IsNaN(a) && math.IsNaN(b))
 }
 
+// eachRowLoops runs f with every implementation this CPU has in use, so
+// that each one's row loops (scalar, AVX2, AVX-512) are tested.
+func eachRowLoops(t *testing.T, f func(t *testing.T)) {
+	defer active.Store(active.Load())
+	for _, m := range usable {
+		active.Store(m)
+		t.Run(m.name, f)
+	}
+}
+
 // TestDivMatchesScalar: the vector loops give the bits of the scalar
 // division for every width (whole vectors and tails) and divisor.
-func TestDivMatchesScalar(t *testing.T) {
+func TestDivMatchesScalar(t *testing.T) { eachRowLoops(t, testDivMatchesScalar) }
+
+func testDivMatchesScalar(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	divisors := []float64{1, 3, 0.1, 7.5e-300, 1e300, 0x1p-1074, 0x1p-140, math.MaxFloat64, 1.0000000000000002, 0, math.Inf(1)}
 	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 384, 769} {
@@ -62,26 +74,38 @@ func TestDivMatchesScalar(t *testing.T) {
 	}
 }
 
-// TestDivSIMDUsed makes sure the vector loop is the one tested where the
-// CPU has it (the scalar tail alone would pass TestDivMatchesScalar).
-func TestDivSIMDUsed(t *testing.T) {
-	if !divSIMD {
-		t.Log("no AVX-512 on this CPU: only the scalar loop is tested")
-		return
-	}
-	x := []float64{1, 2, 3, 4, 5, 6, 7, 8}
-	y := make([]float64, 8)
-	div64AVX512(&x[0], 1, 2, &y[0])
-	for i := range x {
-		if y[i] != x[i]/2 {
-			t.Fatalf("div64AVX512 lane %d = %g, want %g", i, y[i], x[i]/2)
+// TestRowLoopsUsed makes sure the vector loops are the ones tested where
+// the CPU has them (the scalar tail alone would pass the tests above): each
+// SIMD implementation carries loops, and each of its loops writes every
+// lane of a step.
+func TestRowLoopsUsed(t *testing.T) {
+	for _, m := range usable {
+		if (m.rows == nil) != (m.name == "generic") {
+			t.Fatalf("%s: row loops %v", m.name, m.rows)
+		}
+		if m.rows == nil {
+			continue
+		}
+		x := []float64{1, 2, 3, 4, 5, 6, 7, 8}
+		x32 := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+		y, y2 := make([]float64, 8), make([]float64, 8)
+		y32 := make([]float32, 8)
+		m.rows.div64(&x[0], 1, 2, &y[0])
+		m.rows.div32to64(&x32[0], 1, 2, &y2[0])
+		m.rows.div32to32(&x32[0], 1, 2, &y32[0])
+		for i := range x {
+			if y[i] != x[i]/2 || y2[i] != x[i]/2 || y32[i] != x32[i]/2 {
+				t.Fatalf("%s lane %d: %g %g %g, want %g", m.name, i, y[i], y2[i], y32[i], x[i]/2)
+			}
 		}
 	}
 }
 
 // TestMaxAbsMatchesScalar: the vector loops find the largest magnitude
 // and every non-finite value wherever it sits (any lane, vector or tail).
-func TestMaxAbsMatchesScalar(t *testing.T) {
+func TestMaxAbsMatchesScalar(t *testing.T) { eachRowLoops(t, testMaxAbsMatchesScalar) }
+
+func testMaxAbsMatchesScalar(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 384, 769} {
 		for trial := range 40 {
@@ -115,5 +139,33 @@ func TestMaxAbsMatchesScalar(t *testing.T) {
 				t.Fatalf("MaxAbs32 n=%d trial %d: (%v, %v), want (%v, %v)", n, trial, got32, f32, want32, fin32)
 			}
 		}
+	}
+}
+
+// BenchmarkRowPrep times each implementation's row loops on 384-wide rows
+// (the gallery preparation of a cosine run divides every value twice).
+func BenchmarkRowPrep(b *testing.B) {
+	const d = 384
+	r := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, d)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	y := make([]float64, d)
+	defer active.Store(active.Load())
+	for _, m := range usable {
+		active.Store(m)
+		b.Run(m.name+"/DivTo64", func(b *testing.B) {
+			b.SetBytes(4 * d)
+			for b.Loop() {
+				DivTo64(x, 1.75, y)
+			}
+		})
+		b.Run(m.name+"/MaxAbs32", func(b *testing.B) {
+			b.SetBytes(4 * d)
+			for b.Loop() {
+				MaxAbs32(x)
+			}
+		})
 	}
 }

@@ -112,6 +112,21 @@ func TestConvertNorm64(t *testing.T) {
 					t.Fatalf("%s n=%d scale %g: sum of squares %v, want %v ± %v", m.name, n, scale, got, exact, tol)
 				}
 			}
+			// One overflowing value, at every position of a vector step
+			// and in the tail, is seen.
+			for p := range n {
+				if p >= 40 && p != n-1 {
+					continue
+				}
+				x := make([]float64, n)
+				for i := range x {
+					x[i] = 1
+				}
+				x[p] = 1e39
+				if _, fits := m.convertNorm64(x, make([]float32, n)); fits {
+					t.Fatalf("%s n=%d: 1e39 at %d fits float32", m.name, n, p)
+				}
+			}
 		}
 	}
 }

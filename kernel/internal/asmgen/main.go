@@ -126,6 +126,7 @@ func main() {
 		}
 	}
 	scanKernels()
+	scanKernelsAVX2()
 	if *tables != "" {
 		writeTables(*tables)
 	}
@@ -585,6 +586,156 @@ func scanKernels() {
 		DECQ(n)
 		JNZ(LabelRef("scan32AVX512_loop"))
 		VMOVDQU32(zCnt, Mem{Base: cnt})
+		SUBQ(start, idx)
+		SHRQ(Imm(2), idx)
+		Store(idx, ReturnIndex(0))
+		VZEROUPPER()
+		RET()
+	}
+}
+
+// scanKernelsAVX2 writes the AVX2 forms of the row scans, with the
+// contracts of the AVX-512 ones (16 float32 or float64 values per step, the
+// same output layout), so that the Go wrappers are shared: each 16-lane
+// vector is two ymm halves, lanes 0–7 and 8–15. AVX2 has no compress
+// store, so scan32AVX2 writes a step's hits from the bits of VMOVMSKPS,
+// lowest first. None of them needs more than AVX2 (no BMI, no POPCNT).
+func scanKernelsAVX2() {
+	TEXT("maxFinite32AVX2", NOSPLIT, "func(x *float32, n int, out *float32)")
+	Pragma("noescape")
+	Doc("maxFinite32AVX2 is maxFinite32AVX512 with AVX2: lane l < 8 of out is the maximum of the values",
+		"16m+l, lane 8+l that of 16m+8+l.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("n"), GP64())
+		out := Load(Param("out"), GP64())
+		m0, m1, b0, b1, t0, t1 := Y0, Y1, Y2, Y3, Y4, Y5
+		VMOVUPS(Mem{Base: x}, m0)
+		VMOVUPS(Mem{Base: x, Disp: 32}, m1)
+		VSUBPS(m0, m0, b0)
+		VSUBPS(m1, m1, b1)
+		ADDQ(Imm(64), x)
+		DECQ(n)
+		JZ(LabelRef("maxFinite32AVX2_done"))
+		Label("maxFinite32AVX2_loop")
+		VMOVUPS(Mem{Base: x}, t0)
+		VMOVUPS(Mem{Base: x, Disp: 32}, t1)
+		VMAXPS(t0, m0, m0)
+		VMAXPS(t1, m1, m1)
+		VSUBPS(t0, t0, t0)
+		VSUBPS(t1, t1, t1)
+		VORPS(t0, b0, b0)
+		VORPS(t1, b1, b1)
+		ADDQ(Imm(64), x)
+		DECQ(n)
+		JNZ(LabelRef("maxFinite32AVX2_loop"))
+		Label("maxFinite32AVX2_done")
+		VMOVUPS(m0, Mem{Base: out})
+		VMOVUPS(m1, Mem{Base: out, Disp: 32})
+		VMOVUPS(b0, Mem{Base: out, Disp: 64})
+		VMOVUPS(b1, Mem{Base: out, Disp: 96})
+		VZEROUPPER()
+		RET()
+	}
+
+	TEXT("convertNorm64AVX2", NOSPLIT, "func(x *float64, n int, y *float32, out *float64)")
+	Pragma("noescape")
+	Doc("convertNorm64AVX2 is convertNorm64AVX512 with AVX2: out[0:16] are four 4-lane FMA chains of",
+		"x² (values 16m+4c…16m+4c+3 in chain c), so lane l of out still sums the values 16m+l.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("n"), GP64())
+		y := Load(Param("y"), GP64())
+		out := Load(Param("out"), GP64())
+		acc := []VecPhysical{Y0, Y1, Y2, Y3}
+		v := []VecPhysical{Y4, Y5, Y6, Y7}
+		f := []VecPhysical{X8, X9, X10, X11}
+		bad, t := X12, X13
+		for _, a := range acc {
+			VXORPD(a, a, a)
+		}
+		VXORPS(bad, bad, bad)
+		Label("convertNorm64AVX2_loop")
+		for c := range 4 {
+			VMOVUPD(Mem{Base: x, Disp: 32 * c}, v[c])
+			VCVTPD2PSY(v[c], f[c])
+			VMOVUPS(f[c], Mem{Base: y, Disp: 16 * c})
+			VFMADD231PD(v[c], v[c], acc[c])
+			VSUBPS(f[c], f[c], t)
+			VORPS(t, bad, bad)
+		}
+		ADDQ(Imm(128), x)
+		ADDQ(Imm(64), y)
+		DECQ(n)
+		JNZ(LabelRef("convertNorm64AVX2_loop"))
+		for c := range 4 {
+			VMOVUPD(acc[c], Mem{Base: out, Disp: 32 * c})
+		}
+		zero := Y14
+		VXORPS(zero, zero, zero)
+		VMOVUPS(zero, Mem{Base: out, Disp: 128})
+		VMOVUPS(zero, Mem{Base: out, Disp: 160})
+		VMOVUPS(bad, Mem{Base: out, Disp: 128})
+		VZEROUPPER()
+		RET()
+	}
+
+	TEXT("scan32AVX2", NOSPLIT, "func(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int")
+	Pragma("noescape")
+	Doc("scan32AVX2 is scan32AVX512 with AVX2 (lanes is not read): cnt lane l < 8 counts the values",
+		"16m+l, lane 8+l those of 16m+8+l.")
+	{
+		x := Load(Param("x"), GP64())
+		n := Load(Param("n"), GP64())
+		cut := Load(Param("cut"), GP64())
+		idx := Load(Param("idx"), GP64())
+		cnt := Load(Param("cnt"), GP64())
+		start, off := GP64(), GP64()
+		MOVQ(idx, start)
+		XORQ(off, off)
+		yAbove, yLo, yHi, yHigh, c0, c1, v, m, h := Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8
+		VBROADCASTSS(Mem{Base: cut}, yAbove)
+		VBROADCASTSS(Mem{Base: cut, Disp: 4}, yLo)
+		VBROADCASTSS(Mem{Base: cut, Disp: 8}, yHi)
+		VBROADCASTSS(Mem{Base: cut, Disp: 12}, yHigh)
+		VMOVDQU(Mem{Base: cnt}, c0)
+		VMOVDQU(Mem{Base: cnt, Disp: 32}, c1)
+		bits, hi, b, w := GP64(), GP64(), GP64(), GP64()
+		Label("scan32AVX2_loop")
+		for half, c := range []VecPhysical{c0, c1} {
+			VMOVUPS(Mem{Base: x, Disp: 32 * half}, v)
+			VCMPPS(Imm(0x1e), yAbove, v, m) // v > above (ordered, quiet): all ones, −1 as an integer
+			VPSUBD(m, c, c)
+			VCMPPS(Imm(0x1d), yLo, v, m) // v >= lo
+			VCMPPS(Imm(0x12), yHi, v, h) // v <= hi
+			VANDPS(h, m, m)
+			VCMPPS(Imm(0x1d), yHigh, v, h) // v >= high
+			VORPS(h, m, m)
+			if half == 0 {
+				VMOVMSKPS(m, bits.As32())
+			} else {
+				VMOVMSKPS(m, hi.As32())
+				SHLQ(Imm(8), hi)
+				ORQ(hi, bits)
+			}
+		}
+		TESTQ(bits, bits)
+		JZ(LabelRef("scan32AVX2_next"))
+		Label("scan32AVX2_hit")
+		BSFQ(bits, b)
+		LEAQ(Mem{Base: off, Index: b, Scale: 1}, w)
+		MOVL(w.As32(), Mem{Base: idx})
+		ADDQ(Imm(4), idx)
+		LEAQ(Mem{Base: bits, Disp: -1}, w)
+		ANDQ(w, bits)
+		JNZ(LabelRef("scan32AVX2_hit"))
+		Label("scan32AVX2_next")
+		ADDQ(Imm(16), off)
+		ADDQ(Imm(64), x)
+		DECQ(n)
+		JNZ(LabelRef("scan32AVX2_loop"))
+		VMOVDQU(c0, Mem{Base: cnt})
+		VMOVDQU(c1, Mem{Base: cnt, Disp: 32})
 		SUBQ(start, idx)
 		SHRQ(Imm(2), idx)
 		Store(idx, ReturnIndex(0))
