@@ -8,18 +8,18 @@ import "golang.org/x/sys/cpu"
 // only set when the OS also saves the zmm and mask registers.
 func addSIMD() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		m := scanAVX2.withScans(simdImpl("avx2", &setAVX2))
-		m.rows = &rowsAVX2
+		m := withScans(simdImpl("avx2", &setAVX2), vecAVX2)
+		m.rows = vecAVX2
 		addChecked(m)
 	}
 	if cpu.X86.HasAVX512F {
 		m := simdImpl("avx512", &setAVX512)
 		if cpu.X86.HasPOPCNT { // scan32AVX512 counts its hits with POPCNT
-			scanAVX512.withScans(m)
+			withScans(m, vecAVX512)
 		} else {
-			scanAVX2.withScans(m)
+			withScans(m, vecAVX2)
 		}
-		m.rows = &rowsAVX512
+		m.rows = vecAVX512
 		addChecked(m)
 	}
 }

@@ -369,7 +369,7 @@ func TestUse(t *testing.T) {
 			t.Fatalf("after Use(%q), Name() = %q", name, Name())
 		}
 		c.check(t, &impl{name, Dot64, SqDist64, Dot32, SqDist32, DotBlocked32, MaxFinite32,
-			Scan32, ConvertNorm64, nil})
+			Scan32, ConvertNorm64, noVec})
 	}
 	if err := Use("auto"); err != nil || Name() != avail[len(avail)-1] {
 		t.Fatalf("Use(auto) = %v, Name() = %q; want %q", err, Name(), avail[len(avail)-1])

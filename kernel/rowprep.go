@@ -10,26 +10,28 @@ import "math"
 // of the scalar ones whatever the implementation; they only change the
 // speed.
 
-// rowAsm holds an instruction set's row loops. Each takes whole steps:
-// 8 values (the divisions, maxAbs64) or 16 (maxAbs32). The implementation
-// in use (Use, VERTEBRAE_KERNEL) carries them; nil means the scalar loops.
-type rowAsm struct {
-	div32to64 func(x *float32, n int, d float64, y *float64)
-	div64     func(x *float64, n int, d float64, y *float64)
-	div32to32 func(x *float32, n int, d float64, y *float32)
-	maxAbs32  func(x *float32, n int, out *float32)
-	maxAbs64  func(x *float64, n int, out *float64)
-}
+// vecISA names the instruction set of the row loops: the implementation
+// in use (Use, VERTEBRAE_KERNEL) carries it, and noVec means the scalar
+// loops. The loops (rowprep_amd64.go) take whole steps of 8 values (the
+// divisions, maxAbs64) or 16 (maxAbs32). They are called directly, not
+// through function values, so that their output arrays stay on the stack.
+type vecISA uint8
 
-func rowLoops() *rowAsm { return active.Load().rows }
+const (
+	noVec vecISA = iota
+	vecAVX2
+	vecAVX512
+)
+
+func rowLoops() vecISA { return active.Load().rows }
 
 // DivTo64 writes float64(x[i]) / d to y[i] for every i (len(y) ≥ len(x)).
 func DivTo64(x []float32, d float64, y []float64) {
 	y = y[:len(x)]
 	n := 0
-	if r := rowLoops(); r != nil && len(x) >= 8 {
+	if v := rowLoops(); v != noVec && len(x) >= 8 {
 		n = len(x) &^ 7
-		r.div32to64(&x[0], n/8, d, &y[0])
+		div32to64Vec(v, &x[0], n/8, d, &y[0])
 	}
 	for i := n; i < len(x); i++ {
 		y[i] = float64(x[i]) / d
@@ -42,9 +44,9 @@ func DivTo64(x []float32, d float64, y []float64) {
 func DivTo32(x []float32, d float64, y []float32) {
 	y = y[:len(x)]
 	n := 0
-	if r := rowLoops(); r != nil && len(x) >= 8 {
+	if v := rowLoops(); v != noVec && len(x) >= 8 {
 		n = len(x) &^ 7
-		r.div32to32(&x[0], n/8, d, &y[0])
+		div32to32Vec(v, &x[0], n/8, d, &y[0])
 	}
 	for i := n; i < len(x); i++ {
 		y[i] = float32(float64(x[i]) / d)
@@ -55,9 +57,9 @@ func DivTo32(x []float32, d float64, y []float32) {
 func Div64(x []float64, d float64, y []float64) {
 	y = y[:len(x)]
 	n := 0
-	if r := rowLoops(); r != nil && len(x) >= 8 {
+	if v := rowLoops(); v != noVec && len(x) >= 8 {
 		n = len(x) &^ 7
-		r.div64(&x[0], n/8, d, &y[0])
+		div64Vec(v, &x[0], n/8, d, &y[0])
 	}
 	for i := n; i < len(x); i++ {
 		y[i] = x[i] / d
@@ -70,10 +72,10 @@ func MaxAbs32(x []float32) (float32, bool) {
 	n := 0
 	var m float32
 	fin := true
-	if r := rowLoops(); r != nil && len(x) >= 16 {
+	if v := rowLoops(); v != noVec && len(x) >= 16 {
 		n = len(x) &^ 15
 		var out [32]float32
-		r.maxAbs32(&x[0], n/16, &out[0])
+		maxAbs32Vec(v, &x[0], n/16, &out[0])
 		bad := uint32(0)
 		for l := range 16 {
 			m = max(m, out[l])
@@ -96,10 +98,10 @@ func MaxAbs64(x []float64) (float64, bool) {
 	n := 0
 	var m float64
 	fin := true
-	if r := rowLoops(); r != nil && len(x) >= 8 {
+	if v := rowLoops(); v != noVec && len(x) >= 8 {
 		n = len(x) &^ 7
 		var out [16]float64
-		r.maxAbs64(&x[0], n/8, &out[0])
+		maxAbs64Vec(v, &x[0], n/8, &out[0])
 		bad := uint64(0)
 		for l := range 8 {
 			m = max(m, out[l])

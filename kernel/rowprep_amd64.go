@@ -2,10 +2,47 @@
 
 package kernel
 
-var (
-	rowsAVX512 = rowAsm{div32to64AVX512, div64AVX512, div32to32AVX512, maxAbs32AVX512, maxAbs64AVX512}
-	rowsAVX2   = rowAsm{div32to64AVX2, div64AVX2, div32to32AVX2, maxAbs32AVX2, maxAbs64AVX2}
-)
+// The row loops of an instruction set (v is vecAVX2 or vecAVX512).
+
+func div32to64Vec(v vecISA, x *float32, n int, d float64, y *float64) {
+	if v == vecAVX512 {
+		div32to64AVX512(x, n, d, y)
+	} else {
+		div32to64AVX2(x, n, d, y)
+	}
+}
+
+func div64Vec(v vecISA, x *float64, n int, d float64, y *float64) {
+	if v == vecAVX512 {
+		div64AVX512(x, n, d, y)
+	} else {
+		div64AVX2(x, n, d, y)
+	}
+}
+
+func div32to32Vec(v vecISA, x *float32, n int, d float64, y *float32) {
+	if v == vecAVX512 {
+		div32to32AVX512(x, n, d, y)
+	} else {
+		div32to32AVX2(x, n, d, y)
+	}
+}
+
+func maxAbs32Vec(v vecISA, x *float32, n int, out *float32) {
+	if v == vecAVX512 {
+		maxAbs32AVX512(x, n, out)
+	} else {
+		maxAbs32AVX2(x, n, out)
+	}
+}
+
+func maxAbs64Vec(v vecISA, x *float64, n int, out *float64) {
+	if v == vecAVX512 {
+		maxAbs64AVX512(x, n, out)
+	} else {
+		maxAbs64AVX2(x, n, out)
+	}
+}
 
 // div32to64AVX512 writes float64(x[i]) / d to y[i] for i < 8n (n ≥ 1).
 //

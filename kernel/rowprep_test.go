@@ -80,19 +80,19 @@ func testDivMatchesScalar(t *testing.T) {
 // lane of a step.
 func TestRowLoopsUsed(t *testing.T) {
 	for _, m := range usable {
-		if (m.rows == nil) != (m.name == "generic") {
+		if (m.rows == noVec) != (m.name == "generic") {
 			t.Fatalf("%s: row loops %v", m.name, m.rows)
 		}
-		if m.rows == nil {
+		if m.rows == noVec {
 			continue
 		}
 		x := []float64{1, 2, 3, 4, 5, 6, 7, 8}
 		x32 := []float32{1, 2, 3, 4, 5, 6, 7, 8}
 		y, y2 := make([]float64, 8), make([]float64, 8)
 		y32 := make([]float32, 8)
-		m.rows.div64(&x[0], 1, 2, &y[0])
-		m.rows.div32to64(&x32[0], 1, 2, &y2[0])
-		m.rows.div32to32(&x32[0], 1, 2, &y32[0])
+		div64Vec(m.rows, &x[0], 1, 2, &y[0])
+		div32to64Vec(m.rows, &x32[0], 1, 2, &y2[0])
+		div32to32Vec(m.rows, &x32[0], 1, 2, &y32[0])
 		for i := range x {
 			if y[i] != x[i]/2 || y2[i] != x[i]/2 || y32[i] != x32[i]/2 {
 				t.Fatalf("%s lane %d: %g %g %g, want %g", m.name, i, y[i], y2[i], y32[i], x[i]/2)
@@ -167,5 +167,36 @@ func BenchmarkRowPrep(b *testing.B) {
 				MaxAbs32(x)
 			}
 		})
+	}
+}
+
+// TestRowLoopsDoNotAllocate: the row loops and scans run per row of every
+// endpoint and per score row, so none may allocate (an output array that
+// escapes to the heap costs a cosine run tens of MB of garbage).
+func TestRowLoopsDoNotAllocate(t *testing.T) {
+	x32 := make([]float32, 64)
+	x64 := make([]float64, 64)
+	y64 := make([]float64, 64)
+	y32 := make([]float32, 64)
+	idx := make([]int32, 64)
+	for i := range x32 {
+		x32[i], x64[i] = float32(i+1), float64(i+1)
+	}
+	defer active.Store(active.Load())
+	for _, m := range usable {
+		active.Store(m)
+		allocs := testing.AllocsPerRun(20, func() {
+			MaxAbs32(x32)
+			MaxAbs64(x64)
+			DivTo64(x32, 3, y64)
+			DivTo32(x32, 3, y32)
+			Div64(x64, 3, y64)
+			MaxFinite32(x32)
+			Scan32(x32, Cut{8, 2, 4, 60}, idx)
+			ConvertNorm64(x64, y32)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per row", m.name, allocs)
+		}
 	}
 }

@@ -27,18 +27,19 @@ type impl struct {
 	scan32      func(x []float32, c Cut, idx []int32) (int, []int32)
 	// convertNorm64 may sum in any order within ConvertNorm64's bound.
 	convertNorm64 func(x []float64, y []float32) (float64, bool)
-	// rows are the per-row preparation loops (rowprep.go); nil: scalar.
-	rows *rowAsm
+	// rows is the instruction set of the per-row preparation loops
+	// (rowprep.go); noVec: the scalar loops.
+	rows vecISA
 }
 
 var generic = &impl{"generic", dot64Generic, sqDist64Generic, dot32Generic, sqDist32Generic,
-	dotBlk32Generic, maxFinite32Generic, scan32Generic, convertNorm64Generic, nil}
+	dotBlk32Generic, maxFinite32Generic, scan32Generic, convertNorm64Generic, noVec}
 
 // simdImpl is an instruction set's tile kernels with the portable row scans
 // (the caller may replace them).
 func simdImpl(name string, s *simdSet) *impl {
 	return &impl{name, s.dot64.run, s.sqDist64.run, s.dot32.run, s.sqDist32.run,
-		s.dotBlk32.run, maxFinite32Generic, scan32Generic, convertNorm64Generic, nil}
+		s.dotBlk32.run, maxFinite32Generic, scan32Generic, convertNorm64Generic, noVec}
 }
 
 // names lists every implementation this package knows, slowest first.
