@@ -131,16 +131,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		err error
 	}
 	fpc := make(chan fpResult, 1)
-	fpDone := make(chan struct{})
 	go func() {
 		fp, err := ds.ProtocolFingerprint(cfg)
 		fpc <- fpResult{fp, err}
-		close(fpDone)
 	}()
-	// With many label pairs the two chained hashes (identity, then
-	// relevance fingerprint) are the run's critical path: the scorer
-	// leaves them a processor.
-	scoreCtx := rank.WithSharedProcessor(ctx, fpDone)
+	scoreCtx := ctx
 	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
 		Metadata: results.Metadata{

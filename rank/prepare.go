@@ -190,6 +190,28 @@ func firstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
 	return matrix.FirstNonFiniteParallel(m, threads)
 }
 
+// row64 writes row i in float64 working values to dst[:s.cols]: the
+// stored values widened and, under cosine, divided by the row's norm
+// (SPEC §4.1; kernel.DivTo64 and kernel.Div64 divide exactly as the
+// scalar loop does).
+func (s *source) row64(i int, dst []float64) {
+	d := s.cols
+	dst = dst[:d]
+	if s.direct64 != nil {
+		copy(dst, s.direct64[i*d:(i+1)*d])
+		return
+	}
+	if dm, ok := s.m.(*matrix.Dense); ok && dm.DType() == matrix.Float32 && s.cosine {
+		// The widening read and the division in one pass.
+		kernel.DivTo64(dm.Float32Data()[i*d:(i+1)*d], s.norms[i], dst)
+		return
+	}
+	s.m.RowFloat64(i, dst)
+	if s.cosine {
+		kernel.Div64(dst, s.norms[i], dst)
+	}
+}
+
 // block64 returns rows [lo, hi) in float64 working values, using buf when
 // they must be produced (row by row, as row64 produces them).
 func (s *source) block64(lo, hi int, buf []float64) []float64 {

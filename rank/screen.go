@@ -1,37 +1,518 @@
 package rank
 
 import (
+	"context"
 	"math"
-	"os"
-	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 )
 
-// Screened exact scoring (SPEC §4.2 "Screened evaluation"; the bound and
-// its proof are in screen.md next to this file). Under the float64
-// protocol with dot or cosine, every pair is first scored cheaply in
-// float32 (c); a comparison is decided from c only where the proven bound
-// |c − s| ≤ e makes it certain, and every undecided pair gets its exact
-// score s by the one formula (kernel.DotRow64, bit-identical to the block
-// kernels). Every reported number is therefore that of exhaustive exact
-// evaluation; only the amount of float64 work changes.
-//
-// Not screened (exact path as before): squared_l2 (its bound is relative to
-// ‖q‖² + ‖g‖², useless for near neighbours), the float32 protocol, sparse
-// endpoints, label classes (their own pass), run exports (TopN or
-// FullRanking need exact scores for every kept candidate), and widths of
-// 2²² or more.
+// Screened exact scoring (SPEC §4.2 "Screened evaluation"; the bounds and
+// their proofs are in screen.md next to this file). Every pair of a tile is
+// first given a cheap score c by one of the cheap-score types (the float32
+// blocked chain of the float64 protocol, or the exact int16 dot product of
+// either protocol, screen16.go) with a proven bound |c − s| ≤ e; a
+// comparison is decided from c only where the bound makes it certain
+// (decide rules below, screen.md §5), and every undecided pair gets its
+// exact score s by the one formula (exact.pairs). Every reported number is
+// therefore that of exhaustive exact evaluation.
 
-// screenBoundScale multiplies every bound; tests shrink it to show that the
-// bit-identity tests catch an unsafe bound.
-var screenBoundScale = 1.0
+// screen is a cheap-score type as the driver uses it.
+type screen[T working] interface {
+	stats() ScreenStats
+	// block prepares gallery block b in w.cheap (its working rows in
+	// w.cheap.rows); false when the block holds values beyond the
+	// screen's range: it is then scored exhaustively, which cannot differ.
+	block(s *scorer[T], w *worker[T], b block) bool
+	// subRows is the rows of one cheap tile of a block of n rows.
+	subRows(n, qb int) int
+	// queryTile is the query rows of one cheap tile.
+	queryTile(qb int) int
+	// sub prepares block rows [j0, j1); false: they are scored exactly.
+	sub(w *worker[T], j0, j1 int) bool
+	// tile writes the cheap scores of queries [q0, q1) against the prepared
+	// rows [j0, j1) to out.
+	tile(s *scorer[T], w *worker[T], q0, q1, j0, j1 int, out []float32)
+	// bound is e' ≥ |c − s| for query q and the prepared rows, rounded up.
+	bound(w *worker[T], q int) float64
+	// chunk readies the screen for a chunk's pass.
+	chunk(c *chunk[T])
+	counters() *screenCounters
+}
 
-// ScreenDisabledByEnv reports whether VERTEBRAE_SCREEN=off asks for the
-// exhaustive exact path.
-func ScreenDisabledByEnv() bool { return os.Getenv("VERTEBRAE_SCREEN") == "off" }
+// screenCounters are what a screen did in one run.
+type screenCounters struct {
+	kind                string
+	pairs, exact, tiles atomic.Int64
+}
+
+func (c *screenCounters) stats() ScreenStats {
+	return ScreenStats{Pairs: c.pairs.Load(), Exact: c.exact.Load(), ExactTiles: c.tiles.Load(), Kind: c.kind}
+}
+
+// cheapState is one worker's screening buffers.
+type cheapState[T working] struct {
+	rows   rowCache[T] // the block's working rows, for verification
+	g32    []float32   // float32 rows of the block (float32 cheap scores; int16 quantises them)
+	out    []float32   // cheap scores of one tile
+	need   []need      // pairs that need their exact score
+	above  []float64
+	below  []float64
+	vals   []T
+	qoff   []int32
+	goff   []int32
+	order  []int32
+	start  []int32
+	tmp    []T
+	rg     float64    // float32 screen: the block's largest row norm bound
+	s16    ws16       // int16 screen buffers (screen16.go)
+	post   postings   // sparse tiles: the block's postings (sparse.go)
+	sparse sparseTile // sparse tiles: the block
+}
+
+// need is a pair that needs its exact score: chunk query i, block offset j,
+// whether it may be the nearest negative and whether it is undecided for
+// the counts, with the slot the cheap counts gave it (−1: none).
+type need struct {
+	i, j  int32
+	nn    bool
+	undec bool
+	cheap int32
+}
+
+// chooseScreen picks the run's screen from the plan and, where screening
+// costs something when it fails, from a measured sample of the chunk
+// (samplePays). nil: exhaustive tiles.
+func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
+	if !s.pl.screens.allowed {
+		return nil
+	}
+	force := s.pl.screens.force
+	pairs := int64(s.qhi-s.qlo) * int64(s.pl.rows.len())
+	var f32 *screen32[T]
+	if s.pl.prec == Float64 {
+		f32 = newScreen32(s)
+	}
+	if force != "float32" && s.pl.int16Fits(pairs) {
+		if st := newScreen16[T](ctx, s, c, f32); st != nil {
+			return st
+		}
+	}
+	if f32 == nil {
+		return nil
+	}
+	if force == "" && c.most > screenSlotScans && !samplePays[T](s, f32, c, screen32MaxUndecided) {
+		// Dense thresholds (label relevance): most cheap scores would stay
+		// undecided.
+		return nil
+	}
+	return f32
+}
+
+// screenedBlock scores block b against the chunk's queries through the
+// screen: cheap tiles, decisions, and the exact scores of the undecided
+// pairs.
+func (s *scorer[T]) screenedBlock(ctx context.Context, w *worker[T], c *chunk[T], b block, qb int) error {
+	st, cs := s.screen, &w.cheap
+	cnt := st.counters()
+	if !st.block(s, w, b) {
+		cnt.tiles.Add(1)
+		g := cs.rows.span(0, b.n)
+		for q0 := c.q0; q0 < c.q1; q0 += qb {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.exactTile(w, c, b, g, q0, min(q0+qb, c.q1), -1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	qb = st.queryTile(qb)
+	sub := st.subRows(b.n, qb)
+	cs.need = cs.need[:0]
+	for j0 := 0; j0 < b.n; j0 += sub {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		j1 := min(j0+sub, b.n)
+		sb := b.sub(j0, j1)
+		sn := j1 - j0
+		t0 := time.Now()
+		ok := st.sub(w, j0, j1)
+		w.fold += time.Since(t0)
+		cls := s.blockClass(sb)
+		for q0 := c.q0; q0 < c.q1; q0 += qb {
+			q1 := min(q0+qb, c.q1)
+			qn := q1 - q0
+			s.meter.add(int64(qn) * int64(sn))
+			if cls >= 0 && s.tileWithoutNegatives(q0, q1, cls) {
+				if err := s.checkExcluded(w, sb, cs.rows.span(j0, j1), q0, q1); err != nil {
+					return err
+				}
+				continue
+			}
+			cnt.pairs.Add(int64(qn * sn))
+			if !ok { // the rows could not be prepared: exact, in the exhaustive order
+				for q := q0; q < q1; q++ {
+					if err := s.exactRow(w, c, q, sb, j0); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			out := growTo(cs.out, qn*sn)
+			cs.out = out
+			t0 := time.Now()
+			st.tile(s, w, q0, q1, j0, j1, out)
+			t1 := time.Now()
+			w.kernel += t1.Sub(t0)
+			for a := range qn {
+				q := q0 + a
+				if !s.screenRow(w, c, q-c.q0, sb, j0, out[a*sn:(a+1)*sn], st.bound(w, q)) {
+					// A non-finite cheap score: the row is scored exactly.
+					if err := s.exactRow(w, c, q, sb, j0); err != nil {
+						return err
+					}
+				}
+			}
+			if len(cs.need) >= s.verifyBatch() {
+				if err := s.verify(w, c, b); err != nil {
+					return err
+				}
+			}
+			w.fold += time.Since(t1)
+		}
+	}
+	t0 := time.Now()
+	err := s.verify(w, c, b)
+	w.fold += time.Since(t0)
+	return err
+}
+
+// verifyBatch is the list length at which a block's listed pairs are
+// verified before its end: float32 rows are verified tile by tile (the
+// nearest negatives stay fresh), float64 rows in long lists grouped by
+// query (kernel.Dot64PairsQuery scores a query's pairs together).
+func (s *scorer[T]) verifyBatch() int {
+	if s.pl.prec == Float32 {
+		return 1
+	}
+	return s.pl.verify
+}
+
+// exactRow scores query q against the sub-block sb (block offset j0) by the
+// exact kernels and folds the row.
+func (s *scorer[T]) exactRow(w *worker[T], c *chunk[T], q int, sb block, j0 int) error {
+	cs := &w.cheap
+	cs.tmp = growTo(cs.tmp, sb.n)
+	s.ex.block(s.qrow(q), 1, cs.rows.span(j0, j0+sb.n), sb.n, cs.tmp)
+	s.screen.counters().exact.Add(int64(sb.n))
+	if !allFinite(cs.tmp) {
+		return errNonFinite
+	}
+	s.foldRow(w, c, q-c.q0, sb, cs.tmp)
+	return nil
+}
+
+// screenSlotScans is the most positives per query for which a row is
+// decided by one vector scan per positive; beyond it one scan lists every
+// candidate between the lowest and the highest positive and each is placed
+// by a search (screen.md §5).
+const screenSlotScans = 8
+
+// screenRow applies the decision rules of screen.md §5 to query c.q0+i's
+// cheap scores over sub-block sb (block offset j0), bound e: decided
+// negatives are counted, the others listed in w.cheap.need. It reports
+// false, and changes nothing, when a cheap score of the row is not finite.
+func (s *scorer[T]) screenRow(w *worker[T], c *chunk[T], i int, sb block, j0 int, row []float32, e float64) bool {
+	if _, finite := kernel.MaxFinite32(row); !finite {
+		return false
+	}
+	w.runs = s.rel.runs(c.q0+i, sb, w.runs[:0], nil)
+	if len(w.runs) == 0 {
+		return true // positives and excluded pairs only: exact scores known or not needed
+	}
+	cs := &w.cheap
+	th := &c.th[i]
+	p := len(th.score)
+	last := p - 1
+	cnt := w.cnt[c.off[i] : c.off[i]+p+1]
+	maxC := float32(math.Inf(-1))
+	for _, r := range w.runs {
+		m, _ := kernel.MaxFinite32(row[r[0]:r[1]])
+		maxC = max(maxC, m)
+	}
+	// Nearest-negative candidates: the exact maximiser has c ≥ max c − 2e,
+	// and only a negative with s > best (the nearest negative so far)
+	// changes it, which needs c > best − e.
+	nthr := down(float64(maxC) - 2*e)
+	if w.hasBest[i] {
+		nthr = max(nthr, down(w.best[i]-e))
+	}
+	nthr32 := down32(nthr)
+	w.hits = growTo(w.hits, len(row))
+	list := cs.need
+	if p <= screenSlotScans {
+		// One scan per positive r counts A_r = #{c > above_r} and lists the
+		// band [below_r, above_r]; slot r holds A_r − A_{r−1} decided
+		// candidates, and each undecided one (taken in the first band that
+		// lists it) leaves the slot the counts gave it.
+		var hi, lo [screenSlotScans]float32
+		var count [screenSlotScans]int
+		for r := range p {
+			sr := float64(th.score[r])
+			hi[r], lo[r] = up32(up(sr+e)), down32(down(sr-e))
+		}
+		inf := float32(math.Inf(1))
+		for _, run := range w.runs {
+			j := int(run[0])
+			seg := row[j:run[1]]
+			for r := range p {
+				high := inf
+				if r == 0 {
+					high = nthr32
+				}
+				n, hits := kernel.Scan32(seg, kernel.Cut{Above: hi[r], Lo: lo[r], Hi: hi[r], High: high}, w.hits)
+				count[r] += n
+				for _, k := range hits {
+					x := seg[k]
+					nd := need{i: int32(i), j: int32(j0+j) + k, cheap: -1}
+					nd.nn = r == 0 && x >= nthr32 && float64(x) >= nthr
+					if x >= lo[r] && x <= hi[r] {
+						earlier := false
+						for rr := range r {
+							earlier = earlier || x >= lo[rr] && x <= hi[rr]
+						}
+						if !earlier {
+							cheap := r + 1
+							for cheap <= last && !(x > hi[cheap]) {
+								cheap++
+							}
+							if cheap <= last {
+								nd.cheap = int32(cheap)
+							}
+							nd.undec = true
+						}
+					}
+					if nd.nn || nd.undec {
+						list = append(list, nd)
+					}
+				}
+			}
+		}
+		prev := 0
+		for r := range p {
+			cnt[r] += int32(count[r] - prev)
+			prev = count[r]
+		}
+		cs.need = list
+		return true
+	}
+	// Many positives: one scan counts the candidates above every positive
+	// (slot 0) and lists those between the lowest and the highest, and the
+	// nearest-negative candidates; each listed one is placed by a search
+	// when no positive's score lies within its bound.
+	skip := down32(down(float64(th.score[last]) - e))
+	top := up32(up(float64(th.score[0]) + e))
+	for _, run := range w.runs {
+		j := int(run[0])
+		seg := row[j:run[1]]
+		first, hits := kernel.Scan32(seg, kernel.Cut{Above: top, Lo: skip, Hi: top, High: nthr32}, w.hits)
+		cnt[0] += int32(first)
+		for _, k := range hits {
+			x := seg[k]
+			nd := need{i: int32(i), j: int32(j0+j) + k, cheap: -1}
+			nd.nn = x >= nthr32 && float64(x) >= nthr
+			if x >= skip && x <= top {
+				cf := float64(x)
+				if slot, ok := th.decideSlot(down(cf-e), up(cf+e)); ok {
+					cnt[slot]++ // slot p: precedes no positive
+				} else {
+					nd.undec = true
+				}
+			}
+			if nd.nn || nd.undec {
+				list = append(list, nd)
+			}
+		}
+	}
+	cs.need = list
+	return true
+}
+
+// verify scores the listed pairs of block b exactly and applies their
+// decisions: an undecided pair leaves the slot the cheap counts gave it
+// and takes that of its exact score; a nearest-negative candidate raises
+// the nearest negative.
+func (s *scorer[T]) verify(w *worker[T], c *chunk[T], b block) error {
+	cs := &w.cheap
+	need := cs.need
+	if len(need) == 0 {
+		return nil
+	}
+	s.screen.counters().exact.Add(int64(len(need)))
+	cs.vals = growTo(cs.vals, len(need))
+	d := s.d
+	if s.pl.prec == Float32 {
+		// Pairs of many queries in one call.
+		cs.qoff, cs.goff = growTo(cs.qoff, len(need)), growTo(cs.goff, len(need))
+		for k, nd := range need {
+			cs.qoff[k] = int32(c.q0+int(nd.i)-s.qlo) * int32(d)
+			cs.goff[k] = nd.j * int32(d)
+		}
+		s.ex.pairs(s.q, cs.qoff, cs.rows.span(0, b.n), cs.goff, cs.vals)
+	} else {
+		s.verifyByQuery(w, c)
+	}
+	for k, nd := range need {
+		i := int(nd.i)
+		v := cs.vals[k] + 0 // −0 → +0
+		if nd.nn && (!w.hasBest[i] || float64(v) > w.best[i]) {
+			w.best[i], w.hasBest[i] = float64(v), true
+		}
+		if nd.undec {
+			th := &c.th[i]
+			cnt := w.cnt[c.off[i] : c.off[i]+len(th.score)+1]
+			if nd.cheap >= 0 {
+				cnt[nd.cheap]--
+			}
+			cnt[th.firstPreceded(v, b.global(int(nd.j)))]++
+		}
+	}
+	cs.need = need[:0]
+	return nil
+}
+
+// verifyByQuery scores the listed pairs of a float64 block grouped by query
+// (a counting sort), each query's by one kernel.Dot64PairsQuery call: the
+// bits of kernel.DotRow64, so of the exhaustive path.
+func (s *scorer[T]) verifyByQuery(w *worker[T], c *chunk[T]) {
+	cs := &w.cheap
+	need, d := cs.need, s.d
+	for _, nd := range need { // produce the rows first: the cache may move while it grows
+		cs.rows.row(int(nd.j))
+	}
+	base := cs.rows.pairBase()
+	nq := c.q1 - c.q0
+	cs.start = growTo(cs.start, nq+1)
+	start := cs.start
+	clear(start)
+	for _, nd := range need {
+		start[nd.i+1]++
+	}
+	for i := range nq {
+		start[i+1] += start[i]
+	}
+	cs.order, cs.goff, cs.tmp = growTo(cs.order, len(need)), growTo(cs.goff, len(need)), growTo(cs.tmp, len(need))
+	for k, nd := range need {
+		at := start[nd.i]
+		cs.order[at], cs.goff[at] = int32(k), int32(cs.rows.pairOffset(int(nd.j)))
+		start[nd.i]++
+	}
+	lo := int32(0)
+	qoff := []int32{0}
+	for i := range nq {
+		hi := start[i]
+		if hi > lo {
+			qoff[0] = int32(c.q0+i-s.qlo) * int32(d)
+			s.ex.pairs(s.q, qoff, base, cs.goff[lo:hi], cs.tmp[lo:hi])
+		}
+		lo = hi
+	}
+	for at, k := range cs.order[:len(need)] {
+		cs.vals[k] = cs.tmp[at]
+	}
+}
+
+// The float32 screen of the float64 protocol: c = the blocked float32 chain
+// (kernel.DotBlocked32) over the float32 roundings of the working rows.
+
+// screen32MaxUndecided is the largest undecided share of sampled negatives
+// for which a run with many positives per query is screened in float32.
+const screen32MaxUndecided = 0.15
+
+type screen32[T working] struct {
+	screenCounters
+	q32      []float32 // float32 rounding of the float64 working query rows
+	rq       []float64 // per query: an upper bound of the working row's 2-norm
+	k, sd    float64   // K(d) and 2⁻¹⁴⁸·√d of the bound
+	tau      float64   // (4d+16)·2⁻¹⁴⁹
+	scale    float64
+	qlo      int
+	rowBytes int
+}
+
+// newScreen32 prepares the float32 screen of a float64-protocol run.
+func newScreen32[T working](s *scorer[T]) *screen32[T] {
+	d := s.d
+	n := s.qhi - s.qlo
+	st := &screen32[T]{q32: make([]float32, n*d), rq: make([]float64, n), scale: s.pl.scale, qlo: s.qlo, rowBytes: 16 << 20}
+	st.kind = "float32"
+	st.k = gamma(blockedRoundings(d), u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
+	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
+	st.tau = float64(4*d+16) * 0x1p-149
+	q := any(s.q).([]float64)
+	// A query value beyond float32 makes its cheap scores non-finite, and
+	// its rows take the exact path (screenRow).
+	for i := range n {
+		st.rq[i], _ = convertNormBound(q[i*d:(i+1)*d], st.q32[i*d:(i+1)*d])
+	}
+	return st
+}
+
+func (st *screen32[T]) counters() *screenCounters { return &st.screenCounters }
+
+func (st *screen32[T]) stats() ScreenStats { return st.screenCounters.stats() }
+
+func (st *screen32[T]) queryTile(qb int) int { return qb }
+
+// subRows: one pass of cheap scores is at most rowBytes; the scans stream
+// it, so it need not fit a cache, and larger sub-blocks pack the queries
+// less often.
+func (st *screen32[T]) subRows(n, qb int) int { return max(64, min(n, st.rowBytes/(4*qb))) }
+
+// block rounds the block's float64 working rows to float32, bounding their
+// norms on the way; the float64 rows themselves are produced again only
+// for the few verified pairs (rowCache).
+func (st *screen32[T]) block(s *scorer[T], w *worker[T], b block) bool {
+	cs, d := &w.cheap, s.d
+	cs.rows.reset(s.pr.g, b, true)
+	cs.g32 = growTo(cs.g32, b.n*d)
+	w.tmp = growTo(w.tmp, d)
+	fits, rg := true, 0.0
+	for j := range b.n {
+		var r float64
+		var f bool
+		if y := cs.rows.stored(j); y != nil {
+			r, f = convertNormBound(any(y).([]float64), cs.g32[j*d:(j+1)*d])
+		} else {
+			s.pr.g.row64(b.global(j), w.tmp)
+			r, f = convertNormBound(w.tmp, cs.g32[j*d:(j+1)*d])
+		}
+		rg, fits = max(rg, r), fits && f
+	}
+	cs.rg = rg
+	return fits
+}
+
+func (st *screen32[T]) sub(w *worker[T], j0, j1 int) bool { return true }
+
+func (st *screen32[T]) chunk(c *chunk[T]) {}
+
+func (st *screen32[T]) tile(s *scorer[T], w *worker[T], q0, q1, j0, j1 int, out []float32) {
+	d := s.d
+	kernel.DotBlocked32(st.q32[(q0-st.qlo)*d:(q1-st.qlo)*d], q1-q0, w.cheap.g32[j0*d:j1*d], j1-j0, d, out)
+}
+
+// bound is e' ≥ |c − s| for query q and the block (screen.md §4).
+func (st *screen32[T]) bound(w *worker[T], q int) float64 {
+	rq, rg := st.rq[q-st.qlo], w.cheap.rg
+	e := st.k*rq*rg + st.sd*(rq+rg) + st.tau
+	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * st.scale
+}
 
 const (
 	u32 = 0x1p-24 // float32 unit roundoff
@@ -40,36 +521,6 @@ const (
 
 func gamma(n int, u float64) float64 { return float64(n) * u / (1 - float64(n)*u) }
 
-// screenState is what screening needs beyond the exact path.
-type screenState struct {
-	q32     []float32 // float32 rounding of the float64 working query values
-	rq      []float64 // per query: an upper bound of the working row's 2-norm
-	k, sd   float64   // K(d) and 2⁻¹⁴⁸·√d of the bound
-	tau     float64   // (4d+16)·2⁻¹⁴⁹
-	pairs   atomic.Int64
-	exact   atomic.Int64 // undecided pairs scored exactly
-	blocks  atomic.Int64 // gallery blocks rescored exactly (values beyond float32)
-	skipped atomic.Int64
-}
-
-// newScreen prepares screening, or returns nil when it does not apply.
-func (s *scorer) newScreen() *screenState {
-	o := s.o
-	if o.Exhaustive || ScreenDisabledByEnv() || o.Precision != Float64 || o.Similarity == SquaredL2 || s.sparse ||
-		s.p.Classes != nil || o.TopN > 0 || o.FullRanking || s.q64 == nil || s.d >= 1<<22 {
-		return nil
-	}
-	d := s.d
-	st := &screenState{q32: make([]float32, len(s.q64)), rq: make([]float64, s.nq)}
-	st.setBound(d)
-	// A query value beyond float32 makes its cheap scores non-finite, and
-	// its rows take the exact path (screenedRow).
-	for q := range s.nq {
-		st.rq[q], _ = convertNormBound(s.q64[q*d:(q+1)*d], st.q32[q*d:(q+1)*d])
-	}
-	return st
-}
-
 // blockedRoundings is the most float32 roundings one product meets in
 // kernel.DotBlocked32 of width d ≥ 1: the rest of its chunk's chain and
 // the additions of chunk totals, of which the first (to +0) is exact
@@ -77,15 +528,6 @@ func (s *scorer) newScreen() *screenState {
 func blockedRoundings(d int) int {
 	b := kernel.ScreenChunk
 	return min(d, b) + (d+b-1)/b - 1
-}
-
-// setBound sets the constants of the bound for width d (screen.md §4). The
-// cheap score is kernel.DotBlocked32: every product meets at most
-// min(d, B) + ⌈d/B⌉ − 1 float32 roundings (screen.md §6).
-func (st *screenState) setBound(d int) {
-	st.k = gamma(blockedRoundings(d), u32)*(1+u32)*(1+u32) + 2*u32 + u32*u32 + gamma(d, u64)
-	st.sd = 0x1p-148 * math.Sqrt(float64(d)) * (1 + 0x1p-40)
-	st.tau = float64(4*d+16) * 0x1p-149
 }
 
 // convertNormBound writes the float32 rounding of y to y32, reports
@@ -99,314 +541,8 @@ func convertNormBound(y []float64, y32 []float32) (float64, bool) {
 	return math.Sqrt(acc*(1+gamma(2*len(y)+66, u64))+0x1p-1000) * (1 + 0x1p-50), fits
 }
 
-// bound is e' ≥ |c − s| for every pair of query q and a gallery block whose
-// row bounds are at most rg, rounded outward (screen.md §4).
-func (st *screenState) bound(rq, rg float64) float64 {
-	e := st.k*rq*rg + st.sd*(rq+rg) + st.tau
-	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * screenBoundScale
-}
-
 func down(x float64) float64 { return math.Nextafter(x, math.Inf(-1)) }
 func up(x float64) float64   { return math.Nextafter(x, math.Inf(1)) }
-
-// ScreenStats is what screening did in one run.
-type ScreenStats struct {
-	Pairs      int64  // pairs screened in float32
-	Exact      int64  // undecided pairs scored exactly in float64
-	ExactTiles int64  // gallery blocks rescored exactly (values beyond float32)
-	Kind       string // the screen that ran: "float32" (screen.go) or "int16" (screen16.go, screen16_64.go)
-}
-
-// screenRowBytes bounds one pass of cheap scores (query block × gallery
-// sub-block); the scans stream it, so it need not fit a cache, and larger
-// sub-blocks pack the queries less often.
-var screenRowBytes = 16 << 20 // a variable for tests
-
-// screenedBlock is denseBlock for screened float64 scoring.
-func (s *scorer) screenedBlock(w *workspace, g0, g1, qb int, checkCtx func() error) error {
-	st := s.screen
-	d, gn := s.d, g1-g0
-	w.g32 = growTo(w.g32, gn*d)
-	g32 := w.g32[:gn*d]
-	rows := &w.rows64
-	rows.reset(s.g, g0, gn)
-	// One pass over the block (often straight from memory): the float32
-	// rounding, whether it fits float32, and the largest row norm bound.
-	// The float64 working rows are not kept (screenrows.go).
-	fits, rg := true, 0.0
-	w.tmp = growTo(w.tmp, d)
-	for j := range gn {
-		var r float64
-		var f bool
-		if rows.direct != nil {
-			r, f = convertNormBound(rows.direct[j*d:(j+1)*d], g32[j*d:(j+1)*d])
-		} else {
-			r, f = s.g.screenRow(g0+j, w.tmp, g32[j*d:(j+1)*d])
-		}
-		rg, fits = max(rg, r), fits && f
-	}
-	if !fits { // values beyond float32: this block is scored exactly
-		st.blocks.Add(1)
-		return exactBlock(s, w, g0, g1, qb, s.q64, rows.span(0, gn), &w.s64, kernel.Dot64, checkCtx)
-	}
-	sub := max(64, min(gn, screenRowBytes/(4*qb)))
-	w.s32 = growTo(w.s32, qb*sub)
-	for q0 := 0; q0 < s.nq; q0 += qb {
-		if err := checkCtx(); err != nil {
-			return err
-		}
-		q1 := min(q0+qb, s.nq)
-		qn := q1 - q0
-		for j0 := 0; j0 < gn; j0 += sub {
-			j1 := min(j0+sub, gn)
-			sn := j1 - j0
-			out := w.s32[:qn*sn]
-			t0 := time.Now()
-			kernel.DotBlocked32(st.q32[q0*d:q1*d], qn, g32[j0*d:j1*d], sn, d, out)
-			t1 := time.Now()
-			w.kernel += t1.Sub(t0)
-			for i := range qn {
-				q := q0 + i
-				if err := s.screenedRow(w, q, g0+j0, out[i*sn:(i+1)*sn], rows, j0, st.bound(st.rq[q], rg)); err != nil {
-					return err
-				}
-			}
-			w.fold += time.Since(t1)
-		}
-		st.pairs.Add(int64(qn * gn))
-		s.meter.add(int64(qn) * int64(gn))
-	}
-	return nil
-}
-
-// exactBlock is the exhaustive path of a screened run for one gallery
-// block (values beyond the screen's range): every query block is scored by
-// dot (kernel.Dot64 or kernel.Dot32) into buf and folded as in denseBlock.
-func exactBlock[T float32 | float64](s *scorer, w *workspace, g0, g1, qb int, q, g []T, buf *[]T,
-	dot func(q []T, qn int, g []T, gn, d int, out []T), checkCtx func() error) error {
-	gn := g1 - g0
-	*buf = growTo(*buf, qb*gn)
-	for q0 := 0; q0 < s.nq; q0 += qb {
-		if err := checkCtx(); err != nil {
-			return err
-		}
-		q1 := min(q0+qb, s.nq)
-		qn := q1 - q0
-		out := (*buf)[:qn*gn]
-		t0 := time.Now()
-		dot(q[q0*s.d:q1*s.d], qn, g, gn, s.d, out)
-		t1 := time.Now()
-		w.kernel += t1.Sub(t0)
-		for i := range qn {
-			if err := consume(s, w.part, q0+i, g0, out[i*gn:(i+1)*gn]); err != nil {
-				return err
-			}
-		}
-		w.fold += time.Since(t1)
-		s.meter.add(int64(qn) * int64(gn))
-	}
-	return nil
-}
-
-// screenedRow folds one query's cheap scores over gallery rows g0… into its
-// partial result with the decision rules of screen.md §5; e is the padded
-// bound of every pair of the row. The float64 working rows come from rows,
-// whose row j0 is gallery row g0. Two vector passes do the work: the
-// maximum cheap score of the ordinary negatives (with the finiteness of
-// every score), then one scan that counts the candidates certainly ahead of
-// the first positive and lists the few that are undecided or may be the
-// nearest negative.
-func (s *scorer) screenedRow(w *workspace, q, g0 int, row []float32, rows *blockRows64, j0 int, e float64) error {
-	st, qi, part, d := s.screen, &s.qs[q], w.part, s.d
-	exactRow := func() error { // an overflowing cheap score: this row is scored exactly
-		w.s64 = growTo(w.s64, len(row))
-		exact := w.s64[:len(row)]
-		kernel.Dot64(s.q64[q*d:(q+1)*d], 1, rows.span(j0, j0+len(row)), len(row), d, exact)
-		st.exact.Add(int64(len(row)))
-		return consume(s, part, q, g0, exact)
-	}
-	// The runs of ordinary negatives between the special entries of this row.
-	runs, maxC, finite := negativeRuns(qi, g0, row, w.runs[:0])
-	w.runs = runs
-	if !finite {
-		return exactRow()
-	}
-	qrow := s.q64[q*d : (q+1)*d]
-	exactAt := func(j int) float64 {
-		st.exact.Add(1)
-		return kernel.DotRow64(qrow, rows.row(j0+j)) + 0 // −0 → +0
-	}
-	last := len(qi.ordScore) - 1
-	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
-	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
-	// Per positive r (rank order): c > above[r] ⇒ s > s_r (the candidate
-	// precedes it); c < below[r] ⇒ s < s_r (it does not). Both are rounded
-	// outward, so each implication holds for the real numbers (screen.md §5).
-	w.above, w.below = growTo(w.above, last+1), growTo(w.below, last+1)
-	above, below := w.above, w.below
-	for r, sr := range qi.ordScore {
-		above[r], below[r] = up(sr+e), down(sr-e)
-	}
-	// The scan compares float32 values with float32 cut points rounded
-	// outward, which only moves borderline values into the listed ones.
-	skip, top := down32(below[last]), up32(above[0]) // below skip: precedes no positive
-	// Nearest-negative candidates: the exact maximiser has c ≥ max c − 2e,
-	// and only a negative with s > best (the exact nearest negative so far)
-	// changes it, which needs c > best − e.
-	best, hasBest := part.best[q], part.hasBest[q]
-	nthr := down(float64(maxC) - 2*e)
-	if hasBest {
-		nthr = max(nthr, down(best-e))
-	}
-	nthr32 := down32(nthr)
-	w.hits = growTo(w.hits, len(row))
-	if last < screenSlotScans {
-		best, hasBest = s.screenedSlots(w, q, g0, row, e, nthr, nthr32, best, hasBest, exactAt)
-	} else {
-		for _, run := range runs {
-			j := int(run[0])
-			seg := row[j:run[1]]
-			first, hits := kernel.Scan32(seg, kernel.Cut{Above: top, Lo: skip, Hi: top, High: nthr32}, w.hits)
-			beaten[0] += first
-			for _, k := range hits {
-				x := seg[k]
-				jj := j + int(k)
-				if x >= nthr32 && float64(x) >= nthr {
-					if v := exactAt(jj); !hasBest || v > best {
-						best, hasBest = v, true
-					}
-				}
-				if x < skip || x > top {
-					continue
-				}
-				c := float64(x)
-				// The first positive the candidate certainly precedes; it
-				// is the exact slot when the candidate certainly does not
-				// precede the one before it.
-				r := 0
-				for n := last + 1; n > 0; {
-					half := n >> 1
-					if !(c > above[r+half]) {
-						r += half + 1
-						n -= half + 1
-					} else {
-						n = half
-					}
-				}
-				if r <= last && (r == 0 || c < below[r-1]) {
-					beaten[r]++
-					continue
-				}
-				if r == last+1 && c < below[last] {
-					continue // below every positive (in the float32 rounding margin of skip)
-				}
-				v := exactAt(jj)
-				if g := g0 + jj; precedes(v, g, lastScore, lastIndex) {
-					beaten[rankSlot(qi, v, g)]++
-				}
-			}
-		}
-	}
-	part.best[q], part.hasBest[q] = best, hasBest
-	// Excluded candidates never count (their exact score is finite:
-	// |s| ≤ |c| + e).
-	countPositives(qi, g0, len(row), beaten)
-	return nil
-}
-
-// screenSlotScans is the most positives per query for which screenedSlots
-// scans a run once per positive; beyond it one scan lists every candidate
-// between the lowest and the highest positive and a binary search places
-// each (screenedRow).
-const screenSlotScans = 8
-
-// screenedSlots counts the runs of ordinary negatives of one row (w.runs)
-// for a query with few positives: one vector scan per positive r counts
-// A_r = #{c > above_r} (certainly ahead of r) and lists the band
-// [below_r, above_r] (undecided for r; the scan of r = 0 also lists the
-// nearest-negative candidates, c ≥ nthr). A decided candidate is ahead of
-// exactly the positives r with c > above_r, a suffix since above_r does not
-// increase, so slot r holds A_r − A_{r−1} of them. Each undecided candidate
-// (handled in the first band that lists it) is taken out of the slot the
-// counts gave it and placed by its exact score (screen.md §5).
-func (s *scorer) screenedSlots(w *workspace, q, g0 int, row []float32, e, nthr float64, nthr32 float32,
-	best float64, hasBest bool, exactAt func(int) float64) (float64, bool) {
-	qi, part := &s.qs[q], w.part
-	last := len(qi.ordScore) - 1
-	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
-	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
-	var hi, lo [screenSlotScans]float32
-	var count [screenSlotScans]int
-	for r := 0; r <= last; r++ {
-		hi[r], lo[r] = up32(w.above[r]), down32(w.below[r])
-	}
-	inf := float32(math.Inf(1))
-	for _, run := range w.runs {
-		j := int(run[0])
-		seg := row[j:run[1]]
-		for r := 0; r <= last; r++ {
-			high := inf
-			if r == 0 {
-				high = nthr32
-			}
-			n, hits := kernel.Scan32(seg, kernel.Cut{Above: hi[r], Lo: lo[r], Hi: hi[r], High: high}, w.hits)
-			count[r] += n
-			for _, k := range hits {
-				x := seg[k]
-				jj := j + int(k)
-				if r == 0 && x >= nthr32 && float64(x) >= nthr {
-					if v := exactAt(jj); !hasBest || v > best {
-						best, hasBest = v, true
-					}
-				}
-				if x < lo[r] || x > hi[r] {
-					continue
-				}
-				earlier := false
-				for rr := range r {
-					earlier = earlier || x >= lo[rr] && x <= hi[rr]
-				}
-				if earlier {
-					continue
-				}
-				// The counts put the candidate in the first slot whose
-				// threshold it exceeds (none: it precedes no positive).
-				cheap := r + 1
-				for cheap <= last && !(x > hi[cheap]) {
-					cheap++
-				}
-				if cheap <= last {
-					beaten[cheap]--
-				}
-				v := exactAt(jj)
-				if g := g0 + jj; precedes(v, g, lastScore, lastIndex) {
-					beaten[rankSlot(qi, v, g)]++
-				}
-			}
-		}
-	}
-	prev := 0
-	for r := 0; r <= last; r++ {
-		beaten[r] += count[r] - prev
-		prev = count[r]
-	}
-	return best, hasBest
-}
-
-// rankSlot is the first rank slot of query qi's positives that (v, g)
-// precedes (it precedes the last one).
-func rankSlot(qi *queryInfo, v float64, g int) int {
-	lo, hi := 0, len(qi.ordScore)-1
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if precedes(v, g, qi.ordScore[mid], qi.ordIndex[mid]) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return lo
-}
 
 // down32 and up32 round a float64 to a float32 below / above it.
 func down32(x float64) float32 {
@@ -425,59 +561,45 @@ func up32(x float64) float32 {
 	return f
 }
 
-// negativeRuns splits a query's row of cheap scores over gallery rows g0…
-// into the runs [j, end) of ordinary negatives between its special entries
-// (excluded candidates and positives), appending them to runs. It returns
-// the largest cheap score of those runs and whether every score of the row,
-// the special entries' included, is finite.
-func negativeRuns(qi *queryInfo, g0 int, row []float32, runs [][2]int32) ([][2]int32, float32, bool) {
-	exPtr := sort.SearchInts(qi.excl, g0)
-	posPtr := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	maxC, finite := float32(math.Inf(-1)), true
-	for j, ex, po := 0, exPtr, posPtr; j < len(row); {
-		end := len(row)
-		if ex < len(qi.excl) {
-			end = min(end, qi.excl[ex]-g0)
-		}
-		if po < len(qi.pos) {
-			end = min(end, qi.pos[po].Index-g0)
-		}
-		if j < end {
-			m, f := kernel.MaxFinite32(row[j:end])
-			maxC, finite = max(maxC, m), finite && f
-			runs = append(runs, [2]int32{int32(j), int32(end)})
-		}
-		if end == len(row) {
-			break
-		}
-		x := row[end]
-		finite = finite && x-x == 0
-		g := g0 + end
-		if ex < len(qi.excl) && qi.excl[ex] == g {
-			ex++
-		}
-		if po < len(qi.pos) && qi.pos[po].Index == g {
-			po++
-		}
-		j = end + 1
+// samplePays scores the chunk's first queries (at most 24) cheaply against
+// up to 4096 gallery rows spread over the pass and reports whether the
+// share of their negatives the rules leave undecided is at most limit.
+func samplePays[T working](s *scorer[T], st screen[T], c *chunk[T], limit float64) bool {
+	n := s.pl.rows.len()
+	step := max(1, (n+4095)/4096)
+	sb := block{p0: 0, n: (n + step - 1) / step, g0: s.pl.rows.lo, stride: s.pl.rows.stride * step}
+	q0, q1 := c.q0, min(c.q1, c.q0+2*kernel.Int16QueryTile)
+	w := &worker[T]{tmp: make([]float64, s.d)}
+	if !st.block(s, w, sb) {
+		return false // values beyond the screen's range: its blocks would be scored exhaustively
 	}
-	return runs, maxC, finite
-}
-
-// countPositives counts the query's positives among gallery rows
-// [g0, g0+n) like any candidate, since their exact scores are known:
-// each that precedes the last positive adds to the slot of its rank.
-func countPositives(qi *queryInfo, g0, n int, beaten []int) {
-	last := len(qi.ordScore) - 1
-	lastScore, lastIndex := qi.ordScore[last], qi.ordIndex[last]
-	po := sort.Search(len(qi.pos), func(k int) bool { return qi.pos[k].Index >= g0 })
-	for ; po < len(qi.pos) && qi.pos[po].Index < g0+n; po++ {
-		g := qi.pos[po].Index
-		if ex := sort.SearchInts(qi.excl, g); ex < len(qi.excl) && qi.excl[ex] == g {
-			continue
+	sub := st.subRows(sb.n, q1-q0)
+	var und, total int64
+	for j0 := 0; j0 < sb.n; j0 += sub {
+		j1 := min(j0+sub, sb.n)
+		if !st.sub(w, j0, j1) {
+			return false
 		}
-		if v := qi.scores[po]; precedes(v, g, lastScore, lastIndex) {
-			beaten[rankSlot(qi, v, g)]++
+		sn := j1 - j0
+		out := make([]float32, (q1-q0)*sn)
+		st.tile(s, w, q0, q1, j0, j1, out)
+		for q := q0; q < q1; q++ {
+			if !c.neg[q-c.q0] {
+				continue
+			}
+			e := st.bound(w, q)
+			th := &c.th[q-c.q0]
+			row := out[(q-q0)*sn : (q-q0+1)*sn]
+			for _, r := range s.rel.runs(q, sb.sub(j0, j1), nil, nil) {
+				for _, x := range row[r[0]:r[1]] {
+					total++
+					cf := float64(x)
+					if _, ok := th.decideSlot(down(cf-e), up(cf+e)); !ok {
+						und++
+					}
+				}
+			}
 		}
 	}
+	return float64(und) <= limit*float64(max(1, total))
 }

@@ -3,40 +3,36 @@ package rank
 import (
 	"context"
 	"math"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/memory"
 )
 
-// The int16 screen of the float32 protocol (SPEC §4.2 "Screened
-// evaluation"; the bound and its proof are screen.md §7). Every float32
-// working row x is quantised to int16 values Q with a power-of-two step σ,
-// the integer dot product I = Σ Q^q_i Q^g_i is exact (kernel.DotInt16, the
-// AVX-512 VNNI tile), and c = fl32(fl32(fl32(I)·σ_g)·σ_q) is the cheap
-// score. A comparison is decided from c only where the proven bound
-// |c − s| ≤ e makes it certain (the rules of screen.md §5); every undecided
-// pair gets its exact float32 score by the one formula (kernel.Dot32, a
-// batch of gathered gallery rows per query), so every reported number is
-// that of exhaustive evaluation.
+// The int16 screen (screen.md §7 for the float32 protocol, §8 for the
+// float64 protocol). Every float32 row x (the working row under float32,
+// fl32 of the float64 working row y under float64) is quantised to int16
+// values Q with a power-of-two step σ; the integer dot product
+// I = Σ Q^q_i Q^g_i is exact (kernel.DotInt16, the VNNI tile), and
+// c = fl32(fl32(fl32(I)·σ_g)·σ_q) is the cheap score. Under float64 the
+// bound adds ‖y − x‖ to the quantisation residual and takes the float64
+// chain's own error.
 //
-// Scope as the float64 screen: dot and cosine, dense endpoints, explicit
-// relevance, no run export, and only where it pays: the CPU runs the
-// integer tile (kernel.Int16Fast) and a measured sample of the run leaves
-// few pairs undecided (screen16Sample).
-
-// screen16Force screens whatever the CPU (tests: the portable tile).
-var screen16Force = false
+// It is used only where it pays: the CPU runs the integer tile
+// (kernel.Int16Fast), the run has at least screen16MinPairs pairs, and a
+// measured sample leaves few pairs undecided.
 
 // screen16MaxUndecided is the largest undecided share of the sampled pairs
-// for which the run is screened (screen.md §7.5): the integer kernel and
-// quantisation cost about 0.45 of the exhaustive float32 pass and each
-// undecided pair about 20 exhaustive pairs (kernel.Dot32Pairs), so the
-// screen breaks even near 2.7 % and this cut expects at most 0.61 of the
+// for which a float32-protocol run is screened (screen.md §7.5): the
+// integer kernel and quantisation cost about 0.45 of the exhaustive float32
+// pass and each undecided pair about 20 exhaustive pairs, so the screen
+// breaks even near 2.7 % and this cut expects at most 0.61 of the
 // exhaustive cost.
 const screen16MaxUndecided = 0.008
+
+// screen16x64MaxUndecided is the same cut for the float64 protocol, where
+// the int16 screen replaces the float32 one (screen.md §8.4: break-even near
+// 1.5 %).
+const screen16x64MaxUndecided = 0.01
 
 // screen16MinPairs is the smallest run screened: below it the run takes
 // milliseconds, and quantising the queries and the sample would be most of
@@ -48,20 +44,28 @@ const screen16MinPairs = 1 << 22
 // the int32 accumulation is exact in any order.
 const int16NormCap = 46340 * 46340
 
-type screen16State struct {
-	qp             []int32   // packed quantised queries
-	qs             []float32 // σ_q
-	qn, qr, qR     []float64 // ≥ ‖σ_qQ^q‖, ≥ ‖q − σ_qQ^q‖, ≥ ‖q‖
-	qok            []bool    // the row could be quantised
-	allOK          bool      // every query row was quantised
-	maxQR          float64   // the largest R_q
-	gd, g3, tau    float64   // γ_d of the exact rule (v; float64 protocol: u), γ_3(v) and (d+2)·2⁻¹⁴⁹
-	f64            bool      // the float64 protocol (screen16_64.go)
-	sdv            float64   // float64 protocol: √d·2⁻¹⁵⁰ of the residual bound
-	pairs, exact   atomic.Int64
-	blocks         atomic.Int64
-	sampled, undec int64 // the selection sample
-	scratch        sync.Map
+// screen16Fits bounds the products whose float32 chains are screened:
+// with R_q·R_g ≤ 2¹²⁰ no exact chain or cheap score can overflow, so every
+// exact score of a screened pair is finite (screen.md §7.3).
+const screen16Fits = 0x1p120
+
+type screen16[T working] struct {
+	screenCounters
+	q16          []int16   // quantised queries from qlo
+	qs           []float32 // σ_q
+	qn, qr, qR   []float64 // ≥ ‖σ_qQ^q‖, ≥ ‖q − σ_qQ^q‖, ≥ ‖q‖
+	qp           []int32   // the packed queries of the current chunk, from qpLo
+	qpLo         int
+	qlo          int
+	maxQR        float64 // the largest R_q
+	gd, g3, tau  float64 // γ_d of the exact rule, γ_3(v) and (d+2)·2⁻¹⁴⁹
+	f64          bool    // the float64 protocol
+	sdv          float64 // float64: √d·2⁻¹⁵⁰ of the residual bound
+	scale        float64
+	subN         int
+	sim          Similarity
+	d            int
+	sampled, und int64
 }
 
 // ws16 is one worker's int16 screen buffers.
@@ -69,36 +73,216 @@ type ws16 struct {
 	row16 []int16
 	gp    []int32
 	gs    []float32
-	out   []float32
-	need  []need16
-	vals  []float32
-	exact []float32
-	off   []int32 // element offsets of the rows to verify
-	// float64 protocol (screen16_64.go)
-	r64    []float64 // the block rows' norm bounds
-	vals64 []float64 // exact scores of the listed pairs
-	tmp64  []float64 // the same, grouped by query
-	start  []int32   // per query: where its pairs start (then end) in the grouping
-	order  []int32   // the grouping: positions in need
+	r64   []float64 // float64 protocol: the block rows' norm bounds
+	b     block16   // bound data of the prepared sub-block
 }
 
-// need16 is a pair that needs its exact score: query, offset, whether
-// it may be the nearest negative, and (slot ≥ −1) whether it is undecided
-// for the rank counts, with the slot the cheap counts gave it (−1: none).
-type need16 struct {
-	q, j  int32
-	nn    bool
-	undec bool
-	cheap int32
+// block16 is what the bound needs of a quantised gallery sub-block.
+type block16 struct {
+	n, r, R float64 // the largest row bounds: ≥ ‖σQ‖, ≥ ‖y − σQ‖, ≥ ‖y‖
+	ok      bool    // every row quantised
 }
 
-func (st *screen16State) ws(w *workspace) *ws16 {
-	if x, ok := st.scratch.Load(w); ok {
-		return x.(*ws16)
+// newScreen16 prepares the int16 screen of a run, or returns nil when it
+// cannot run or (unless forced) the sample says it would not pay. f32 is
+// the float32 screen of a float64-protocol run (its float32 roundings of
+// the query rows and their norm bounds are reused).
+func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 *screen32[T]) *screen16[T] {
+	d, n := s.d, s.qhi-s.qlo
+	st := &screen16[T]{q16: make([]int16, n*d), qs: make([]float32, n), qn: make([]float64, n), qr: make([]float64, n), qR: make([]float64, n),
+		qlo: s.qlo, g3: gamma(3, u32), tau: float64(d+2) * 0x1p-149, scale: s.pl.scale, subN: s.pl.subRows, sim: s.pl.sim, d: d}
+	st.kind = "int16"
+	st.f64 = s.pl.prec == Float64
+	st.gd = gamma(d, u32)
+	if st.f64 {
+		st.gd, st.sdv = gamma(d, u64), math.Sqrt(float64(d))*0x1p-150*(1+0x1p-40)
 	}
-	x := &ws16{}
-	st.scratch.Store(w, x)
-	return x
+	// What the screen holds (SPEC §7.5): the quantised and packed queries
+	// and their bounds, the sample, and per worker a packed sub-block, its
+	// cheap scores, the pairs to verify and, for float64 rows not stored
+	// as working values, the block's rows. Without the room the run is
+	// scored without it, which needs none of it.
+	sn := int64(min(s.pl.rows.len(), 4096))
+	qb := int64(max(kernel.Int16QueryTile, min(s.pr.o.QueryBatch, n)))
+	sub := int64(st.subN)
+	var block int64
+	if st.f64 && s.pr.g.direct64 == nil {
+		block = memory.Bytes(int64(s.pr.threads), int64(s.pl.gb), int64(d), 8)
+	}
+	need := memory.Sum(block,
+		memory.Bytes(int64(n), int64(d), 2), memory.Bytes(int64(kernel.Int16QueryLen(c.q1-c.q0, d)), 4), memory.Bytes(int64(n), 4+3*8),
+		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
+		memory.Bytes(int64(s.pr.threads), memory.Sum(memory.Bytes(sub, int64(d)+1, 2+4), memory.Bytes(qb, sub, 4+16+8+8+4))))
+	if memory.Check(ctx, "Int16 screen (packed queries and sub-blocks)", need) != nil {
+		return nil
+	}
+	// Quantise the queries, the sample's first (a run the sample rejects
+	// quantises no more).
+	quantise := func(q0, q1 int) bool {
+		tmp := make([]float32, d)
+		for q := q0; q < q1; q++ {
+			i := q - s.qlo
+			var x []float32
+			if st.f64 {
+				x = f32.q32[i*d : (i+1)*d] // fl32 of the float64 working row; f32.rq[i] ≥ its norm
+			} else {
+				x = any(s.qrow(q)).([]float32)
+			}
+			copy(tmp, x)
+			sg, qn, r, R, ok := quantise16(tmp, st.q16[i*d:(i+1)*d])
+			if !ok {
+				return false // a value beyond the screen's range
+			}
+			if st.f64 {
+				R = f32.rq[i]
+				r = st.rho(r, R)
+			}
+			st.qs[i], st.qn[i], st.qr[i], st.qR[i] = float32(sg), qn, r, R
+			st.maxQR = max(st.maxQR, R)
+		}
+		return true
+	}
+	ns := min(c.q1, c.q0+2*kernel.Int16QueryTile)
+	if !quantise(c.q0, ns) {
+		return nil
+	}
+	if s.pl.screens.force != "int16" {
+		limit := screen16MaxUndecided
+		if st.f64 {
+			limit = screen16x64MaxUndecided
+		}
+		st.pack(c.q0, ns)
+		if !samplePays[T](s, st, c, limit) {
+			return nil
+		}
+	}
+	if !quantise(s.qlo, c.q0) || !quantise(ns, s.qhi) {
+		return nil
+	}
+	return st
+}
+
+// rho is the residual bound of a float64 working row y with float32
+// rounding x (screen.md §8.1): ‖y − σQ‖ ≤ ‖x − σQ‖ + ‖y − x‖ ≤ r + v·R + √d·2⁻¹⁵⁰,
+// with r ≥ ‖x − σQ‖ and R ≥ ‖y‖. Its two roundings are covered by the
+// outward rounding of the bound.
+func (st *screen16[T]) rho(r, R float64) float64 { return r + u32*R + st.sdv }
+
+// pack lays out queries [q0, q1) for the integer tile (groups of
+// kernel.Int16QueryTile from q0, so query tiles of a chunk start aligned).
+func (st *screen16[T]) pack(q0, q1 int) {
+	d := st.d
+	st.qp = growTo(st.qp, kernel.Int16QueryLen(q1-q0, d))
+	clear(st.qp)
+	st.qpLo = q0
+	for q := q0; q < q1; q++ {
+		i := q - st.qlo
+		kernel.PackInt16Query(st.q16[i*d:(i+1)*d], q-q0, st.qp)
+	}
+}
+
+// chunk packs the queries of a chunk before its pass.
+func (st *screen16[T]) chunk(c *chunk[T]) { st.pack(c.q0, c.q1) }
+
+func (st *screen16[T]) counters() *screenCounters { return &st.screenCounters }
+
+func (st *screen16[T]) stats() ScreenStats { return st.screenCounters.stats() }
+
+func (st *screen16[T]) queryTile(qb int) int {
+	return max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
+}
+
+// subRows: a sub-block is quantised, scored against a query block and
+// verified while its float32 rows are near in the cache hierarchy; shorter
+// rows would make the per-row work of the decisions dominate.
+func (st *screen16[T]) subRows(n, qb int) int { return st.subN }
+
+// block prepares the block's float32 rows (the working rows, or fl32 of the
+// float64 working rows with their norm bounds) and checks that the bound
+// covers them.
+func (st *screen16[T]) block(s *scorer[T], w *worker[T], b block) bool {
+	cs, d := &w.cheap, s.d
+	cs.rows.reset(s.pr.g, b, false)
+	y := cs.rows.span(0, b.n)
+	if !st.f64 {
+		g32 := any(y).([]float32)
+		cs.g32 = g32
+		return st.maxQR*blockNormBound(st.sim, g32, d) <= screen16Fits
+	}
+	// The float64 working rows are produced once (the int16 screen's
+	// undecided pairs touch most rows of a block); then one pass: the
+	// float32 rounding of each row, whether it fits float32, and its norm
+	// bound (screen.md §8.2: then no exact score can overflow).
+	y64 := any(y).([]float64)
+	cs.g32 = growTo(cs.g32, b.n*d)
+	x := &cs.s16
+	x.r64 = growTo(x.r64, b.n)
+	fits := true
+	for j := range b.n {
+		var f bool
+		x.r64[j], f = convertNormBound(y64[j*d:(j+1)*d], cs.g32[j*d:(j+1)*d])
+		fits = fits && f
+	}
+	return fits
+}
+
+// sub quantises rows [j0, j1) of the prepared block.
+func (st *screen16[T]) sub(w *worker[T], j0, j1 int) bool {
+	cs, d := &w.cheap, st.d
+	var r64 []float64
+	if st.f64 {
+		r64 = cs.s16.r64[j0:j1]
+	}
+	cs.s16.b = st.quantiseBlock(&cs.s16, cs.g32[j0*d:j1*d], j1-j0, r64)
+	return cs.s16.b.ok
+}
+
+func (st *screen16[T]) tile(s *scorer[T], w *worker[T], q0, q1, j0, j1 int, out []float32) {
+	x, d := &w.cheap.s16, st.d
+	np := kernel.Int16Pairs(d)
+	kernel.DotInt16(st.qp[(q0-st.qpLo)*np:], q1-q0, x.gp, j1-j0, d, st.qs[q0-st.qlo:q1-st.qlo], x.gs[:j1-j0], out)
+}
+
+// bound is e' ≥ |c − s| for query q and the prepared sub-block, rounded
+// outward (screen.md §7.2):
+//
+//	e = min(n_q r_g + r_q R_g, R_q r_g + r_q n_g) + γ_d·R_q R_g + γ_3(v)·n_q n_g + τ + σ_q·2⁻¹⁴⁹
+func (st *screen16[T]) bound(w *worker[T], q int) float64 {
+	b := w.cheap.s16.b
+	i := q - st.qlo
+	nq, rq, Rq := st.qn[i], st.qr[i], st.qR[i]
+	quant := min(nq*b.r+rq*b.R, Rq*b.r+rq*b.n)
+	e := quant + st.gd*Rq*b.R + st.g3*nq*b.n + st.tau + float64(st.qs[i])*0x1p-149
+	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * st.scale
+}
+
+// quantiseBlock quantises gn float32 gallery rows into x.gp (packed) and
+// x.gs (steps). Under the float64 protocol (r64 ≠ nil: the bounds of the
+// float64 working rows y, whose float32 roundings g32 are) the residual
+// bound covers y − σQ (screen.md §8.1).
+func (st *screen16[T]) quantiseBlock(x *ws16, g32 []float32, gn int, r64 []float64) block16 {
+	d := st.d
+	const group = kernel.Int16GalleryGroup // rows packed together, in sequential stores
+	x.row16 = growTo(x.row16, group*d)
+	x.gp = growTo(x.gp, kernel.Int16GalleryLen(gn, d))
+	x.gs = growTo(x.gs, gn)
+	b := block16{ok: true}
+	for j := range gn {
+		l := j % group
+		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16[l*d:(l+1)*d])
+		if !ok {
+			return block16{}
+		}
+		if l == group-1 || j == gn-1 {
+			kernel.PackInt16GalleryGroup(x.row16, j-l, l+1, d, x.gp)
+		}
+		x.gs[j] = float32(sg)
+		if r64 != nil {
+			r, R = st.rho(r, r64[j]), r64[j]
+		}
+		b.n, b.r, b.R = max(b.n, n), max(b.r, r), max(b.R, R)
+	}
+	return b
 }
 
 // quantise16 writes the int16 image of the float32 row x to q and returns
@@ -143,247 +327,6 @@ func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
 	}
 }
 
-// newScreen16 prepares the int16 screen, or returns nil when it does not
-// apply or the sample says it would not pay.
-func (s *scorer) newScreen16(ctx context.Context) *screen16State {
-	o := s.o
-	if o.Precision == Float64 {
-		return s.newScreen16x64(ctx) // screen16_64.go
-	}
-	if o.Exhaustive || ScreenDisabledByEnv() || o.Precision != Float32 || o.Similarity == SquaredL2 || s.sparse ||
-		s.p.Classes != nil || o.TopN > 0 || o.FullRanking || s.q32 == nil || s.d >= 1<<22 ||
-		!(kernel.Int16Fast() && int64(s.nq)*int64(s.ng) >= screen16MinPairs || screen16Force) {
-		return nil
-	}
-	d := s.d
-	// What the screen holds (SPEC §7.5): the packed queries and their
-	// bounds, the sample, and per worker a packed sub-block, its cheap
-	// scores and the pairs to verify. Without the room the exhaustive
-	// float32 pass runs, which needs none of it.
-	sn := int64(min(s.ng, 4096))
-	qb := int64(max(kernel.Int16QueryTile, min(o.QueryBatch, s.nq)))
-	sub := int64(screen16SubRows)
-	need := memory.Sum(
-		memory.Bytes(int64(kernel.Int16QueryLen(s.nq, d)), 4), memory.Bytes(int64(s.nq), 4+3*8+1),
-		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
-		memory.Bytes(int64(s.threads), memory.Sum(memory.Bytes(sub, int64(d)+1, 2+4), memory.Bytes(qb, sub, 4+16+4+4+4))))
-	if memory.Check(ctx, "Int16 screen (packed queries and sub-blocks)", need) != nil {
-		return nil
-	}
-	st := &screen16State{
-		qp:  make([]int32, kernel.Int16QueryLen(s.nq, d)),
-		qs:  make([]float32, s.nq),
-		qn:  make([]float64, s.nq),
-		qr:  make([]float64, s.nq),
-		qR:  make([]float64, s.nq),
-		qok: make([]bool, s.nq),
-		gd:  gamma(d, u32),
-		g3:  gamma(3, u32),
-		tau: float64(d+2) * 0x1p-149,
-	}
-	row := make([]int16, d)
-	st.allOK = true
-	for q := range s.nq {
-		sg, n, r, R, ok := quantise16(s.q32[q*d:(q+1)*d], row)
-		if !ok {
-			st.allOK = false // every block takes the exhaustive path
-			continue
-		}
-		kernel.PackInt16Query(row, q, st.qp)
-		st.qs[q], st.qn[q], st.qr[q], st.qR[q], st.qok[q] = float32(sg), n, r, R, true
-		st.maxQR = max(st.maxQR, R)
-	}
-	if !st.allOK || !screen16Force && !st.samplePays(s, screen16MaxUndecided) {
-		return nil
-	}
-	return st
-}
-
-// samplePays screens the first queries (at most 24) against up to 4096
-// gallery rows spread over the gallery and reports whether the share of
-// pairs the rank rules leave undecided is at most limit. The sample is
-// quantised and bounded in sub-blocks of screen16SubRows rows, as a run is.
-func (st *screen16State) samplePays(s *scorer, limit float64) bool {
-	d := s.d
-	nq := min(s.nq, 2*kernel.Int16QueryTile)
-	for q := range nq {
-		if !st.qok[q] {
-			return false
-		}
-	}
-	ng := min(s.ng, 4096)
-	sub := min(ng, screen16SubRows)
-	g32 := make([]float32, sub*d)
-	tmp := make([]float64, d)
-	var r64 []float64 // float64 protocol: the working rows' bounds
-	if st.f64 {
-		r64 = make([]float64, sub)
-	}
-	out := make([]float32, nq*sub)
-	x := &ws16{}
-	var und int64
-	for j0 := 0; j0 < ng; j0 += sub {
-		sn := min(sub, ng-j0)
-		for j := range sn {
-			gi := int(int64(j0+j) * int64(s.ng) / int64(ng))
-			if st.f64 {
-				var fits bool
-				if r64[j], fits = s.g.screenRow(gi, tmp, g32[j*d:(j+1)*d]); !fits {
-					return false // values beyond float32 (scored exactly): keep the float32 screen
-				}
-				continue
-			}
-			copy(g32[j*d:(j+1)*d], s.g.block32(gi, gi+1, g32[j*d:(j+1)*d], tmp))
-		}
-		var rs []float64
-		if r64 != nil {
-			rs = r64[:sn]
-		}
-		gb := st.quantiseBlock(x, g32[:sn*d], sn, d, rs)
-		if !gb.ok {
-			return false
-		}
-		kernel.DotInt16(st.qp, nq, x.gp, sn, d, st.qs[:nq], x.gs[:sn], out[:nq*sn])
-		for q := range nq {
-			e := st.bound(q, gb)
-			ord := s.qs[q].ordScore
-			for _, c := range out[q*sn : (q+1)*sn] {
-				cf := float64(c)
-				for _, sr := range ord {
-					if cf >= sr-e && cf <= sr+e {
-						und++
-						break
-					}
-				}
-			}
-		}
-	}
-	st.sampled, st.undec = int64(nq*ng), und
-	return float64(und) <= limit*float64(nq*ng)
-}
-
-// block16 is what the bound needs of a quantised gallery block.
-type block16 struct {
-	n, r, R float64 // the largest row bounds of the block: ≥ ‖σQ‖, ≥ ‖y − σQ‖, ≥ ‖y‖
-	ok      bool    // every row quantised
-}
-
-// quantiseBlock quantises gn float32 gallery rows into x.gp (packed) and
-// x.gs (steps). Under the float64 protocol (r64 ≠ nil: the bounds of the
-// float64 working rows y, whose float32 roundings g32 are) the residual
-// bound covers y − σQ (screen.md §8.1).
-func (st *screen16State) quantiseBlock(x *ws16, g32 []float32, gn, d int, r64 []float64) block16 {
-	const group = kernel.Int16GalleryGroup // rows packed together, in sequential stores
-	x.row16 = growTo(x.row16, group*d)
-	x.gp = growTo(x.gp, kernel.Int16GalleryLen(gn, d))
-	x.gs = growTo(x.gs, gn)
-	b := block16{ok: true}
-	for j := range gn {
-		l := j % group
-		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16[l*d:(l+1)*d])
-		if !ok {
-			return block16{}
-		}
-		if l == group-1 || j == gn-1 {
-			kernel.PackInt16GalleryGroup(x.row16, j-l, l+1, d, x.gp)
-		}
-		x.gs[j] = float32(sg)
-		if r64 != nil {
-			r, R = st.rho(r, r64[j]), r64[j]
-		}
-		b.n, b.r, b.R = max(b.n, n), max(b.r, r), max(b.R, R)
-	}
-	return b
-}
-
-// bound is e' ≥ |c − s| for every pair of query q and block b, rounded
-// outward (screen.md §7.2):
-//
-//	e = min(n_q r_g + r_q R_g, R_q r_g + r_q n_g) + γ_d(v)·R_q R_g + γ_3(v)·n_q n_g + τ + σ_q·2⁻¹⁴⁹
-func (st *screen16State) bound(q int, b block16) float64 {
-	nq, rq, Rq := st.qn[q], st.qr[q], st.qR[q]
-	quant := min(nq*b.r+rq*b.R, Rq*b.r+rq*b.n)
-	e := quant + st.gd*Rq*b.R + st.g3*nq*b.n + st.tau + float64(st.qs[q])*0x1p-149
-	return math.Nextafter(e*(1+0x1p-40), math.Inf(1)) * screenBoundScale
-}
-
-// screen16Fits bounds the products whose float32 chains are screened:
-// with R_q·R_g ≤ 2¹²⁰ no exact chain or cheap score can overflow, so every
-// exact score of a screened pair is finite (screen.md §7.3).
-const screen16Fits = 0x1p120
-
-// screen16SubRows is the gallery rows of one sub-block: quantised, scored
-// against a query block and verified while its float32 rows are near in
-// the cache hierarchy (the verification reads them); shorter rows would
-// make the per-row work of the decisions dominate (128 rows: +25 % CPU).
-var screen16SubRows = 512 // a variable for tests; a multiple of kernel.Int16GalleryTile
-
-// screened16Block scores gallery rows [g0, g1) against every query with the
-// int16 screen.
-func (s *scorer) screened16Block(w *workspace, g0, g1, qb int, checkCtx func() error) error {
-	st := s.screen16
-	if st.f64 {
-		return s.screened16Block64(w, g0, g1, qb, checkCtx) // screen16_64.go
-	}
-	x := st.ws(w)
-	d, gn := s.d, g1-g0
-	g32 := s.g.block32(g0, g1, w.g32, w.tmp)
-	if !st.allOK || st.maxQR*blockNormBound(s.o.Similarity, g32, d) > screen16Fits {
-		// Products this screen does not bound: the block is scored
-		// exhaustively, in the exhaustive order, so an error names the
-		// same pair. Otherwise no pair of the block can fail.
-		st.blocks.Add(1)
-		return exactBlock(s, w, g0, g1, qb, s.q32, g32, &x.exact, kernel.Dot32, checkCtx)
-	}
-	qb = max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
-	sub := screen16SubRows
-	x.out = growTo(x.out, qb*sub)
-	np := kernel.Int16Pairs(d)
-	for j0 := 0; j0 < gn; j0 += sub {
-		if err := checkCtx(); err != nil {
-			return err
-		}
-		j1 := min(j0+sub, gn)
-		sn := j1 - j0
-		grows := g32[j0*d : j1*d]
-		t0 := time.Now()
-		b := st.quantiseBlock(x, grows, sn, d, nil)
-		w.fold += time.Since(t0)
-		for q0 := 0; q0 < s.nq; q0 += qb {
-			q1 := min(q0+qb, s.nq)
-			qn := q1 - q0
-			if !b.ok { // not reached for finite rows (screen.md §7.1); exact, and cannot fail
-				for q := q0; q < q1; q++ {
-					if err := s.exact16Row(w, x, q, g0+j0, grows, sn); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			out := x.out[:qn*sn]
-			t0 := time.Now()
-			kernel.DotInt16(st.qp[q0*np:], qn, x.gp, sn, d, st.qs[q0:q1], x.gs[:sn], out)
-			t1 := time.Now()
-			w.kernel += t1.Sub(t0)
-			x.need = x.need[:0]
-			for i := range qn {
-				q := q0 + i
-				if !s.screened16Row(w, x, q, g0+j0, out[i*sn:(i+1)*sn], st.bound(q, b)) {
-					// An overflowing cheap score: this row is scored exactly.
-					if err := s.exact16Row(w, x, q, g0+j0, grows, sn); err != nil {
-						return err
-					}
-				}
-			}
-			s.verify16(w, x, g0+j0, grows)
-			w.fold += time.Since(t1)
-		}
-		st.pairs.Add(int64(s.nq * sn))
-		s.meter.add(int64(s.nq) * int64(sn))
-	}
-	return nil
-}
-
 // blockNormBound is an upper bound of ‖x‖ over the float32 rows of a
 // block: 2 for cosine (normalised rows: ‖x‖ ≤ (1 + 2⁻²⁴)(1 + O(d·2⁻⁵³))),
 // else √d·max|x_i| (rounded up).
@@ -403,192 +346,4 @@ func blockNormBound(sim Similarity, g32 []float32, d int) float64 {
 	}
 	mx := float64(math.Float32frombits(max(m0, m1)))
 	return math.Sqrt(float64(d)) * mx * (1 + 0x1p-40)
-}
-
-// exact16Row is the exhaustive float32 path for one query row of a block.
-func (s *scorer) exact16Row(w *workspace, x *ws16, q, g0 int, g32 []float32, gn int) error {
-	d := s.d
-	x.exact = growTo(x.exact, gn)
-	kernel.Dot32(s.q32[q*d:(q+1)*d], 1, g32, gn, d, x.exact[:gn])
-	s.screen16.exact.Add(int64(gn))
-	return consume(s, w.part, q, g0, x.exact)
-}
-
-// screened16Row folds one query's cheap scores over gallery rows g0… into
-// its partial result with the decision rules of screen.md §5 (as
-// screenedRow), except that the pairs needing an exact score are only
-// listed (x.need); verify16 scores them and applies their decisions. It
-// reports false, and changes nothing, when a cheap score of the row is not
-// finite: the caller then scores the row exactly.
-func (s *scorer) screened16Row(w *workspace, x *ws16, q, g0 int, row []float32, e float64) bool {
-	qi, part := &s.qs[q], w.part
-	runs, maxC, finite := negativeRuns(qi, g0, row, w.runs[:0])
-	w.runs = runs
-	if !finite {
-		return false
-	}
-	last := len(qi.ordScore) - 1
-	beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
-	w.above, w.below = growTo(w.above, last+1), growTo(w.below, last+1)
-	above, below := w.above, w.below
-	for r, sr := range qi.ordScore {
-		above[r], below[r] = up(sr+e), down(sr-e)
-	}
-	best, hasBest := part.best[q], part.hasBest[q] // updated by verify16
-	nthr := down(float64(maxC) - 2*e)
-	if hasBest {
-		nthr = max(nthr, down(best-e))
-	}
-	nthr32 := down32(nthr)
-	w.hits = growTo(w.hits, len(row))
-	need := x.need
-	if last < screenSlotScans {
-		var hi, lo [screenSlotScans]float32
-		var count [screenSlotScans]int
-		for r := 0; r <= last; r++ {
-			hi[r], lo[r] = up32(above[r]), down32(below[r])
-		}
-		inf := float32(math.Inf(1))
-		for _, run := range runs {
-			j := int(run[0])
-			seg := row[j:run[1]]
-			for r := 0; r <= last; r++ {
-				high := inf
-				if r == 0 {
-					high = nthr32
-				}
-				n, hits := kernel.Scan32(seg, kernel.Cut{Above: hi[r], Lo: lo[r], Hi: hi[r], High: high}, w.hits)
-				count[r] += n
-				for _, k := range hits {
-					c := seg[k]
-					nd := need16{q: int32(q), j: int32(j) + k, cheap: -1}
-					nd.nn = r == 0 && c >= nthr32 && float64(c) >= nthr
-					if c >= lo[r] && c <= hi[r] {
-						earlier := false
-						for rr := range r {
-							earlier = earlier || c >= lo[rr] && c <= hi[rr]
-						}
-						if !earlier {
-							// The counts put the candidate in the first slot
-							// whose threshold it exceeds (none: no slot).
-							cheap := r + 1
-							for cheap <= last && !(c > hi[cheap]) {
-								cheap++
-							}
-							if cheap <= last {
-								nd.cheap = int32(cheap)
-							}
-							nd.undec = true
-						}
-					}
-					if nd.nn || nd.undec {
-						need = append(need, nd)
-					}
-				}
-			}
-		}
-		prev := 0
-		for r := 0; r <= last; r++ {
-			beaten[r] += count[r] - prev
-			prev = count[r]
-		}
-	} else {
-		skip, top := down32(below[last]), up32(above[0])
-		for _, run := range runs {
-			j := int(run[0])
-			seg := row[j:run[1]]
-			first, hits := kernel.Scan32(seg, kernel.Cut{Above: top, Lo: skip, Hi: top, High: nthr32}, w.hits)
-			beaten[0] += first
-			for _, k := range hits {
-				c32 := seg[k]
-				nd := need16{q: int32(q), j: int32(j) + k, cheap: -1}
-				nd.nn = c32 >= nthr32 && float64(c32) >= nthr
-				if c32 >= skip && c32 <= top {
-					c := float64(c32)
-					r := 0
-					for n := last + 1; n > 0; {
-						half := n >> 1
-						if !(c > above[r+half]) {
-							r += half + 1
-							n -= half + 1
-						} else {
-							n = half
-						}
-					}
-					switch {
-					case r <= last && (r == 0 || c < below[r-1]):
-						beaten[r]++
-					case r == last+1 && c < below[last]:
-					default:
-						nd.undec = true
-					}
-				}
-				if nd.nn || nd.undec {
-					need = append(need, nd)
-				}
-			}
-		}
-	}
-	x.need = need
-	countPositives(qi, g0, len(row), beaten)
-	return true
-}
-
-// verify16 scores the listed pairs (of a query block against the
-// sub-block's gallery rows g32, offsets from g0) exactly and applies their
-// decisions: each undecided pair leaves the slot the cheap counts gave it
-// and takes the one of its exact score; a nearest-negative candidate
-// raises the nearest negative. kernel.Dot32Pairs scores them all in one
-// call (the exact float32 chain of each pair: the bits of the exhaustive
-// path), 16 pairs per vector.
-func (s *scorer) verify16(w *workspace, x *ws16, g0 int, g32 []float32) {
-	d := s.d
-	need := x.need
-	if len(need) == 0 {
-		return
-	}
-	s.screen16.exact.Add(int64(len(need)))
-	x.off = growTo(x.off, 2*len(need))
-	qoff, goff := x.off[:len(need)], x.off[len(need):]
-	for i, nd := range need {
-		qoff[i], goff[i] = nd.q*int32(d), nd.j*int32(d)
-	}
-	x.vals = growTo(x.vals, len(need))
-	kernel.Dot32Pairs(s.q32, qoff, g32, goff, d, x.vals)
-	apply16(s, w, x, g0, x.vals)
-}
-
-// apply16 applies the exact scores vals of the listed pairs x.need (of
-// gallery rows from g0) and empties the list: each undecided pair leaves
-// the slot the cheap counts gave it and takes the one of its exact score;
-// a nearest-negative candidate raises the nearest negative.
-func apply16[T float32 | float64](s *scorer, w *workspace, x *ws16, g0 int, vals []T) {
-	part, need := w.part, x.need
-	for i, nd := range need {
-		q := int(nd.q)
-		v := float64(vals[i]) + 0 // −0 → +0
-		if nd.nn && (!part.hasBest[q] || v > part.best[q]) {
-			part.best[q], part.hasBest[q] = v, true
-		}
-		if nd.undec {
-			qi := &s.qs[q]
-			beaten := part.beaten[qi.off : qi.off+len(qi.pos)+1]
-			last := len(qi.ordScore) - 1
-			if nd.cheap >= 0 {
-				beaten[nd.cheap]--
-			}
-			if g := g0 + int(nd.j); precedes(v, g, qi.ordScore[last], qi.ordIndex[last]) {
-				beaten[rankSlot(qi, v, g)]++
-			}
-		}
-	}
-	x.need = need[:0]
-}
-
-// screen16Stats records what the int16 screen did in the run's Stats.
-func (s *scorer) screen16Stats() {
-	if st := s.screen16; st != nil {
-		s.stats.Screened = true
-		s.stats.Screen = ScreenStats{Pairs: st.pairs.Load(), Exact: st.exact.Load(), ExactTiles: st.blocks.Load(), Kind: "int16"}
-	}
 }

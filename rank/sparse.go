@@ -70,19 +70,20 @@ func sub(q, g float64, prec Precision) float64 {
 // rows (ascending) that have it and their working values.
 type postings struct {
 	colPtr []int32
+	fill   []int32
 	rows   []int32
 	vals   []float64
 	tmp    []float64
 }
 
-func (p *postings) build(s *scorer, g0, g1 int) {
-	d := s.d
+func (p *postings) build(src *source, b block) {
+	d := src.cols
 	p.colPtr = growTo(p.colPtr, d+1)
 	clear(p.colPtr)
 	nnz := 0
-	for g := g0; g < g1; g++ {
+	for j := range b.n {
 		var idx []int32
-		idx, p.tmp = s.g.csr.RowEntries(g, p.tmp)
+		idx, p.tmp = src.csr.RowEntries(b.global(j), p.tmp)
 		for _, c := range idx {
 			p.colPtr[c+1]++
 		}
@@ -93,86 +94,106 @@ func (p *postings) build(s *scorer, g0, g1 int) {
 	}
 	p.rows = growTo(p.rows, nnz)
 	p.vals = growTo(p.vals, nnz)
-	fill := growTo([]int32(nil), d)
-	copy(fill, p.colPtr[:d])
-	for g := g0; g < g1; g++ {
+	p.fill = growTo(p.fill, d)
+	copy(p.fill, p.colPtr[:d])
+	for j := range b.n {
 		var idx []int32
-		idx, p.tmp = s.g.sparseRow(g, p.tmp)
+		idx, p.tmp = src.sparseRow(b.global(j), p.tmp)
 		for k, c := range idx {
-			at := fill[c]
-			p.rows[at] = int32(g - g0)
+			at := p.fill[c]
+			p.rows[at] = int32(j)
 			p.vals[at] = p.tmp[k]
-			fill[c]++
+			p.fill[c]++
 		}
 	}
 }
 
-// sparseBlock scores gallery rows [g0, g1) of a sparse gallery against every
-// sparse query. Dot and cosine walk the query's dimensions in increasing
-// order through the block's postings, so every pair's accumulator receives
-// its terms in dimension order; squared_l2 needs the union of both rows'
-// dimensions and merges each pair.
-func (s *scorer) sparseBlock(ctx context.Context, w *workspace, g0, g1, qb int) error {
-	gn := g1 - g0
-	sqDist := s.o.Similarity == SquaredL2
-	var gIdx [][]int32
-	var gVal [][]float64
-	if sqDist {
-		gIdx, gVal = make([][]int32, gn), make([][]float64, gn)
-		for j := range gIdx {
-			gIdx[j], gVal[j] = s.g.sparseRow(g0+j, nil)
+// sparseTile is a sparse gallery block prepared for scoring: its postings
+// (dot, cosine) or its rows (squared_l2).
+type sparseTile struct {
+	b      block
+	gIdx   [][]int32
+	gVal   [][]float64
+	qv     []float64
+	acc64  []float64
+	acc32  []float32
+	sqDist bool
+}
+
+func (s *scorer[T]) sparseTile(w *worker[T], b block) *sparseTile {
+	t := &w.cheap.sparse
+	t.b, t.sqDist = b, s.ex.sqDist
+	if t.sqDist {
+		t.gIdx, t.gVal = growTo(t.gIdx, b.n), growTo(t.gVal, b.n)
+		for j := range b.n {
+			t.gIdx[j], t.gVal[j] = s.pr.g.sparseRow(b.global(j), t.gVal[j])
 		}
-	} else {
-		if w.index == nil {
-			w.index = &postings{}
-		}
-		w.index.build(s, g0, g1)
+		return t
 	}
-	var qv []float64
-	acc32 := make([]float32, gn)
-	for q0 := 0; q0 < s.nq; q0 += qb {
-		if err := ctx.Err(); err != nil {
-			return err
+	w.cheap.post.build(s.pr.g, b)
+	t.acc64, t.acc32 = growTo(t.acc64, b.n), growTo(t.acc32, b.n)
+	return t
+}
+
+// sparseRow writes the scores of query q against the tile's rows to out.
+// Dot and cosine walk the query's dimensions in increasing order through
+// the block's postings, so every pair's accumulator receives its terms in
+// dimension order; squared_l2 needs the union of both rows' dimensions and
+// merges each pair.
+func sparseRow[T working](s *scorer[T], w *worker[T], t *sparseTile, q int, out []T) {
+	var qi []int32
+	qi, t.qv = s.pr.q.sparseRow(q, t.qv)
+	ix := &w.cheap.post
+	switch {
+	case t.sqDist:
+		for j := range out {
+			out[j] = -T(sparsePair(qi, t.qv, t.gIdx[j], t.gVal[j], true, s.pl.prec))
 		}
-		q1 := min(q0+qb, s.nq)
-		for q := q0; q < q1; q++ {
-			var qi []int32
-			qi, qv = s.q.sparseRow(q, qv)
-			out := w.s64[:gn]
-			switch {
-			case sqDist:
-				for j := range out {
-					out[j] = sparsePair(qi, qv, gIdx[j], gVal[j], true, s.o.Precision)
-				}
-			case s.o.Precision == Float64:
-				clear(out)
-				ix := w.index
-				for k, c := range qi {
-					x := qv[k]
-					for p := ix.colPtr[c]; p < ix.colPtr[c+1]; p++ {
-						r := ix.rows[p]
-						out[r] = math.FMA(x, ix.vals[p], out[r])
-					}
-				}
-			default:
-				clear(acc32)
-				ix := w.index
-				for k, c := range qi {
-					x := float32(qv[k])
-					for p := ix.colPtr[c]; p < ix.colPtr[c+1]; p++ {
-						r := ix.rows[p]
-						acc32[r] = kernel.FMA32(x, float32(ix.vals[p]), acc32[r])
-					}
-				}
-				for j, v := range acc32 {
-					out[j] = float64(v)
-				}
+	case s.pl.prec == Float64:
+		clear(t.acc64)
+		for k, col := range qi {
+			x := t.qv[k]
+			for p := ix.colPtr[col]; p < ix.colPtr[col+1]; p++ {
+				r := ix.rows[p]
+				t.acc64[r] = math.FMA(x, ix.vals[p], t.acc64[r])
 			}
-			if err := consume(s, w.part, q, g0, out); err != nil {
+		}
+		for j, v := range t.acc64 {
+			out[j] = T(v)
+		}
+	default:
+		clear(t.acc32)
+		for k, col := range qi {
+			x := float32(t.qv[k])
+			for p := ix.colPtr[col]; p < ix.colPtr[col+1]; p++ {
+				r := ix.rows[p]
+				t.acc32[r] = kernel.FMA32(x, float32(ix.vals[p]), t.acc32[r])
+			}
+		}
+		for j, v := range t.acc32 {
+			out[j] = T(v)
+		}
+	}
+}
+
+// sparseBlock scores block b of a sparse gallery against the chunk's sparse
+// queries, folding each row.
+func (s *scorer[T]) sparseBlock(ctx context.Context, w *worker[T], c *chunk[T], b block) error {
+	t := s.sparseTile(w, b)
+	out := growTo(w.out, b.n)
+	w.out = out
+	for q := c.q0; q < c.q1; q++ {
+		if (q-c.q0)%64 == 0 {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		s.meter.add(int64(q1-q0) * int64(gn))
+		sparseRow(s, w, t, q, out)
+		if !allFinite(out) {
+			return errNonFinite
+		}
+		s.foldRow(w, c, q-c.q0, b, out)
+		s.meter.add(int64(b.n))
 	}
 	return nil
 }

@@ -1,0 +1,435 @@
+package rank
+
+import (
+	"container/heap"
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
+)
+
+// worker is one worker's state in a chunk's gallery pass: its counts, best
+// negatives and kept candidates (merged after the pass, merge.go), and its
+// buffers.
+type worker[T working] struct {
+	cnt     []int32   // per rank slot of the chunk's queries (chunk.off)
+	best    []float64 // per chunk query: best negative seen
+	hasBest []bool
+	top     []topHeap     // TopN
+	all     [][]Candidate // FullRanking
+	// buffers
+	g, qb, out []T
+	tmp        []float64
+	runs       []negRun
+	pos, hits  []int32
+	ex         []int32
+	cheap      cheapState[T] // the screen's buffers (screen.go)
+	// worker time in the pass
+	kernel, fold time.Duration
+}
+
+// pass scores the chunk's queries against the plan's gallery rows, block by
+// block in parallel, folding every row of scores into its worker's state.
+func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error) {
+	if !s.chosen {
+		s.screen, s.chosen = s.chooseScreen(ctx, c), true
+	}
+	if s.screen != nil {
+		s.screen.chunk(c)
+	}
+	n := c.q1 - c.q0
+	var mu sync.Mutex
+	var ws []*worker[T]
+	newWorker := func() *worker[T] {
+		w := &worker[T]{cnt: make([]int32, c.slots), best: make([]float64, n), hasBest: make([]bool, n), tmp: make([]float64, s.d)}
+		switch {
+		case s.pr.o.FullRanking:
+			w.all = make([][]Candidate, n)
+		case s.pr.o.TopN > 0:
+			w.top = make([]topHeap, n)
+			for i := range w.top {
+				w.top[i].limit = s.pr.o.TopN
+			}
+		}
+		mu.Lock()
+		ws = append(ws, w)
+		mu.Unlock()
+		return w
+	}
+	blocks := passBlocks(s.pl.rows.len(), s.pl.gb)
+	qb := s.pl.queryTile(min(s.pr.o.QueryBatch, n), c.most)
+	if s.q == nil && !s.pl.sparse {
+		qb = s.pl.blockRows(qb, s.d)
+	}
+	t0 := time.Now()
+	err := parallel(ctx, s.pr.threads, len(blocks), newWorker, func(i int, w *worker[T]) error {
+		b := s.pl.rows.block(blocks[i][0], blocks[i][1])
+		switch {
+		case s.pl.sparse:
+			return s.sparseBlock(ctx, w, c, b)
+		case s.screen != nil:
+			return s.screenedBlock(ctx, w, c, b, qb)
+		}
+		return s.exhaustiveBlock(ctx, w, c, b, qb)
+	})
+	s.stats.Pass += time.Since(t0)
+	for _, w := range ws {
+		s.stats.Kernel += w.kernel
+		s.stats.Fold += w.fold
+	}
+	if s.screen != nil {
+		s.stats.Screened, s.stats.Screen = true, s.screen.stats()
+	}
+	return ws, err
+}
+
+// queryRows are the working rows of queries [q0, q1).
+func (s *scorer[T]) queryRows(w *worker[T], q0, q1 int) []T {
+	if s.q != nil {
+		return s.q[(q0-s.qlo)*s.d : (q1-s.qlo)*s.d]
+	}
+	w.qb = growTo(w.qb, (q1-q0)*s.d)
+	return produce(s.pr.q, q0, q1, w.qb, w.tmp)
+}
+
+// exhaustiveBlock scores block b against the chunk's queries by the exact
+// kernels, a tile of qb queries at a time.
+func (s *scorer[T]) exhaustiveBlock(ctx context.Context, w *worker[T], c *chunk[T], b block, qb int) error {
+	w.g = growTo(w.g, b.n*s.d)
+	g := blockRows(s.pr.g, b, w.g, w.tmp)
+	cls := s.blockClass(b)
+	for q0 := c.q0; q0 < c.q1; q0 += qb {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		q1 := min(q0+qb, c.q1)
+		if err := s.exactTile(w, c, b, g, q0, q1, cls); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exactTile scores queries [q0, q1) against block b (working rows g)
+// exactly and folds the rows; cls is the block's class (blockClass).
+func (s *scorer[T]) exactTile(w *worker[T], c *chunk[T], b block, g []T, q0, q1, cls int) error {
+	qn := q1 - q0
+	defer s.meter.add(int64(qn) * int64(b.n))
+	if cls >= 0 && !s.pl.keep && s.tileWithoutNegatives(q0, q1, cls) {
+		return s.checkExcluded(w, b, g, q0, q1)
+	}
+	out := growTo(w.out, qn*b.n)
+	w.out = out
+	t0 := time.Now()
+	s.ex.block(s.queryRows(w, q0, q1), qn, g, b.n, out)
+	t1 := time.Now()
+	w.kernel += t1.Sub(t0)
+	if !allFinite(out) {
+		return errNonFinite
+	}
+	for i := range qn {
+		s.foldRow(w, c, q0-c.q0+i, b, out[i*b.n:(i+1)*b.n])
+	}
+	w.fold += time.Since(t1)
+	return nil
+}
+
+// blockClass is the class of every row of block b under label relevance,
+// or −1 (explicit relevance, or rows of several classes).
+func (s *scorer[T]) blockClass(b block) int {
+	cl := s.rel.classes
+	if cl == nil {
+		return -1
+	}
+	k := cl.Gallery[b.g0]
+	for j := 1; j < b.n; j++ {
+		if cl.Gallery[b.global(j)] != k {
+			return -1
+		}
+	}
+	return int(k)
+}
+
+// tileWithoutNegatives reports whether every query of [q0, q1) has class
+// cls, the class of every row of the block: then the tile holds positives
+// and excluded pairs only, and nothing in it needs a score (the positives
+// have theirs).
+func (s *scorer[T]) tileWithoutNegatives(q0, q1, cls int) bool {
+	for _, k := range s.rel.classes.Query[q0:q1] {
+		if int(k) != cls {
+			return false
+		}
+	}
+	return true
+}
+
+// checkExcluded checks that the excluded pairs of a tile that is not
+// scored have finite scores: every pair of the problem is checked
+// (failure.go), whatever the path.
+func (s *scorer[T]) checkExcluded(w *worker[T], b block, g []T, q0, q1 int) error {
+	if s.rel.excl == nil {
+		return nil
+	}
+	for q := q0; q < q1; q++ {
+		w.ex = s.rel.excludedIn(q, b, w.ex[:0])
+		if len(w.ex) == 0 {
+			continue
+		}
+		qr := s.queryRows(w, q, q+1)
+		for _, j := range w.ex {
+			if v := s.ex.row(qr, g[int(j)*s.d:(int(j)+1)*s.d]); v-v != 0 {
+				return errNonFinite
+			}
+		}
+	}
+	return nil
+}
+
+// foldRow folds query c.q0+i's row of exact scores over block b into the
+// worker's state: each eligible negative is counted in the rank slot of the
+// first positive it precedes and may be the nearest negative; with a run
+// export every eligible candidate is offered to the kept list.
+func (s *scorer[T]) foldRow(w *worker[T], c *chunk[T], i int, b block, row []T) {
+	q := c.q0 + i
+	var pos *[]int32
+	if s.pl.keep {
+		w.pos = w.pos[:0]
+		pos = &w.pos
+	}
+	w.runs = s.rel.runs(q, b, w.runs[:0], pos)
+	if len(w.runs) > 0 {
+		th := &c.th[i]
+		cnt := w.cnt[c.off[i] : c.off[i]+len(th.score)+1]
+		best, has := w.best[i], w.hasBest[i]
+		for _, r := range w.runs {
+			m := countRun(th, cnt, row[r[0]:r[1]], b.global(int(r[0])), b.stride, &w.hits)
+			if !has || m > best {
+				best, has = m, true
+			}
+		}
+		w.best[i], w.hasBest[i] = best, has
+	}
+	if pos != nil {
+		for _, r := range w.runs {
+			for j := r[0]; j < r[1]; j++ {
+				w.offer(i, row[j], b.global(int(j)))
+			}
+		}
+		for _, j := range w.pos {
+			w.offer(i, row[j], b.global(int(j)))
+		}
+	}
+}
+
+func (w *worker[T]) offer(i int, v T, g int) {
+	c := Candidate{Index: g, Score: float64(v) + 0} // +0 turns −0 into +0
+	if w.all != nil {
+		w.all[i] = append(w.all[i], c)
+	} else {
+		w.top[i].offer(c)
+	}
+}
+
+// countRun counts a run of eligible negatives (scores seg, the first at
+// global row g, the next stride rows on) into cnt, the slots of thresholds
+// th (slot len: precedes no positive), and returns their largest score.
+func countRun[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int, hits *[]int32) float64 {
+	p := len(th.score)
+	if th.b != nil {
+		return countBucketed(th, cnt, seg, g, stride)
+	}
+	// Few positives: a vector pass counts (or lists) the negatives that
+	// precede the last positive; only those can precede any.
+	last, lastIndex := th.score[p-1], int(th.index[p-1])
+	tieBefore := 0 // offsets below this win a tie with the last positive
+	if lastIndex > g {
+		tieBefore = (lastIndex - g + stride - 1) / stride
+	}
+	m, n, listed := precedingLast(seg, last, tieBefore, p > 1, (*hits)[:0])
+	*hits = listed
+	if p == 1 {
+		cnt[0] += int32(n)
+		return m
+	}
+	for _, j := range listed {
+		cnt[th.firstPreceded(seg[j], g+int(j)*stride)]++
+	}
+	return m
+}
+
+// countBucketed is countRun for many positives: every negative is placed
+// through the bucket table, most of them (those whose bucket holds no
+// threshold) without comparing scores at all, the others by a short scan
+// of their bucket's thresholds. The loop has no unpredictable branch in
+// the common case, so the placements of consecutive negatives overlap.
+func countBucketed[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int) float64 {
+	b := th.b
+	sc, ix := th.score, th.index
+	lo, scale, top := b.lo, b.scale, float64(b.nb-1)
+	m := T(math.Inf(-1))
+	if f := b.first16; f != nil {
+		// sc and ix have room for one more slot (chunk.newChunk), read
+		// but never used when a bucket holds no threshold.
+		sc, ix := sc[:len(sc)+1], ix[:len(ix)+1]
+		var ks [256]int32
+		for j0 := 0; j0 < len(seg); j0 += len(ks) {
+			part := seg[j0:min(j0+len(ks), len(seg))]
+			// Pass 1: buckets (independent arithmetic).
+			for j, v := range part {
+				if v > m {
+					m = v
+				}
+				x := (float64(v) - lo) * scale
+				if x < 0 {
+					x = 0
+				}
+				if x > top {
+					x = top
+				}
+				ks[j] = int32(x)
+			}
+			// Pass 2: slots.
+			for j, v := range part {
+				k := ks[j]
+				r, hi := int(f[k+1]), int(f[k])
+				gj := int32(g + (j0+j)*stride)
+				if hi-r > 1 { // several thresholds in the bucket (rare)
+					for ; r < hi; r++ {
+						if s := sc[r]; v > s || (v == s && gj < ix[r]) {
+							break
+						}
+					}
+					ks[j] = int32(r)
+					continue
+				}
+				s, i := sc[r], ix[r]
+				after := 1 - (b2i(v > s) | (b2i(v == s) & b2i(gj < i)))
+				ks[j] = int32(r + (hi-r)&-after)
+			}
+			// Pass 3: counts.
+			for _, r := range ks[:len(part)] {
+				cnt[r]++
+			}
+		}
+		return float64(m)
+	}
+	for j, v := range seg {
+		m = max(m, v)
+		cnt[th.firstPreceded(v, g+j*stride)]++
+	}
+	return float64(m)
+}
+
+// precedingLast returns the largest value of seg, the number of values that
+// precede the last positive (score last; offsets below tieBefore win a tie
+// with it) and, when list is set, their offsets.
+func precedingLast[T working](seg []T, last T, tieBefore int, list bool, hits []int32) (float64, int, []int32) {
+	if f32, ok := any(seg).([]float32); ok {
+		return precedingLast32(f32, float32(last), tieBefore, list, hits)
+	}
+	// Four lanes keep the loop free of long dependency chains and of
+	// unpredictable branches; the tie branch is almost never taken.
+	b0, b1, b2, b3 := T(math.Inf(-1)), T(math.Inf(-1)), T(math.Inf(-1)), T(math.Inf(-1))
+	var n0, n1, n2, n3, ties int
+	j := 0
+	for ; j+4 <= len(seg); j += 4 {
+		v0, v1, v2, v3 := seg[j], seg[j+1], seg[j+2], seg[j+3]
+		b0, b1, b2, b3 = max(b0, v0), max(b1, v1), max(b2, v2), max(b3, v3)
+		n0 += b2i(v0 > last)
+		n1 += b2i(v1 > last)
+		n2 += b2i(v2 > last)
+		n3 += b2i(v3 > last)
+		if v0 == last || v1 == last || v2 == last || v3 == last {
+			for k, v := range [4]T{v0, v1, v2, v3} {
+				if v == last && j+k < tieBefore {
+					ties++
+				}
+			}
+		}
+	}
+	for ; j < len(seg); j++ {
+		v := seg[j]
+		b0 = max(b0, v)
+		n0 += b2i(v > last)
+		if v == last && j < tieBefore {
+			ties++
+		}
+	}
+	n := n0 + n1 + n2 + n3 + ties
+	if list && n > 0 {
+		for j, v := range seg {
+			if v > last || (v == last && j < tieBefore) {
+				hits = append(hits, int32(j))
+			}
+		}
+	}
+	return float64(max(b0, b1, b2, b3)), n, hits
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// precedingLast32 is precedingLast for float32 scores, by the vector row
+// scans of package kernel: one pass for the maximum, one that counts the
+// values strictly above the last positive and lists the ties with it (or,
+// when list is set, every value at or above it).
+func precedingLast32(seg []float32, last float32, tieBefore int, list bool, hits []int32) (float64, int, []int32) {
+	if len(seg) == 0 {
+		return math.Inf(-1), 0, hits
+	}
+	m, _ := kernel.MaxFinite32(seg)
+	inf := float32(math.Inf(1))
+	cut := kernel.Cut{Above: last, Lo: last, Hi: last, High: inf} // ties only
+	if list {
+		cut.Hi = inf
+	}
+	hits = growTo(hits, len(seg))
+	above, listed := kernel.Scan32(seg, cut, hits)
+	n, k := above, 0
+	for _, j := range listed {
+		if seg[j] == last {
+			if int(j) >= tieBefore {
+				continue // a tie lost to the last positive: precedes none
+			}
+			n++
+		}
+		listed[k] = j
+		k++
+	}
+	return float64(m), n, listed[:k]
+}
+
+// topHeap keeps the best `limit` candidates; its root is the worst kept one.
+type topHeap struct {
+	limit int
+	c     []Candidate
+}
+
+func (h *topHeap) Len() int { return len(h.c) }
+func (h *topHeap) Less(a, b int) bool {
+	return precedes(h.c[b].Score, h.c[b].Index, h.c[a].Score, h.c[a].Index)
+}
+func (h *topHeap) Swap(a, b int) { h.c[a], h.c[b] = h.c[b], h.c[a] }
+func (h *topHeap) Push(x any)    { h.c = append(h.c, x.(Candidate)) }
+func (h *topHeap) Pop() any {
+	x := h.c[len(h.c)-1]
+	h.c = h.c[:len(h.c)-1]
+	return x
+}
+
+func (h *topHeap) offer(c Candidate) {
+	if len(h.c) < h.limit {
+		heap.Push(h, c)
+		return
+	}
+	if precedes(c.Score, c.Index, h.c[0].Score, h.c[0].Index) {
+		h.c[0] = c
+		heap.Fix(h, 0)
+	}
+}

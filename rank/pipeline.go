@@ -1,0 +1,639 @@
+package rank
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// scorer runs the pipeline of one direction (the package doc) in the
+// working precision T, over the queries [qlo, qhi) and the gallery rows of
+// its plan.
+type scorer[T working] struct {
+	pr       *prepared
+	pl       plan
+	ex       exact[T]
+	rel      *relevance
+	d        int
+	qlo, qhi int
+	q        []T // the queries' working rows from qlo (nil: a sparse endpoint)
+	stats    *Stats
+	meter    *meter
+	sink     *sink[T]  // pooled positive summary (nil: results carry Scores)
+	screen   screen[T] // chosen at the first pass (nil: exhaustive tiles)
+	chosen   bool      // the screen has been chosen
+	sorted   bool      // results list sorted ranks (label relevance)
+	emit     func(q int, r QueryResult) error
+	out      *shardOut[T] // gallery-shard output instead of results (shard.go)
+	ranks1   []int        // 1..n, shared by sorted results without negatives
+	arenas   [2]*arena[T]
+	sum      sync.WaitGroup // the ordered sums of the chunks (sink)
+	lastSum  chan struct{}  // closed when the last chunk's sum is taken
+	sumErr   error
+	ranksMu  sync.Mutex
+}
+
+// errNonFinite stops a stage at a non-finite exact score; the run then
+// names the failing pair by the one rule of failure.go.
+var errNonFinite = errors.New("non-finite score")
+
+// run scores a prepared problem and hands every query's result to fn.
+func scoreRun(ctx context.Context, pr *prepared, t0 time.Time, fn func(q int, r QueryResult) error) error {
+	if pr.o.Precision == Float32 {
+		return runAs[float32](ctx, pr, t0, fn)
+	}
+	return runAs[float64](ctx, pr, t0, fn)
+}
+
+func runAs[T working](ctx context.Context, pr *prepared, t0 time.Time, fn func(q int, r QueryResult) error) error {
+	s := newScorer[T](ctx, pr, allRows(pr.ng), 0, pr.nq)
+	s.emit = fn
+	s.sorted = pr.o.SortedRanks && pr.rel.classes != nil
+	s.stats.Prepare = time.Since(t0)
+	if pr.o.Pooled != nil {
+		s.sink = newSink[T](s)
+		s.stats.PooledStreamed = true
+		if err := s.sink.place(ctx); err != nil {
+			if errors.Is(err, errNonFinite) {
+				return s.failure(ctx)
+			}
+			return err
+		}
+	}
+	if err := s.scoreAll(ctx); err != nil {
+		return err
+	}
+	if s.sink != nil {
+		sum, err := s.sink.summary(ctx)
+		if err != nil {
+			return err
+		}
+		pr.o.Pooled.Summary = sum
+	}
+	return nil
+}
+
+func newScorer[T working](ctx context.Context, pr *prepared, rows rowSet, qlo, qhi int) *scorer[T] {
+	s := &scorer[T]{pr: pr, pl: newPlan(pr, rows), rel: pr.rel, d: pr.d, qlo: qlo, qhi: qhi,
+		ex: exact[T]{sqDist: pr.o.Similarity == SquaredL2, d: pr.d}, stats: pr.o.Stats}
+	if s.stats == nil {
+		s.stats = &Stats{}
+	}
+	// A dense query endpoint is held in working precision (it is the
+	// small side); gallery blocks are produced as they are scored.
+	if pr.q.csr == nil {
+		s.q = produce[T](pr.q, qlo, qhi, make([]T, (qhi-qlo)*pr.d), make([]float64, pr.d))
+	}
+	s.meter = newMeter(ctx, int64(qhi-qlo)*int64(rows.len()))
+	return s
+}
+
+// qrow is query q's working row (dense query endpoints).
+func (s *scorer[T]) qrow(q int) []T { return s.q[(q-s.qlo)*s.d : (q-s.qlo+1)*s.d] }
+
+// chunk is a range of queries scored together: their positives, their
+// thresholds, one gallery pass and the merge.
+type chunk[T working] struct {
+	q0, q1 int
+	scores [][]T           // per query: positive scores by list position
+	th     []thresholds[T] // per query with negatives in the pass rows
+	neg    []bool          // the query has eligible negatives in the pass rows
+	off    []int           // counter offset of each query with thresholds
+	slots  int
+	most   int // most thresholds of a query
+	a      *arena[T]
+	maxPos []float64
+}
+
+// arena holds a chunk's per-pair state; two alternate, so that the ordered
+// sum of one chunk runs while the next is scored.
+type arena[T working] struct {
+	scores  []T
+	thr     []T
+	idx     []int32
+	sumDone chan struct{} // closed when the chunk's ordered sum is taken (nil: none pending)
+}
+
+// chunks splits [qlo, qhi) into ranges of at most pl.chunk positive pairs
+// (at least one query each).
+func (s *scorer[T]) chunks() [][2]int {
+	var out [][2]int
+	lo, pairs := s.qlo, 0
+	for q := s.qlo; q < s.qhi; q++ {
+		n := len(s.rel.list(q))
+		if q > lo && pairs+n > s.pl.chunk {
+			out = append(out, [2]int{lo, q})
+			lo, pairs = q, 0
+		}
+		pairs += n
+	}
+	return append(out, [2]int{lo, s.qhi})
+}
+
+// scoreAll runs every chunk: positives, thresholds, pass, merge.
+func (s *scorer[T]) scoreAll(ctx context.Context) error {
+	chunks := s.chunks()
+	s.stats.Chunks = len(chunks)
+	defer s.sum.Wait()
+	for i, ch := range chunks {
+		c, err := s.newChunk(ch[0], ch[1], i%2)
+		if err != nil {
+			return err
+		}
+		if err := s.scoreChunk(ctx, c); err != nil {
+			s.sum.Wait()
+			if errors.Is(err, errNonFinite) {
+				return s.failure(ctx)
+			}
+			return err
+		}
+	}
+	s.sum.Wait()
+	return s.sumErr
+}
+
+// newChunk lays out the state of queries [q0, q1) in arena slot a.
+func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
+	if s.arenas[a] == nil {
+		s.arenas[a] = &arena[T]{}
+	}
+	ar := s.arenas[a]
+	if ar.sumDone != nil {
+		<-ar.sumDone // the ordered sum of the chunk that used it last
+		ar.sumDone = nil
+	}
+	n := q1 - q0
+	c := &chunk[T]{q0: q0, q1: q1, scores: make([][]T, n), th: make([]thresholds[T], n), neg: make([]bool, n), off: make([]int, n), a: ar}
+	if s.sink != nil {
+		c.maxPos = make([]float64, n)
+	}
+	var np, nt int
+	for i := range n {
+		q := q0 + i
+		m := len(s.rel.list(q))
+		np += m
+		if s.rel.negatives(q, s.pl.rows) > 0 {
+			c.neg[i] = true
+			nt += s.rel.count(q) + 1 // one slot of room for countBucketed
+		}
+	}
+	ar.scores, ar.thr, ar.idx = growTo(ar.scores, np), growTo(ar.thr, nt), growTo(ar.idx, nt)
+	np, nt = 0, 0
+	for i := range n {
+		q := q0 + i
+		m := len(s.rel.list(q))
+		c.scores[i] = ar.scores[np : np+m : np+m]
+		np += m
+		c.off[i] = -1
+		if c.neg[i] {
+			p := s.rel.count(q)
+			c.th[i] = thresholds[T]{score: ar.thr[nt : nt+p : nt+p+1], index: ar.idx[nt : nt+p : nt+p+1]}
+			c.off[i] = c.slots
+			c.slots += p + 1 // slot p: precedes no positive
+			c.most = max(c.most, p)
+			nt += p + 1
+		}
+	}
+	return c, nil
+}
+
+// scoreChunk is the pipeline for one chunk.
+func (s *scorer[T]) scoreChunk(ctx context.Context, c *chunk[T]) error {
+	t1 := time.Now()
+	if err := s.positives(ctx, c); err != nil {
+		return err
+	}
+	if err := s.orderPositives(ctx, c); err != nil {
+		return err
+	}
+	s.stats.Positives += time.Since(t1)
+	if s.sink != nil {
+		s.sumChunk(c)
+	}
+	pass := s.pl.keep
+	for _, n := range c.neg {
+		pass = pass || n
+	}
+	var ws []*worker[T]
+	if pass {
+		var err error
+		if ws, err = s.pass(ctx, c); err != nil {
+			return err
+		}
+	} else {
+		s.meter.add(int64(c.q1-c.q0) * int64(s.pl.rows.len())) // every pair is a positive
+	}
+	t2 := time.Now()
+	err := s.merge(ctx, c, ws)
+	s.stats.Merge += time.Since(t2)
+	return err
+}
+
+// posTask is one task of the positives stage: the query rows qs against
+// the gallery rows gs (global indices); each score goes to its query's
+// list position at (position of its gallery row) + shift... described by
+// the task's kind.
+type posTask struct {
+	qs []int32 // queries
+	gs []int32 // gallery rows
+	// labels: the gallery rows are members m0… of the queries' class;
+	// explicit: one gallery row, and each query's list position in pos.
+	m0  int
+	pos []int32
+}
+
+// positives scores every positive of the chunk's queries (every member of
+// a query's class for labels) by the one formula, grouped into dense tiles
+// so that each gallery row is produced once per group: by class for
+// labels, by gallery row for explicit pairs.
+func (s *scorer[T]) positives(ctx context.Context, c *chunk[T]) error {
+	tasks := s.positiveTasks(c)
+	var bad atomic.Bool
+	err := parallel(ctx, s.pr.threads, len(tasks), func() *posWorker[T] { return &posWorker[T]{} }, func(i int, w *posWorker[T]) error {
+		t := tasks[i]
+		out := w.score(s, t.qs, t.gs)
+		gn := len(t.gs)
+		for a, q := range t.qs {
+			dst := c.scores[int(q)-c.q0]
+			if t.pos != nil {
+				dst[t.pos[a]] = out[a] + 0 // −0 → +0 (SPEC §1.3)
+				continue
+			}
+			row := dst[t.m0 : t.m0+gn]
+			for j, v := range out[a*gn : (a+1)*gn] {
+				row[j] = v + 0
+			}
+		}
+		if !allFinite(out[:len(t.qs)*gn]) {
+			bad.Store(true)
+			return errNonFinite
+		}
+		return ctx.Err()
+	})
+	if err == nil && bad.Load() {
+		err = errNonFinite
+	}
+	return err
+}
+
+// positiveTasks groups the chunk's positive pairs into dense tiles.
+func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
+	var tasks []posTask
+	if cl := s.rel.classes; cl != nil {
+		const gBlock, qBlock = 512, 256
+		byClass := map[int32][]int32{}
+		var order []int32
+		for q := c.q0; q < c.q1; q++ {
+			k := cl.Query[q]
+			if _, ok := byClass[k]; !ok {
+				order = append(order, k)
+			}
+			byClass[k] = append(byClass[k], int32(q))
+		}
+		for _, k := range order {
+			qs, m := byClass[k], cl.Members(int(k))
+			for m0 := 0; m0 < len(m); m0 += gBlock {
+				for q0 := 0; q0 < len(qs); q0 += qBlock {
+					tasks = append(tasks, posTask{qs: qs[q0:min(q0+qBlock, len(qs))], gs: m[m0:min(m0+gBlock, len(m))], m0: m0})
+				}
+			}
+		}
+		return tasks
+	}
+	// Explicit pairs, by gallery row (a counting sort of the chunk's pairs).
+	type ref struct{ q, k int32 }
+	ng := s.pr.ng
+	start := make([]int32, ng+1)
+	for q := c.q0; q < c.q1; q++ {
+		for _, g := range s.rel.list(q) {
+			start[g+1]++
+		}
+	}
+	for g := range ng {
+		start[g+1] += start[g]
+	}
+	refs := make([]ref, start[ng])
+	fill := slices.Clone(start[:ng])
+	for q := c.q0; q < c.q1; q++ {
+		for k, g := range s.rel.list(q) {
+			refs[fill[g]] = ref{int32(q), int32(k)}
+			fill[g]++
+		}
+	}
+	const maxGather = 256
+	for g := range ng {
+		rs := refs[start[g]:start[g+1]]
+		for lo := 0; lo < len(rs); lo += maxGather {
+			part := rs[lo:min(lo+maxGather, len(rs))]
+			t := posTask{qs: make([]int32, len(part)), gs: []int32{int32(g)}, pos: make([]int32, len(part))}
+			for i, r := range part {
+				t.qs[i], t.pos[i] = r.q, r.k
+			}
+			tasks = append(tasks, t)
+		}
+	}
+	return tasks
+}
+
+// posWorker is one worker's buffers of the positives stage.
+type posWorker[T working] struct {
+	qb, gb, out []T
+	tmp         []float64
+	qv, gv      []float64
+}
+
+// score returns the scores of the query rows qs against the gallery rows
+// gs (len(qs) × len(gs), row-major) by the one formula.
+func (w *posWorker[T]) score(s *scorer[T], qs, gs []int32) []T {
+	d := s.d
+	qn, gn := len(qs), len(gs)
+	w.out = growTo(w.out, qn*gn)
+	if s.pl.sparse {
+		for a, q := range qs {
+			var qi, gi []int32
+			qi, w.qv = s.pr.q.sparseRow(int(q), w.qv)
+			for j, g := range gs {
+				gi, w.gv = s.pr.g.sparseRow(int(g), w.gv)
+				w.out[a*gn+j] = T(sparsePair(qi, w.qv, gi, w.gv, s.ex.sqDist, s.pl.prec))
+			}
+			if s.ex.sqDist {
+				negate(w.out[a*gn : (a+1)*gn])
+			}
+		}
+		return w.out
+	}
+	w.tmp = growTo(w.tmp, d)
+	w.qb, w.gb = growTo(w.qb, qn*d), growTo(w.gb, gn*d)
+	for a, q := range qs {
+		if s.q != nil {
+			copy(w.qb[a*d:(a+1)*d], s.qrow(int(q)))
+		} else {
+			copy(w.qb[a*d:(a+1)*d], produce(s.pr.q, int(q), int(q)+1, w.qb[a*d:(a+1)*d], w.tmp))
+		}
+	}
+	for j, g := range gs {
+		copy(w.gb[j*d:(j+1)*d], produce(s.pr.g, int(g), int(g)+1, w.gb[j*d:(j+1)*d], w.tmp))
+	}
+	if gn == 1 {
+		// One gallery row: it is the kernel's packed operand. Scores are
+		// symmetric bit for bit (fma(a,b,c) = fma(b,a,c), (q−g)² = (g−q)²).
+		s.ex.block(w.gb[:d], 1, w.qb[:qn*d], qn, w.out[:qn])
+	} else {
+		s.ex.block(w.qb[:qn*d], qn, w.gb[:gn*d], gn, w.out[:qn*gn])
+	}
+	return w.out
+}
+
+// orderPositives feeds each query's eligible positive scores to the pooled
+// summary and puts the positives of every query with negatives in rank
+// order (its thresholds).
+func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
+	n := c.q1 - c.q0
+	const group = 16
+	newWorker := func() *orderWorker[T] {
+		w := &orderWorker[T]{}
+		if s.sink != nil {
+			w.part = s.sink.newPart()
+		}
+		return w
+	}
+	return parallel(ctx, s.pr.threads, (n+group-1)/group, newWorker, func(task int, w *orderWorker[T]) error {
+		for i := task * group; i < min(n, (task+1)*group); i++ {
+			q := c.q0 + i
+			ex := s.rel.excludedPos(q)
+			if s.sink != nil {
+				w.vals = eligibleScores(s.rel, q, c.scores[i], w.vals[:0])
+				c.maxPos[i] = float64(maxOf(w.vals)) + 0 // −0 → +0 (SPEC §1.3)
+				w.part.rowStats(w.vals)
+			}
+			if !c.neg[i] {
+				continue
+			}
+			rs := sorterPool.Get().(*radixSorter)
+			ord := rankOrder(rs, c.scores[i], ex)
+			th, list := &c.th[i], s.rel.list(q)
+			for r, p := range ord {
+				th.score[r], th.index[r] = c.scores[i][p], list[p]
+			}
+			sorterPool.Put(rs)
+			if s.pl.buckets && len(ord) >= minBucketedThresholds {
+				th.b = newSlotBuckets(th.score)
+			}
+		}
+		return nil
+	})
+}
+
+// orderWorker is one worker's scratch of orderPositives.
+type orderWorker[T working] struct {
+	vals []T
+	part *sinkPart[T]
+}
+
+// sumChunk takes the ordered sum of the chunk's eligible positive scores
+// (SPEC §4.7: query order, then gallery order) while the run goes on.
+func (s *scorer[T]) sumChunk(c *chunk[T]) {
+	done, prev := make(chan struct{}), s.lastSum
+	c.a.sumDone, s.lastSum = done, done
+	s.sum.Add(1)
+	go func() {
+		defer s.sum.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev // the chunks' sums follow query order
+		}
+		for i := range c.scores {
+			s.sink.sum(s.rel, c.q0+i, c.scores[i])
+		}
+	}()
+}
+
+// merge turns the workers' counts into each query's result.
+func (s *scorer[T]) merge(ctx context.Context, c *chunk[T], ws []*worker[T]) error {
+	n := c.q1 - c.q0
+	const group = 16
+	return parallel(ctx, s.pr.threads, (n+group-1)/group, func() *mergeWorker { return &mergeWorker{} }, func(task int, mw *mergeWorker) error {
+		for i := task * group; i < min(n, (task+1)*group); i++ {
+			if err := s.mergeQuery(c, ws, i, mw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+type mergeWorker struct {
+	cnt []int32
+	all []Candidate
+}
+
+// mergeQuery assembles query c.q0+i's result from the workers' state.
+func (s *scorer[T]) mergeQuery(c *chunk[T], ws []*worker[T], i int, mw *mergeWorker) error {
+	q := c.q0 + i
+	var cum []int32 // negatives preceding each rank slot, cumulated
+	if c.neg[i] {
+		p := s.rel.count(q)
+		mw.cnt = growTo(mw.cnt, p+1)
+		clear(mw.cnt)
+		for _, w := range ws {
+			src := w.cnt[c.off[i] : c.off[i]+p+1]
+			if s.pl.mergeMax {
+				for r, v := range src {
+					mw.cnt[r] = max(mw.cnt[r], v)
+				}
+				continue
+			}
+			for r, v := range src {
+				mw.cnt[r] += v
+			}
+		}
+		var run int32
+		for r := range p {
+			run += mw.cnt[r]
+			mw.cnt[r] = run
+		}
+		cum = mw.cnt[:p]
+	}
+	var best float64
+	has := false
+	for _, w := range ws {
+		if w.hasBest[i] && (!has || w.best[i] > best) {
+			best, has = w.best[i], true
+		}
+	}
+	if !has {
+		best = 0
+	}
+	var top []Candidate
+	if s.pl.keep {
+		mw.all = mw.all[:0]
+		for _, w := range ws {
+			if w.all != nil {
+				mw.all = append(mw.all, w.all[i]...)
+				w.all[i] = nil
+			} else {
+				mw.all = append(mw.all, w.top[i].c...)
+				w.top[i].c = nil
+			}
+		}
+		sortCandidates(mw.all)
+		if !s.pr.o.FullRanking {
+			mw.all = mw.all[:min(len(mw.all), s.pr.o.TopN)]
+		}
+		top = slices.Clone(mw.all)
+	}
+	if s.out != nil {
+		s.out.query(s, c, i, cum, best, has, top)
+		return nil
+	}
+	return s.emit(q, s.result(c, i, cum, best, has, top))
+}
+
+// result builds query c.q0+i's result: rank(p_r) = 1 + r + cum[r].
+func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bool, top []Candidate) QueryResult {
+	q := c.q0 + i
+	r := QueryResult{NearestNegative: best + 0, HasNegative: has, Top: top}
+	p := s.rel.count(q)
+	if s.sink != nil {
+		r.MaxPositive = c.maxPos[i]
+	} else {
+		r.Scores = make([]float64, 0, p)
+		for _, v := range eligibleScores(s.rel, q, c.scores[i], make([]T, 0, p)) {
+			r.Scores = append(r.Scores, float64(v))
+		}
+	}
+	if s.sorted {
+		if cum == nil {
+			r.Ranks = s.oneTo(p)
+		} else {
+			r.Ranks = make([]int, p)
+			for k, v := range cum {
+				r.Ranks[k] = 1 + k + int(v)
+			}
+		}
+		return r
+	}
+	// Ranks by positive (list order of the eligible positives).
+	list, ex := s.rel.list(q), s.rel.excludedPos(q)
+	rankAt := make([]int, len(list)) // by list position
+	if cum != nil {
+		th := &c.th[i]
+		for k, g := range th.index {
+			pos, _ := slices.BinarySearch(list, g)
+			rankAt[pos] = 1 + k + int(cum[k])
+		}
+	} else {
+		rs := sorterPool.Get().(*radixSorter)
+		for k, pos := range rankOrder(rs, c.scores[i], ex) {
+			rankAt[pos] = 1 + k
+		}
+		sorterPool.Put(rs)
+	}
+	r.Ranks = eligibleScores(s.rel, q, rankAt, make([]int, 0, p))
+	if s.rel.classes != nil {
+		r.Positives = make([]retrieval.Positive, 0, p)
+		x := ex
+		for m, g := range list {
+			if len(x) > 0 && int(x[0]) == m {
+				x = x[1:]
+				continue
+			}
+			r.Positives = append(r.Positives, retrieval.Positive{Index: int(g), Grade: 1})
+		}
+	} else {
+		r.Positives = s.rel.eligible[q]
+	}
+	return r
+}
+
+// oneTo returns 1..n as a view of one shared slice (results are read-only).
+func (s *scorer[T]) oneTo(n int) []int {
+	s.ranksMu.Lock()
+	defer s.ranksMu.Unlock()
+	if len(s.ranks1) < n {
+		most := n
+		if cl := s.rel.classes; cl != nil {
+			for k := range cl.NumClasses() {
+				most = max(most, len(cl.Members(k)))
+			}
+		}
+		s.ranks1 = make([]int, most)
+		for i := range s.ranks1 {
+			s.ranks1[i] = 1 + i
+		}
+	}
+	return s.ranks1[:n:n]
+}
+
+func sortCandidates(c []Candidate) {
+	slices.SortFunc(c, func(a, b Candidate) int {
+		if precedes(a.Score, a.Index, b.Score, b.Index) {
+			return -1
+		}
+		if precedes(b.Score, b.Index, a.Score, a.Index) {
+			return 1
+		}
+		return 0
+	})
+}
+
+// scoresOnly is a chunk of queries [q0, q1) that holds their positive
+// scores only (the positives stage of a shard run, the pooled rescans).
+func (s *scorer[T]) scoresOnly(q0, q1 int) *chunk[T] {
+	c := &chunk[T]{q0: q0, q1: q1, scores: make([][]T, q1-q0)}
+	n := 0
+	for q := q0; q < q1; q++ {
+		n += len(s.rel.list(q))
+	}
+	all := make([]T, n)
+	for i := range c.scores {
+		m := len(s.rel.list(q0 + i))
+		c.scores[i], all = all[:m:m], all[m:]
+	}
+	return c
+}
