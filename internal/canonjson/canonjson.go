@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -41,6 +42,20 @@ func Hash(v any) (string, error) {
 		return "", err
 	}
 	return hashGeneric(generic)
+}
+
+// Encode streams the canonical JSON encoding of v into w (Hash writes it
+// into SHA-256; a counting writer measures how much text a value hashes).
+func Encode(w io.Writer, v any) error {
+	generic, err := toGeneric(v)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := encode(bw, generic); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 func hashGeneric(generic any) (string, error) {
@@ -164,6 +179,10 @@ func isSum(s string) bool {
 func Strings(ss []string) Array {
 	return Array{N: len(ss), Elem: func(i int, w Writer) error { return encodeString(w, ss[i]) }}
 }
+
+// EncodeString writes s as a canonical JSON string (for Array elements);
+// s must be valid UTF-8.
+func EncodeString(w Writer, s string) error { return encodeString(w, s) }
 
 // Writer is where canonical text goes.
 type Writer interface {
