@@ -123,9 +123,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			return nil, err
 		}
 	}
-	// The protocol fingerprint hashes every relevance pair (millions under
-	// label-derived relevance): it is computed while the backbones run and
-	// its error, if any, still takes precedence.
+	// The protocol fingerprint waits for the dataset identity (a content
+	// identity hashes every embedding value) and hashes the relevance (its
+	// pairs, or the label form of label-derived relevance): it is computed
+	// while the backbones run and its error, if any, still takes
+	// precedence.
 	type fpResult struct {
 		fp  string
 		err error
@@ -137,9 +139,8 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		fpc <- fpResult{fp, err}
 		close(fpDone)
 	}()
-	// With many label pairs the two chained hashes (identity, then
-	// relevance fingerprint) are the run's critical path: the scorer
-	// leaves them a processor.
+	// Until then the streaming pooled pass of a label run leaves the hash
+	// chain (identity, then relevance fingerprint) a processor.
 	scoreCtx := rank.WithSharedProcessor(ctx, fpDone)
 	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
