@@ -123,23 +123,34 @@ type Compression struct {
 	CacheStatus         string         `json:"cache_status"`
 }
 
-// Relevance is retrieval_relevance. Relevance maps query index (decimal
-// string) → gallery index → grade > 0, before exclusions. DatasetIdentity
-// (the §2.11 identity object) is an addition so reconstructions can report
-// the dataset's identity in full.
+// Relevance is retrieval_relevance. It holds exactly one of Relevance and
+// RelevanceLabels (SPEC §10.6). Relevance maps query index (decimal string)
+// → gallery index → grade > 0, before exclusions, for explicit relevance;
+// RelevanceLabels is the label form of label-derived relevance (§2.7), one
+// label per query and per gallery row. DatasetIdentity (the §2.11 identity
+// object) is an addition so reconstructions can report the dataset's
+// identity in full.
 type Relevance struct {
 	Common
 	QueryIDs            []string                      `json:"query_ids"`
 	GalleryIDs          []string                      `json:"gallery_ids"`
 	NQueries            int                           `json:"n_queries"`
 	NGallery            int                           `json:"n_gallery"`
-	Relevance           map[string]map[string]float64 `json:"relevance"`
+	Relevance           map[string]map[string]float64 `json:"relevance,omitempty"`
+	RelevanceLabels     *RelevanceLabels              `json:"relevance_labels,omitempty"`
 	Exclusions          [][2]int                      `json:"exclusions"`
 	DatasetIdentityKey  string                        `json:"dataset_identity_key"`
 	ProtocolFingerprint string                        `json:"protocol_fingerprint"`
 	DatasetIdentity     map[string]any                `json:"dataset_identity"`
 	QueryModality       string                        `json:"query_modality"`
 	GalleryModality     string                        `json:"gallery_modality"`
+}
+
+// RelevanceLabels is the label form of a relevance artifact: the label of
+// every query and gallery row, in row order (SPEC §10.6).
+type RelevanceLabels struct {
+	Query   []string `json:"query"`
+	Gallery []string `json:"gallery"`
 }
 
 // Exclusions is a separate exclusions artifact overriding a relevance

@@ -304,8 +304,8 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 	return out, &doc, nil
 }
 
-// eligibleOf lists the eligible positives of the first nq queries of an
-// explicit-relevance problem (SPEC §4.3).
+// eligibleOf lists the eligible positives of the first nq queries of a
+// problem (SPEC §4.3), explicit or label-derived.
 func eligibleOf(p rank.Problem, nq int) [][]retrieval.Positive {
 	out := make([][]retrieval.Positive, nq)
 	for q := range out {
@@ -313,7 +313,11 @@ func eligibleOf(p rank.Problem, nq int) [][]retrieval.Positive {
 		if p.Exclusions != nil {
 			ex = p.Exclusions[q]
 		}
-		out[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+		if p.Classes != nil {
+			out[q] = retrieval.EligiblePositives(p.Classes.Positives(q), ex)
+		} else {
+			out[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+		}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -21,7 +22,9 @@ func IDsSHA256(ids []string) (string, error) {
 	return canonjson.Hash(l)
 }
 
-// RelevanceDocument builds the relevance artifact of ds (SPEC §10.6).
+// RelevanceDocument builds the relevance artifact of ds (SPEC §10.6): the
+// label form (relevance_labels, one label per row) for label-derived
+// relevance, the relevance object of its pairs otherwise.
 func RelevanceDocument(ds *retrieval.Dataset, key string) (*Relevance, error) {
 	rf, err := ds.RelevanceFingerprint()
 	if err != nil {
@@ -30,10 +33,20 @@ func RelevanceDocument(ds *retrieval.Dataset, key string) (*Relevance, error) {
 	doc := &Relevance{
 		Common:   Common{ArtifactType: TypeRelevance, VertebraeVersion: version.Version, OutputKey: key},
 		QueryIDs: ds.QueryIDs(), GalleryIDs: ds.GalleryIDs(), NQueries: ds.NumQueries(), NGallery: ds.NumGallery(),
-		Relevance: map[string]map[string]float64{}, Exclusions: [][2]int{},
+		Exclusions:         [][2]int{},
 		DatasetIdentityKey: ds.IdentityKey(), ProtocolFingerprint: rf, DatasetIdentity: ds.Summary().Identity,
 		QueryModality: ds.Queries().Modality(), GalleryModality: ds.Gallery().Modality(),
 	}
+	for q, gs := range ds.RawExclusions() {
+		for _, g := range gs {
+			doc.Exclusions = append(doc.Exclusions, [2]int{q, g})
+		}
+	}
+	if ql, gl, ok := ds.RelevanceLabels(); ok {
+		doc.RelevanceLabels = &RelevanceLabels{Query: ql, Gallery: gl}
+		return doc, nil
+	}
+	doc.Relevance = map[string]map[string]float64{}
 	for q, ps := range ds.RawRelevance() {
 		if len(ps) == 0 {
 			continue
@@ -43,11 +56,6 @@ func RelevanceDocument(ds *retrieval.Dataset, key string) (*Relevance, error) {
 			row[strconv.Itoa(p.Index)] = p.Grade
 		}
 		doc.Relevance[strconv.Itoa(q)] = row
-	}
-	for q, gs := range ds.RawExclusions() {
-		for _, g := range gs {
-			doc.Exclusions = append(doc.Exclusions, [2]int{q, g})
-		}
 	}
 	return doc, nil
 }
@@ -65,17 +73,28 @@ func (s *Store) WriteRelevance(ctx context.Context, ds *retrieval.Dataset, key s
 	return key, doc, s.WriteJSON(ctx, key, doc)
 }
 
-// Protocol is a verified relevance artifact in the scorer's form.
+// Protocol is a verified relevance artifact in the scorer's form: explicit
+// relevance as Positives, label-derived relevance as Classes (implicit, as
+// a local run holds it; Positives is then nil).
 type Protocol struct {
 	Key        string
 	Doc        *Relevance
 	Positives  [][]retrieval.Positive // per query, ascending gallery index
+	Classes    *retrieval.Classes     // label-derived relevance, or nil
 	Exclusions [][]int                // per query, ascending
 }
 
-// ReadRelevance loads and verifies a relevance artifact: indices in range,
-// grades finite and > 0, sorted unique exclusions, and the recomputed
-// relevance fingerprint (`relevance fingerprint mismatch`).
+// Problem is the scoring problem of the protocol's IDs, relevance and the
+// given exclusions (one list per query), without matrices.
+func (p *Protocol) Problem(exclusions [][]int) rank.Problem {
+	return rank.Problem{QueryIDs: p.Doc.QueryIDs, GalleryIDs: p.Doc.GalleryIDs,
+		Relevance: p.Positives, Classes: p.Classes, Exclusions: exclusions}
+}
+
+// ReadRelevance loads and verifies a relevance artifact: exactly one of
+// relevance and relevance_labels, indices in range, grades finite and > 0,
+// labels aligned with the IDs and non-empty, sorted unique exclusions, and
+// the recomputed relevance fingerprint (`relevance fingerprint mismatch`).
 func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error) {
 	doc := &Relevance{}
 	if _, err := s.ReadJSON(ctx, key, doc); err != nil {
@@ -91,7 +110,53 @@ func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error
 	if nq != doc.NQueries || ng != doc.NGallery || nq == 0 || ng == 0 {
 		return nil, bad("n_queries/n_gallery (%d, %d) do not match the ID lists (%d, %d)", doc.NQueries, doc.NGallery, nq, ng)
 	}
-	p := &Protocol{Key: key, Doc: doc, Positives: make([][]retrieval.Positive, nq)}
+	if (doc.Relevance == nil) == (doc.RelevanceLabels == nil) {
+		return nil, bad("it must hold exactly one of relevance and relevance_labels")
+	}
+	p := &Protocol{Key: key, Doc: doc}
+	var rf string
+	var err error
+	if doc.RelevanceLabels != nil {
+		rf, err = p.readLabels(nq, ng, bad)
+	} else {
+		rf, err = p.readPairs(nq, ng, bad)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rf != doc.ProtocolFingerprint {
+		return nil, keyErr(key, ErrCheck, fmt.Sprintf("relevance fingerprint mismatch: recomputed %s, stored %s", rf, doc.ProtocolFingerprint))
+	}
+	if p.Exclusions, err = exclusionLists(key, doc.Exclusions, nq, ng); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readLabels rebuilds label-derived relevance from relevance_labels and
+// returns its recomputed fingerprint (the label form, SPEC §10.3).
+func (p *Protocol) readLabels(nq, ng int, bad func(string, ...any) error) (string, error) {
+	l := p.Doc.RelevanceLabels
+	if len(l.Query) != nq || len(l.Gallery) != ng {
+		return "", bad("relevance_labels has %d query and %d gallery labels for %d and %d IDs", len(l.Query), len(l.Gallery), nq, ng)
+	}
+	c, err := retrieval.ClassesFromLabels(l.Query, l.Gallery)
+	if err != nil {
+		return "", bad("relevance_labels: %v", err)
+	}
+	p.Classes = c
+	rf, err := retrieval.LabelRelevanceFingerprintOf(p.Doc.DatasetIdentityKey, p.Doc.QueryIDs, p.Doc.GalleryIDs, c)
+	if err != nil {
+		return "", bad("%v", err)
+	}
+	return rf, nil
+}
+
+// readPairs reads explicit relevance and returns its recomputed
+// fingerprint.
+func (p *Protocol) readPairs(nq, ng int, bad func(string, ...any) error) (string, error) {
+	doc := p.Doc
+	p.Positives = make([][]retrieval.Positive, nq)
 	index := func(s string, n int, what string) (int, error) {
 		i, err := strconv.Atoi(s)
 		if err != nil || i < 0 || i >= n || strconv.Itoa(i) != s {
@@ -102,15 +167,15 @@ func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error
 	for qs, row := range doc.Relevance {
 		q, err := index(qs, nq, "query")
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		for gs, grade := range row {
 			g, err := index(gs, ng, "gallery")
 			if err != nil {
-				return nil, err
+				return "", err
 			}
 			if math.IsNaN(grade) || math.IsInf(grade, 0) || grade <= 0 {
-				return nil, bad("grade %v of (%s, %s) must be finite and > 0", grade, qs, gs)
+				return "", bad("grade %v of (%s, %s) must be finite and > 0", grade, qs, gs)
 			}
 			p.Positives[q] = append(p.Positives[q], retrieval.Positive{Index: g, Grade: grade})
 		}
@@ -127,15 +192,9 @@ func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error
 	}
 	rf, err := retrieval.RelevanceFingerprintOf(doc.DatasetIdentityKey, doc.QueryIDs, doc.GalleryIDs, triples)
 	if err != nil {
-		return nil, bad("%v", err)
+		return "", bad("%v", err)
 	}
-	if rf != doc.ProtocolFingerprint {
-		return nil, keyErr(key, ErrCheck, fmt.Sprintf("relevance fingerprint mismatch: recomputed %s, stored %s", rf, doc.ProtocolFingerprint))
-	}
-	if p.Exclusions, err = exclusionLists(key, doc.Exclusions, nq, ng); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return rf, nil
 }
 
 // WriteExclusions commits a separate exclusions artifact (sorted unique

@@ -87,11 +87,9 @@ func (j *ScoreJob) ProtocolFingerprint() string { return j.pf }
 func (j *ScoreJob) Config() retrieval.Config { return j.cfg.Clone() }
 
 // Problem is the scoring problem without its matrices (IDs, relevance,
-// exclusions): enough to finish gallery-shard partials.
-func (j *ScoreJob) Problem() rank.Problem {
-	return rank.Problem{QueryIDs: j.prot.Doc.QueryIDs, GalleryIDs: j.prot.Doc.GalleryIDs,
-		Relevance: j.prot.Positives, Exclusions: j.excl}
-}
+// exclusions): enough to finish gallery-shard partials. Label-derived
+// relevance stays implicit (Classes), as in a local run.
+func (j *ScoreJob) Problem() rank.Problem { return j.prot.Problem(j.excl) }
 
 // Compression is the §8.4 metadata of the scored pair and its warnings:
 // the compression run's, or the no-op metadata of the uncompressed pair
@@ -287,6 +285,18 @@ func (s *Store) CommitScore(ctx context.Context, j *ScoreJob, res *results.Extra
 func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 	var missing []string
 	has := make([]bool, len(p.Doc.GalleryIDs))
+	if c := p.Classes; c != nil {
+		for q := range p.Doc.QueryIDs {
+			var ex []int
+			if q < len(excl) {
+				ex = excl[q]
+			}
+			if c.EligibleCount(q, ex) == 0 {
+				missing = append(missing, p.Doc.QueryIDs[q])
+			}
+		}
+		has = c.ReverseEligible(excl)
+	}
 	for q := range p.Positives {
 		var ex []int
 		if q < len(excl) {

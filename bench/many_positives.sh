@@ -4,13 +4,13 @@
 # One command:  bash bench/many_positives.sh [REPEAT]
 # Reports the median wall and user seconds and the peak RSS (GNU time -v)
 # of each, alternating the runs within every round:
-#   one-class         hashes remembered (the digest cache holds the content
-#                     identity and relevance fingerprint of an earlier run);
-#   one-class-hashing VERTEBRAE_DIGEST_CACHE=off: the 2 × 560 MB of canonical
-#                     relevance text are hashed, as on a first run;
-#   one-positive      the baseline (hashes remembered too; they are small);
+#   one-class         embedding digests from the digest cache (filled by an
+#                     earlier run); the labels are hashed (SPEC §2.7 label form);
+#   one-class-hashing VERTEBRAE_DIGEST_CACHE=off: the embedding files are
+#                     hashed too, as on a first run;
+#   one-positive      the baseline (digests cached);
 #   classes-2/-10     10,000 / 2,000 positives per query, interleaved with
-#                     as many / 9× as many negatives (hashes remembered);
+#                     as many / 9× as many negatives (digests cached);
 # and `vertebrae demo`.
 set -euo pipefail
 REPEAT=${1:-3}
@@ -32,7 +32,7 @@ runargs() { # the retrieval run of a mode
 	echo retrieval run --queries "$DIR/$1/queries.npy" --gallery "$DIR/$1/gallery.npy" \
 		--query-labels "$DIR/$1/query_labels.txt" --gallery-labels "$DIR/$1/gallery_labels.txt" --quiet --json /dev/null
 }
-for mode in "${modes[@]}"; do # one run each first, so the digest cache holds what they hash
+for mode in "${modes[@]}"; do # one run each first, so the digest cache holds their embedding digests
 	"$VB" $(runargs "$mode") >/dev/null
 done
 declare -A wall user rss

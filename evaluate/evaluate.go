@@ -123,9 +123,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			return nil, err
 		}
 	}
-	// The protocol fingerprint hashes every relevance pair (millions under
-	// label-derived relevance): it is computed while the backbones run and
-	// its error, if any, still takes precedence.
+	// The protocol fingerprint waits for the dataset identity (a content
+	// identity hashes every embedding value) and hashes the relevance (its
+	// pairs, or the label form of label-derived relevance): it is computed
+	// while the backbones run and its error, if any, still takes
+	// precedence.
 	type fpResult struct {
 		fp  string
 		err error
@@ -135,7 +137,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		fp, err := ds.ProtocolFingerprint(cfg)
 		fpc <- fpResult{fp, err}
 	}()
-	scoreCtx := ctx
+
 	fpWait := func() (string, error) { r := <-fpc; fpc <- r; return r.fp, r.err }
 	bench := &results.Benchmark{
 		Metadata: results.Metadata{
@@ -147,7 +149,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		},
 	}
 	for _, b := range backbones {
-		rs, err := runBackbone(scoreCtx, ds, cfg, b, variantsOf(b, variants), opt)
+		rs, err := runBackbone(ctx, ds, cfg, b, variantsOf(b, variants), opt)
 		if b.Release != nil {
 			if rerr := b.Release(); err == nil && rerr != nil {
 				err = fmt.Errorf("Retriever '%s': release endpoints: %w", b.Name, rerr)

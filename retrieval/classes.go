@@ -1,5 +1,11 @@
 package retrieval
 
+import (
+	"unicode/utf8"
+
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+)
+
 // Classes is label-derived relevance held implicitly (SPEC §2.7): query q
 // and gallery row g are relevant (grade 1) exactly when Query[q] ==
 // Gallery[g]. Holding class membership instead of Σ(class size)² pairs keeps
@@ -9,6 +15,10 @@ type Classes struct {
 	Query   []int32 // class of each query row
 	Gallery []int32 // class of each gallery row
 	members [][]int32
+	// labels is the label string of each class id when the classes come
+	// from labels (ClassesFromLabels); nil for NewClasses. The label form
+	// of identities, fingerprints and artifacts is written from it.
+	labels []string
 }
 
 // NewClasses builds the implicit relevance of class ids per row (ids are
@@ -53,7 +63,43 @@ func (c *Classes) Positives(q int) []Positive {
 }
 
 // Reverse is the transposed relevance (SPEC §4.8): the roles swap.
-func (c *Classes) Reverse() *Classes { return NewClasses(c.Gallery, c.Query) }
+func (c *Classes) Reverse() *Classes {
+	r := NewClasses(c.Gallery, c.Query)
+	r.labels = c.labels
+	return r
+}
+
+// HasLabels reports whether the classes carry their label strings (they
+// came from ClassesFromLabels).
+func (c *Classes) HasLabels() bool { return c.labels != nil }
+
+// QueryLabels returns the label of every query row, in row order (nil
+// without label strings). The strings are shared with the classes.
+func (c *Classes) QueryLabels() []string { return c.rowLabels(c.Query) }
+
+// GalleryLabels returns the label of every gallery row, in row order (nil
+// without label strings).
+func (c *Classes) GalleryLabels() []string { return c.rowLabels(c.Gallery) }
+
+func (c *Classes) rowLabels(side []int32) []string {
+	if c.labels == nil {
+		return nil
+	}
+	out := make([]string, len(side))
+	for i, k := range side {
+		out[i] = c.labels[k]
+	}
+	return out
+}
+
+// labelArray is the canonical JSON list of the labels of one side's rows,
+// in row order, written from the class labels without building the list:
+// the label form of SPEC §2.7 (one string per row, O(rows)).
+func (c *Classes) labelArray(side []int32) canonjson.Array {
+	return canonjson.Array{N: len(side), Elem: func(i int, w canonjson.Writer) error {
+		return canonjson.EncodeString(w, c.labels[side[i]])
+	}}
+}
 
 // Materialise lists every stored positive, as the explicit forms hold them.
 func (c *Classes) Materialise() [][]Positive {
@@ -77,6 +123,37 @@ func (c *Classes) EligibleCount(q int, excl []int) int {
 	return n
 }
 
+// ClassesFromLabels is the implicit relevance of one label per query and
+// per gallery row (SPEC §2.7: labels are non-empty UTF-8 strings compared
+// byte-exactly), keeping the label strings. Relevance artifacts that store
+// labels (§10.6) are read back through it.
+func ClassesFromLabels(queryLabels, galleryLabels []string) (*Classes, error) {
+	return classesFromLabels(queryLabels, galleryLabels, len(queryLabels), len(galleryLabels))
+}
+
+// ReverseEligible reports for every gallery row whether it has an eligible
+// reverse relation (SPEC §4.8): some query of its class does not exclude
+// it. exclusions holds one ascending list per query, or is nil.
+func (c *Classes) ReverseEligible(exclusions [][]int) []bool {
+	queries := make([]int, c.NumClasses())
+	for _, k := range c.Query {
+		queries[k]++
+	}
+	excluded := make([]int, len(c.Gallery))
+	for q, ex := range exclusions {
+		for _, g := range ex {
+			if c.Gallery[g] == c.Query[q] {
+				excluded[g]++
+			}
+		}
+	}
+	has := make([]bool, len(c.Gallery))
+	for g, k := range c.Gallery {
+		has[g] = queries[k]-excluded[g] > 0
+	}
+	return has
+}
+
 // classesFromLabels assigns class ids to labels (first appearance, gallery
 // then query) after the §2.7 checks.
 func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
@@ -84,27 +161,43 @@ func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
 		return nil, invalid("labels must align with their input collections; got %d query labels for %d rows and %d gallery labels for %d rows", len(ql), nq, len(gl), ng)
 	}
 	ids := map[string]int32{}
+	var labels []string
 	id := func(l string) int32 {
 		k, ok := ids[l]
 		if !ok {
 			k = int32(len(ids))
 			ids[l] = k
+			labels = append(labels, l)
 		}
 		return k
 	}
+	check := func(side string, i int, l string) error {
+		if l == "" {
+			return invalid("%s labels must be non-empty UTF-8 strings; index %d is empty", side, i)
+		}
+		if !utf8.ValidString(l) { // the label form is hashed as JSON text (SPEC §10.1)
+			return invalid("%s labels must be non-empty UTF-8 strings; index %d is not valid UTF-8", side, i)
+		}
+		return nil
+	}
 	gc := make([]int32, ng)
 	for j, l := range gl {
-		if l == "" {
-			return nil, invalid("gallery labels must be non-empty strings; index %d is empty", j)
+		if err := check("gallery", j, l); err != nil {
+			return nil, err
 		}
 		gc[j] = id(l)
 	}
 	qc := make([]int32, nq)
 	for i, l := range ql {
-		if l == "" {
-			return nil, invalid("query labels must be non-empty strings; index %d is empty", i)
+		if err := check("query", i, l); err != nil {
+			return nil, err
 		}
 		qc[i] = id(l)
 	}
-	return NewClasses(qc, gc), nil
+	c := NewClasses(qc, gc)
+	c.labels = labels
+	if c.labels == nil {
+		c.labels = []string{} // no rows at all: still labels, none of them
+	}
+	return c, nil
 }

@@ -40,7 +40,6 @@ type DatasetInputs struct {
 
 	materialiseLabels  bool
 	backgroundIdentity bool
-	memo               HashMemo
 }
 
 // Option adjusts dataset construction.
@@ -56,8 +55,9 @@ func WithMetadata(m map[string]any) Option { return func(in *DatasetInputs) { in
 
 // WithMaterialisedLabels stores label-derived relevance as explicit pairs,
 // Σ(class size)² of them, instead of class membership. Every result is the
-// same either way (SPEC §2.7); the option exists so tests can compare the
-// two representations.
+// same either way (SPEC §2.7), and so are the identity, the fingerprints and
+// the relevance artifact (the label form); the option exists so tests can
+// compare the two representations.
 func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.materialiseLabels = true } }
 
 // WithBackgroundIdentity lets a content identity over embedding endpoints
@@ -66,22 +66,6 @@ func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.mater
 // caller must keep the endpoints' storage (file mappings) alive until
 // WaitIdentity returns.
 func WithBackgroundIdentity() Option { return func(in *DatasetInputs) { in.backgroundIdentity = true } }
-
-// HashMemo remembers SPEC §10.1 hashes under keys that determine the
-// hashed text (internal/digestcache implements it on disk). Lookups of keys
-// never stored report false; a failed store is simply forgotten.
-type HashMemo interface {
-	LookupSum(key string) (sum string, ok bool)
-	StoreSum(key, sum string)
-}
-
-// WithHashMemo lets the content identity and the relevance fingerprint of
-// a large label-derived relevance (a million pairs or more) come from m:
-// their canonical text (every pair, 14 bytes each) is then described by
-// the class of each row instead of being hashed again on every run over
-// the same dataset. The hashes are those of the text, bit for bit
-// (canonjson.HashMemo).
-func WithHashMemo(m HashMemo) Option { return func(in *DatasetInputs) { in.memo = m } }
 
 // WithIdentity sets the identity policy.
 func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
@@ -93,15 +77,16 @@ type Dataset struct {
 	galleryIDs       []string
 	positives        [][]Positive // per query, ascending gallery index, grade > 0 (before exclusions); nil when labels is set
 	labels           *Classes     // label-derived relevance held implicitly (SPEC §2.7)
-	exclusions       [][]int      // per query, ascending unique gallery indices
-	nExclusions      int
-	metadata         map[string]any
-	identity         Identity
-	key              *pendingKey // the identity key, possibly still being hashed
-	// memo and labelKey: hashes of large label-derived relevance are
-	// remembered in memo, the relevance text named by labelKey.
-	memo     HashMemo
-	labelKey string
+	// labelled is label-derived relevance with its label strings, set
+	// whether the relevance is held implicitly (labels) or materialised:
+	// the identity, the relevance fingerprint and the relevance artifact
+	// use its label form (SPEC §2.7), O(queries + gallery).
+	labelled    *Classes
+	exclusions  [][]int // per query, ascending unique gallery indices
+	nExclusions int
+	metadata    map[string]any
+	identity    Identity
+	key         *pendingKey // the identity key, possibly still being hashed
 }
 
 // NewDataset validates inputs and relevance in the order of SPEC §2.10 and
@@ -171,7 +156,8 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 		d.positives, err = recordsToPositives(r.recs, qids, gids)
 	case labelRelevance:
 		labelForm = true
-		d.labels, err = classesFromLabels(r.query, r.gallery, nq, ng)
+		d.labelled, err = classesFromLabels(r.query, r.gallery, nq, ng)
+		d.labels = d.labelled
 		if err == nil && in.materialiseLabels {
 			d.positives, d.labels = d.labels.Materialise(), nil
 		}
@@ -225,12 +211,9 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	// (9) identity key.
 	d.identity = in.Identity
-	if in.memo != nil && d.labels != nil {
-		d.memo, d.labelKey = in.memo, d.labels.tripleKey()
-	}
 	if in.backgroundIdentity && in.Identity.deferrable(d) {
-		// Hashing a large content identity (every stored value and
-		// relevance pair) cannot fail here: it runs while the caller goes
+		// Hashing a large content identity (every stored value) cannot
+		// fail here: it runs while the caller goes
 		// on (scoring), and the key's readers wait for it.
 		d.key = &pendingKey{done: make(chan struct{})}
 		go func() {
@@ -578,6 +561,17 @@ func (d *Dataset) eligibleCount(q int) int {
 // held as explicit pairs (read-only).
 func (d *Dataset) Classes() *Classes { return d.labels }
 
+// RelevanceLabels returns the label of every query and gallery row when the
+// relevance is label-derived (SPEC §2.7; ok false otherwise), whether it is
+// held implicitly or materialised: the label form that the relevance
+// artifact stores (§10.6).
+func (d *Dataset) RelevanceLabels() (query, gallery []string, ok bool) {
+	if d.labelled == nil {
+		return nil, nil, false
+	}
+	return d.labelled.QueryLabels(), d.labelled.GalleryLabels(), true
+}
+
 // Exclusions returns a copy of query q's excluded gallery indices.
 func (d *Dataset) Exclusions(q int) []int { return slices.Clone(d.exclusions[q]) }
 
@@ -641,23 +635,7 @@ var ErrNoReverseRelation = errors.New("bidirectional retrieval requires every ga
 func (d *Dataset) CheckBidirectional() error {
 	has := make([]bool, len(d.galleryIDs))
 	if c := d.labels; c != nil {
-		// Gallery row g has an eligible reverse relation when some query of
-		// its class does not exclude it.
-		queries := make([]int, c.NumClasses())
-		for _, k := range c.Query {
-			queries[k]++
-		}
-		excluded := make([]int, len(d.galleryIDs))
-		for q, ex := range d.exclusions {
-			for _, g := range ex {
-				if c.Gallery[g] == c.Query[q] {
-					excluded[g]++
-				}
-			}
-		}
-		for g, k := range c.Gallery {
-			has[g] = queries[k]-excluded[g] > 0
-		}
+		has = c.ReverseEligible(d.exclusions)
 	}
 	for q := range d.positives {
 		for _, p := range EligiblePositives(d.positives[q], d.exclusions[q]) {

@@ -113,7 +113,7 @@ func (id Identity) resolve(d *Dataset) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		h, err := canonjson.HashMemo(snap, d.hashMemo())
+		h, err := canonjson.Hash(snap)
 		if err != nil {
 			return "", invalid("content identity unavailable: %v", err)
 		}
@@ -153,7 +153,7 @@ func (d *Dataset) contentSnapshot() (map[string]any, error) {
 		"gallery_ids":      canonjson.Strings(d.galleryIDs),
 		"queries":          qd,
 		"gallery":          gd,
-		"relevance":        d.relevanceTriples(),
+		"relevance":        d.snapshotRelevance(),
 		"exclusions":       d.exclusionPairs(),
 		"query_modality":   d.queries.Modality(),
 		"gallery_modality": d.gallery.Modality(),
@@ -169,13 +169,19 @@ func stringsAny(s []string) []any {
 	return out
 }
 
-// relevanceTriples lists stored positives as [qi, gi, grade], sorted.
-func (d *Dataset) relevanceTriples() any {
-	if d.labels != nil {
-		t := d.labels.labelTriples()
-		t.Key = d.labelKey
-		return t
+// snapshotRelevance is the content snapshot's relevance (SPEC §2.9): the
+// label form {"query_labels", "gallery_labels"} of label-derived relevance
+// (§2.7: one label per row, never the pairs), otherwise the sorted triples.
+func (d *Dataset) snapshotRelevance() any {
+	if c := d.labelled; c != nil {
+		return map[string]any{"query_labels": c.labelArray(c.Query), "gallery_labels": c.labelArray(c.Gallery)}
 	}
+	return d.relevanceTriples()
+}
+
+// relevanceTriples lists the stored positives of explicit relevance as
+// [qi, gi, grade], sorted.
+func (d *Dataset) relevanceTriples() []any {
 	var out []any
 	for q, ps := range d.positives {
 		for _, p := range ps {
@@ -333,21 +339,26 @@ func (d *Dataset) Summary() Summary {
 	}
 }
 
-// RelevanceFingerprint is the relevance fingerprint of SPEC §10.3.
+// RelevanceFingerprint is the relevance fingerprint of SPEC §10.3: of the
+// label form for label-derived relevance, of the triples otherwise.
 func (d *Dataset) RelevanceFingerprint() (string, error) {
-	key, err := d.key.get()
+	p, err := d.relevanceFingerprintPayload()
 	if err != nil {
 		return "", err
 	}
-	return relevanceFingerprint(key, d.queryIDs, d.galleryIDs, d.relevanceTriples(), d.hashMemo())
+	return canonjson.Hash(p)
 }
 
-// hashMemo is the dataset's memo as canonjson takes it (nil: none).
-func (d *Dataset) hashMemo() canonjson.Memo {
-	if d.memo == nil || d.labelKey == "" {
-		return nil
+// relevanceFingerprintPayload is the value RelevanceFingerprint hashes.
+func (d *Dataset) relevanceFingerprintPayload() (map[string]any, error) {
+	key, err := d.key.get()
+	if err != nil {
+		return nil, err
 	}
-	return d.memo
+	if d.labelled != nil {
+		return labelFingerprintPayload(key, d.queryIDs, d.galleryIDs, d.labelled)
+	}
+	return relevanceFingerprintPayload(key, d.queryIDs, d.galleryIDs, d.relevanceTriples()), nil
 }
 
 // ProtocolFingerprint is the protocol fingerprint of SPEC §10.3 for cfg.
@@ -360,23 +371,59 @@ func (d *Dataset) ProtocolFingerprint(cfg Config) (string, error) {
 }
 
 // RelevanceFingerprintOf computes the relevance fingerprint of SPEC §10.3
-// from its parts; relevance lists [query index, gallery index, grade]
-// triples sorted by indices (a []any, or a streamed canonjson array for
-// label-derived relevance). Artifact readers recompute it with this same
-// function, so a stored fingerprint verifies exactly when the local one would.
-func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, relevance any) (string, error) {
-	return relevanceFingerprint(datasetKey, queryIDs, galleryIDs, relevance, nil)
+// of explicit relevance from its parts; relevance lists [query index,
+// gallery index, grade] triples sorted by indices. Artifact readers
+// recompute it with this same function, so a stored fingerprint verifies
+// exactly when the local one would.
+func RelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, relevance []any) (string, error) {
+	return canonjson.Hash(relevanceFingerprintPayload(datasetKey, queryIDs, galleryIDs, relevance))
 }
 
-func relevanceFingerprint(datasetKey string, queryIDs, galleryIDs []string, relevance any, memo canonjson.Memo) (string, error) {
-	return canonjson.HashMemo(map[string]any{
+func relevanceFingerprintPayload(datasetKey string, queryIDs, galleryIDs []string, relevance []any) map[string]any {
+	if relevance == nil {
+		relevance = []any{}
+	}
+	return map[string]any{
 		"identity_schema":      2,
 		"kind":                 "retrieval_relevance",
 		"dataset_identity_key": datasetKey,
 		"query_ids":            canonjson.Strings(queryIDs),
 		"gallery_ids":          canonjson.Strings(galleryIDs),
 		"relevance":            relevance,
-	}, memo)
+	}
+}
+
+// LabelRelevanceFingerprintOf computes the relevance fingerprint of SPEC
+// §10.3 of label-derived relevance: the label form, H({"identity_schema":
+// 2, "kind": "retrieval_relevance_labels", "dataset_identity_key",
+// "query_ids", "gallery_ids", "query_labels", "gallery_labels"}), the labels
+// in row order, streamed into the hash (O(queries + gallery) text, whatever
+// the number of pairs). c must carry its label strings (ClassesFromLabels).
+// Datasets and artifact readers both compute it here.
+func LabelRelevanceFingerprintOf(datasetKey string, queryIDs, galleryIDs []string, c *Classes) (string, error) {
+	p, err := labelFingerprintPayload(datasetKey, queryIDs, galleryIDs, c)
+	if err != nil {
+		return "", err
+	}
+	return canonjson.Hash(p)
+}
+
+func labelFingerprintPayload(datasetKey string, queryIDs, galleryIDs []string, c *Classes) (map[string]any, error) {
+	if c == nil || !c.HasLabels() {
+		return nil, fmt.Errorf("label relevance fingerprint: the classes carry no label strings")
+	}
+	if len(c.Query) != len(queryIDs) || len(c.Gallery) != len(galleryIDs) {
+		return nil, fmt.Errorf("label relevance fingerprint: %d query and %d gallery labels for %d and %d IDs", len(c.Query), len(c.Gallery), len(queryIDs), len(galleryIDs))
+	}
+	return map[string]any{
+		"identity_schema":      2,
+		"kind":                 "retrieval_relevance_labels",
+		"dataset_identity_key": datasetKey,
+		"query_ids":            canonjson.Strings(queryIDs),
+		"gallery_ids":          canonjson.Strings(galleryIDs),
+		"query_labels":         c.labelArray(c.Query),
+		"gallery_labels":       c.labelArray(c.Gallery),
+	}, nil
 }
 
 // ProtocolFingerprintOf computes the protocol fingerprint of SPEC §10.3 from

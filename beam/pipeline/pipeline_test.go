@@ -40,8 +40,9 @@ func TestMain(m *testing.M) {
 }
 
 // dataset writes a run file over nq queries and ng gallery items on a small
-// value grid (ties happen), with graded qrels and exclusions.
-func dataset(t *testing.T, dir, similarity string, bidirectional bool, nq, ng int) string {
+// value grid (ties happen), with graded qrels (or, with labels, label-derived
+// relevance of three classes) and exclusions.
+func dataset(t *testing.T, dir, similarity string, bidirectional, labels bool, nq, ng int) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(7, uint64(nq*100+ng)))
 	write := func(name string, rows int) {
@@ -64,12 +65,14 @@ func dataset(t *testing.T, dir, similarity string, bidirectional bool, nq, ng in
 	}
 	write("q.npy", nq)
 	write("g.npy", ng)
-	var qids, gids, qrels, excl strings.Builder
+	var qids, gids, qrels, excl, ql, gl strings.Builder
 	for i := 0; i < nq; i++ {
 		fmt.Fprintf(&qids, "q%d\n", i)
+		fmt.Fprintf(&ql, "c%d\n", i%3)
 	}
 	for j := 0; j < ng; j++ {
 		fmt.Fprintf(&gids, "g%d\n", j)
+		fmt.Fprintf(&gl, "c%d\n", j%3)
 		fmt.Fprintf(&qrels, "q%d 0 g%d %d\n", j%nq, j, 1+j%3)
 	}
 	for i := 0; i < nq; i++ {
@@ -82,18 +85,24 @@ func dataset(t *testing.T, dir, similarity string, bidirectional bool, nq, ng in
 	writeFile(t, dir, "gids.txt", gids.String())
 	writeFile(t, dir, "rel.qrels", qrels.String())
 	writeFile(t, dir, "ex.txt", excl.String())
+	relevance := "qrels: {path: rel.qrels, format: trec}"
+	if labels {
+		writeFile(t, dir, "ql.txt", ql.String())
+		writeFile(t, dir, "gl.txt", gl.String())
+		relevance = "labels: {queries: ql.txt, gallery: gl.txt}"
+	}
 	return writeFile(t, dir, "run.yaml", fmt.Sprintf(`version: 1
 dataset:
   id: beam
   revision: "1"
   queries: {path: q.npy, ids: qids.txt}
   gallery: {path: g.npy, ids: gids.txt}
-  qrels: {path: rel.qrels, format: trec}
+  %s
   exclusions: ex.txt
 retrieval: {similarity: %s, ks: [1, 3, 10], primary_metric: ndcg@3, bidirectional: %v, gain: linear, worst_queries: 3}
 extractors:
   - {name: tables, type: precomputed}
-`, similarity, bidirectional))
+`, relevance, similarity, bidirectional))
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -141,7 +150,7 @@ func localRun(t *testing.T, spec string) []byte {
 // The pipeline on Prism (LOOPBACK, in-process) gives the JSON of the local
 // run: every extractor result (runtime and cache status aside), the
 // ranking and the protocol, bit for bit, for 1 and 3 shards, one direction
-// and bidirectional.
+// and bidirectional, graded qrels and label-derived relevance.
 func TestPipelineOnPrismMatchesLocalRun(t *testing.T) {
 	cases := []struct {
 		similarity    string
@@ -149,18 +158,20 @@ func TestPipelineOnPrismMatchesLocalRun(t *testing.T) {
 		shards, block int
 		shardBy       string
 		rerun         bool // run again on the same store: endpoints are cache hits
+		labels        bool // label-derived relevance instead of graded qrels
 	}{
-		{"cosine", false, 1, 0, "contiguous", false},
-		{"dot", true, 3, 2, "contiguous", true},
-		{"squared_l2", false, 3, 3, "modulo", false},
-		{"cosine", true, 1, 4, "modulo", false},
-		{"cosine", true, 3, 0, "modulo", false},
+		{"cosine", false, 1, 0, "contiguous", false, false},
+		{"dot", true, 3, 2, "contiguous", true, false},
+		{"squared_l2", false, 3, 3, "modulo", false, false},
+		{"cosine", true, 1, 4, "modulo", false, false},
+		{"cosine", true, 3, 0, "modulo", false, false},
+		{"dot", true, 3, 2, "modulo", false, true},
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("%s-bidir=%v-N=%d-block=%d-%s", c.similarity, c.bidirectional, c.shards, c.block, c.shardBy)
+		name := fmt.Sprintf("%s-bidir=%v-N=%d-block=%d-%s-labels=%v", c.similarity, c.bidirectional, c.shards, c.block, c.shardBy, c.labels)
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			spec := dataset(t, dir, c.similarity, c.bidirectional, 7, 11)
+			spec := dataset(t, dir, c.similarity, c.bidirectional, c.labels, 7, 11)
 			want := decode(t, localRun(t, spec))
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

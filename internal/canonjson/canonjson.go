@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -33,129 +34,38 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Hash returns the lowercase hex SHA-256 of Marshal(v). The encoding is
-// streamed into the hash, so a large value (millions of relevance triples
+// streamed into the hash, so a large value (an ID list of a large gallery
 // written by an Array) is never held as text.
 func Hash(v any) (string, error) {
+	h := sha256.New()
+	if err := Encode(h, v); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Encode streams the canonical JSON encoding of v into w (Hash writes it
+// into SHA-256; a counting writer measures how much text a value hashes).
+func Encode(w io.Writer, v any) error {
 	generic, err := toGeneric(v)
 	if err != nil {
-		return "", err
+		return err
 	}
-	return hashGeneric(generic)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := encode(bw, generic); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
-func hashGeneric(generic any) (string, error) {
-	h := sha256.New()
-	w := bufio.NewWriterSize(h, 64<<10)
-	if err := encode(w, generic); err != nil {
-		return "", err
-	}
-	if err := w.Flush(); err != nil {
-		return "", err
-	}
-	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// toGeneric converts v to nil, bool, json.Number, string, []any or
-// map[string]any, rejecting non-finite floats (which encoding/json refuses).
 // Array is a JSON array of N elements generated on demand: Elem(i, w)
 // writes element i in canonical form; it is called once per element, in
-// increasing i. It lets a caller hash a list too large
-// to build as []any (SPEC §2.7: label-derived relevance is hashed as if
-// every pair were stored).
+// increasing i. It lets a caller hash a list without building it as []any
+// (one interface value per element), such as the ID and label lists of a
+// large gallery.
 type Array struct {
 	N    int
 	Elem func(i int, w Writer) error
-	// Key, when not empty, names the array's canonical text: the caller
-	// promises that Arrays with equal Keys encode identically. HashMemo
-	// then finds the hash of a value holding the array without encoding
-	// it. A Key holds no NUL byte.
-	Key string
-}
-
-// Memo remembers hashes under keys that determine the hashed text
-// (HashMemo). Lookups of keys never stored report false.
-type Memo interface {
-	LookupSum(key string) (sum string, ok bool)
-	StoreSum(key, sum string)
-}
-
-// HashMemo is Hash(v), remembered in m when v holds an Array with a Key
-// (otherwise it is Hash). The memo key is the hex SHA-256 of v's canonical
-// text in which every keyed array is written as NUL, its Key, NUL.
-// Canonical text never holds a NUL byte (strings escape control
-// characters), so the memo key text and the Keys' promise determine the
-// full text, and therefore its hash: a hit is what Hash would return. A
-// label-derived relevance list of 560 MB is then described by its class
-// vectors (retrieval/labeltext.go) and hashed once, not on every run.
-func HashMemo(v any, m Memo) (string, error) {
-	generic, err := toGeneric(v)
-	if err != nil {
-		return "", err
-	}
-	if m == nil || !hasKeyedArray(generic) {
-		return hashGeneric(generic)
-	}
-	h := sha256.New()
-	w := bufio.NewWriterSize(h, 64<<10)
-	w.WriteString(memoSchema)
-	if err := encode(keyedText{w}, generic); err != nil {
-		return "", err
-	}
-	if err := w.Flush(); err != nil {
-		return "", err
-	}
-	key := hex.EncodeToString(h.Sum(nil))
-	if sum, ok := m.LookupSum(key); ok && isSum(sum) {
-		return sum, nil
-	}
-	sum, err := hashGeneric(generic)
-	if err != nil {
-		return "", err
-	}
-	m.StoreSum(key, sum)
-	return sum, nil
-}
-
-// memoSchema starts every memo key's text; a change of the key text's
-// form must change it.
-const memoSchema = "canonjson memo 1\x00"
-
-// keyedText is the Writer of a memo key's text: encode writes keyed arrays
-// as their Keys.
-type keyedText struct{ *bufio.Writer }
-
-func hasKeyedArray(v any) bool {
-	switch t := v.(type) {
-	case Array:
-		return t.Key != ""
-	case []any:
-		for _, e := range t {
-			if hasKeyedArray(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range t {
-			if hasKeyedArray(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// isSum reports whether s is a lowercase hex SHA-256.
-func isSum(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Strings is the canonical JSON array of ss, written from the strings as
@@ -165,6 +75,10 @@ func Strings(ss []string) Array {
 	return Array{N: len(ss), Elem: func(i int, w Writer) error { return encodeString(w, ss[i]) }}
 }
 
+// EncodeString writes s as a canonical JSON string (for Array elements);
+// s must be valid UTF-8.
+func EncodeString(w Writer, s string) error { return encodeString(w, s) }
+
 // Writer is where canonical text goes.
 type Writer interface {
 	Write(p []byte) (int, error)
@@ -173,6 +87,8 @@ type Writer interface {
 	WriteRune(r rune) (int, error)
 }
 
+// toGeneric converts v to nil, bool, json.Number, string, Array, []any or
+// map[string]any, rejecting non-finite floats (which encoding/json refuses).
 func toGeneric(v any) (any, error) {
 	switch t := v.(type) {
 	case nil, bool, string, json.Number, Array:
@@ -223,15 +139,6 @@ func toGeneric(v any) (any, error) {
 func encode(buf Writer, v any) error {
 	switch t := v.(type) {
 	case Array:
-		if kt, ok := buf.(keyedText); ok && t.Key != "" {
-			if strings.IndexByte(t.Key, 0) >= 0 {
-				return fmt.Errorf("canonjson: array key holds a NUL byte")
-			}
-			kt.WriteByte(0)
-			kt.WriteString(t.Key)
-			kt.WriteByte(0)
-			return nil
-		}
 		buf.WriteByte('[')
 		for i := 0; i < t.N; i++ {
 			if i > 0 {

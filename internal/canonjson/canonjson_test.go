@@ -1,6 +1,8 @@
 package canonjson
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"strings"
@@ -104,6 +106,29 @@ func TestArrayHashesLikeSlice(t *testing.T) {
 		if ha != hb {
 			t.Fatalf("empty=%v: Array hash %s, slice hash %s", empty, hb, ha)
 		}
+	}
+}
+
+// Encode streams the text Marshal returns and Hash hashes; Strings and
+// EncodeString write what a []any of the strings would.
+func TestEncodeIsMarshal(t *testing.T) {
+	ids := []string{"a", "é\n\"x\"", "日本"}
+	v := map[string]any{"ids": Strings(ids), "one": Array{N: 1, Elem: func(_ int, w Writer) error { return EncodeString(w, ids[1]) }}, "n": 1.5}
+	want, err := Marshal(map[string]any{"ids": []any{"a", "é\n\"x\"", "日本"}, "one": []any{ids[1]}, "n": 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := Encode(&buf, v); err != nil || buf.String() != string(want) {
+		t.Fatalf("Encode %q (%v), Marshal %q", buf.String(), err, want)
+	}
+	h, err := Hash(v)
+	sum := sha256.Sum256(want)
+	if err != nil || h != hex.EncodeToString(sum[:]) {
+		t.Fatalf("Hash %s (%v), SHA-256 of the text %x", h, err, sum)
+	}
+	if err := Encode(&buf, Strings([]string{"\xff"})); err == nil {
+		t.Fatal("invalid UTF-8 encoded")
 	}
 }
 

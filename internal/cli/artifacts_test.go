@@ -31,6 +31,7 @@ type artifactCase struct {
 	similarity    string
 	bidirectional bool
 	shards        int
+	labels        bool // label-derived relevance (three classes) instead of graded qrels
 }
 
 // writeEndpoint writes a rows×cols random endpoint of the case's kind.
@@ -98,19 +99,22 @@ func writeEndpoint(t *testing.T, dir, name string, rng *rand.Rand, rows, cols in
 	return writeFile(t, dir, name+".npz", buf.String())
 }
 
-// artifactDataset writes a run file with graded relevance and exclusions
-// over nq queries and ng gallery items and returns its path.
+// artifactDataset writes a run file with graded relevance (or, for a labels
+// case, label-derived relevance of three classes) and exclusions over nq
+// queries and ng gallery items and returns its path.
 func artifactDataset(t *testing.T, dir string, c artifactCase, nq, ng int) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
 	q := writeEndpoint(t, dir, "q", rng, nq, 6, c.dtype)
 	g := writeEndpoint(t, dir, "g", rng, ng, 6, c.dtype)
-	var qids, gids, qrels, excl strings.Builder
+	var qids, gids, qrels, excl, ql, gl strings.Builder
 	for i := 0; i < nq; i++ {
 		fmt.Fprintf(&qids, "q%d\n", i)
+		fmt.Fprintf(&ql, "c%d\n", i%3)
 	}
 	for j := 0; j < ng; j++ {
 		fmt.Fprintf(&gids, "g%d\n", j)
+		fmt.Fprintf(&gl, "c%d\n", j%3)
 	}
 	// Every gallery item is relevant to some query (bidirectional coverage);
 	// grades 1..3; each query also gets an excluded positive and an
@@ -129,18 +133,24 @@ func artifactDataset(t *testing.T, dir string, c artifactCase, nq, ng int) strin
 	writeFile(t, dir, "gids.txt", gids.String())
 	writeFile(t, dir, "rel.qrels", qrels.String())
 	writeFile(t, dir, "ex.txt", excl.String())
+	relevance := "qrels: {path: rel.qrels, format: trec}"
+	if c.labels {
+		writeFile(t, dir, "ql.txt", ql.String())
+		writeFile(t, dir, "gl.txt", gl.String())
+		relevance = "labels: {queries: ql.txt, gallery: gl.txt}"
+	}
 	spec := fmt.Sprintf(`version: 1
 dataset:
   id: artifacts
   revision: "%s"
   queries: {path: %s, ids: qids.txt}
   gallery: {path: %s, ids: gids.txt}
-  qrels: {path: rel.qrels, format: trec}
+  %s
   exclusions: ex.txt
 retrieval: {similarity: %s, ks: [1, 3, 10], primary_metric: ndcg@3, bidirectional: %v, gain: linear, worst_queries: 3}
 extractors:
   - {name: tables, type: precomputed}
-`, c.name, filepath.Base(q), filepath.Base(g), c.similarity, c.bidirectional)
+`, c.name, filepath.Base(q), filepath.Base(g), relevance, c.similarity, c.bidirectional)
 	return writeFile(t, dir, "run.yaml", spec)
 }
 
@@ -185,17 +195,20 @@ func runArtifactFlow(t *testing.T, storeURI, spec string, shards int) (string, s
 		"--markdown", filepath.Join(dir, "artifact.md"), "--csv", filepath.Join(dir, "artifact.csv")), sc.Key
 }
 
-// The artifact path gives the JSON of `retrieval run` on the same files:
+// The artifact path gives the JSON of `retrieval run` on the same files,
+// graded qrels and label-derived relevance alike:
 // every extractor result (timings aside) and the ranking are identical, the
 // summary fields of §10.8 equal the local ones and the protocol fingerprint
 // is the local run's.
 func TestArtifactRoundTripMatchesLocalRun(t *testing.T) {
 	cases := []artifactCase{
-		{"f16-cosine", "float16", "cosine", false, 1},
-		{"f32-dot-bidir", "float32", "dot", true, 3},
-		{"f64-l2", "float64", "squared_l2", false, 2},
-		{"f64-cosine-bidir", "float64", "cosine", true, 1},
-		{"csr-cosine", "csr", "cosine", true, 2},
+		{"f16-cosine", "float16", "cosine", false, 1, false},
+		{"f32-dot-bidir", "float32", "dot", true, 3, false},
+		{"f64-l2", "float64", "squared_l2", false, 2, false},
+		{"f64-cosine-bidir", "float64", "cosine", true, 1, false},
+		{"csr-cosine", "csr", "cosine", true, 2, false},
+		{"f32-cosine-labels-bidir", "float32", "cosine", true, 2, true},
+		{"f64-dot-labels", "float64", "dot", false, 1, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

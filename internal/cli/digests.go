@@ -109,13 +109,3 @@ func isHex64(s string) bool {
 	}
 	return true
 }
-
-// hashMemo is the dataset option that remembers the hashes of a large
-// label-derived relevance in the digest cache (retrieval.WithHashMemo), or
-// nothing when the cache is off.
-func hashMemo() []retrieval.Option {
-	if c := digestcache.FromEnv(); c != nil {
-		return []retrieval.Option{retrieval.WithHashMemo(c)}
-	}
-	return nil
-}

@@ -404,7 +404,6 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	// Background identity: hashed while scoring runs; evaluatePairs waits
 	// for it before it releases the mappings.
 	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity()}
-	opts = append(opts, hashMemo()...)
 	if fl.leaveOneOut {
 		labels, err := readLabels(fl.queryLabels)
 		if err != nil {

@@ -321,7 +321,8 @@ func slicesWithout(s []string, flag, value string) []string {
 }
 
 // Storage types and precisions: float16, float32 and CSR endpoints, the
-// float32 working precision, sharded in both layouts, equal `retrieval run`.
+// float32 working precision, label-derived relevance, sharded in both
+// layouts, equal `retrieval run`.
 func TestShardedScoreStorageTypes(t *testing.T) {
 	for _, c := range []struct {
 		ac        artifactCase
@@ -331,6 +332,7 @@ func TestShardedScoreStorageTypes(t *testing.T) {
 		{artifactCase{name: "f32-dot-bidir", dtype: "float32", similarity: "dot", bidirectional: true}, "float32"},
 		{artifactCase{name: "csr-cosine-bidir", dtype: "csr", similarity: "cosine", bidirectional: true}, "float64"},
 		{artifactCase{name: "csr-l2-f32", dtype: "csr", similarity: "squared_l2"}, "float32"},
+		{artifactCase{name: "f32-dot-labels-bidir", dtype: "float32", similarity: "dot", bidirectional: true, labels: true}, "float64"},
 	} {
 		t.Run(c.ac.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -216,7 +216,6 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 		}
 	}
 	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithMetadata(d.Metadata)}
-	opts = append(opts, hashMemo()...)
 	if d.Labels != nil && d.Labels.LeaveOneOut {
 		labels, err := readLabels(d.Labels.Queries)
 		if err != nil {

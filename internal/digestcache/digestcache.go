@@ -14,11 +14,6 @@
 // write in the same timestamp tick as the hash could otherwise go unseen.
 // Entries repeat their full key and are checked against it on every read.
 //
-// It also remembers hashes whose key determines the hashed text
-// (LookupSum, StoreSum: canonjson.HashMemo), such as the content identity
-// and relevance fingerprint of a label-derived relevance of millions of
-// pairs, whose canonical text is described by the class of every row.
-//
 // The cache is an optimisation only: every failure to read or write it falls
 // back to hashing, silently. VERTEBRAE_DIGEST_CACHE=off disables it; any
 // other non-empty value names its directory (default: the user cache
@@ -178,49 +173,4 @@ func SetRacyWindow(d time.Duration) (restore func()) {
 	old := racyWindow
 	racyWindow = d
 	return func() { racyWindow = old }
-}
-
-// Remembered hashes (canonjson.Memo): besides file digests the cache keeps
-// SPEC §10.1 hashes under a key that determines the hashed text (the hash
-// of a compact description of it, canonjson.HashMemo), such as a content
-// identity over a label-derived relevance of millions of pairs. Such an
-// entry cannot go stale: its key is content, not a file's identity.
-type sumEntry struct {
-	Schema int    `json:"schema"`
-	Key    string `json:"key"`
-	Sum    string `json:"sha256"`
-}
-
-func (c *Cache) sumPath(k string) string {
-	h := sha256.Sum256([]byte("sum\x00" + k))
-	x := hex.EncodeToString(h[:])
-	return filepath.Join(c.dir, "sums", x[:2], x+".json")
-}
-
-// LookupSum returns the hash stored under key.
-func (c *Cache) LookupSum(key string) (string, bool) {
-	if c == nil || c.dir == "" {
-		return "", false
-	}
-	b, err := os.ReadFile(c.sumPath(key))
-	if err != nil {
-		return "", false
-	}
-	var e sumEntry
-	if json.Unmarshal(b, &e) != nil || e.Schema != schema || e.Key != key || e.Sum == "" {
-		return "", false
-	}
-	return e.Sum, true
-}
-
-// StoreSum records sum under key (best effort).
-func (c *Cache) StoreSum(key, sum string) {
-	if c == nil || c.dir == "" {
-		return
-	}
-	b, err := json.Marshal(sumEntry{Schema: schema, Key: key, Sum: sum})
-	if err != nil {
-		return
-	}
-	_ = atomicfile.Write(c.sumPath(key), b)
 }
