@@ -3,6 +3,7 @@ package rank
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -163,6 +164,7 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 		out = make([]QueryResult, p.Queries.Rows())
 	}
 	err := ScoreEach(ctx, p, o, func(q int, r QueryResult) error {
+		r.Ranks = slices.Clone(r.Ranks) // ScoreEach reuses sorted ranks
 		out[q] = r
 		return nil
 	})
@@ -177,7 +179,9 @@ func Score(ctx context.Context, p Problem, o Options) ([]QueryResult, error) {
 // keeps only what it needs (metrics, pooled scores) holds less than Score's
 // full result list. fn is called exactly once per query, from several
 // goroutines at once and in no particular order: it must be safe for
-// concurrent use (writing to per-query slots is).
+// concurrent use (writing to per-query slots is). Under SortedRanks the
+// Ranks slice is valid only during the call (it is reused): copy it to
+// keep it.
 func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r QueryResult) error) error {
 	t0 := time.Now()
 	pr, err := prepare(ctx, p, o)

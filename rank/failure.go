@@ -49,7 +49,7 @@ func (s *scorer[T]) failure(ctx context.Context) error {
 			}
 		} else {
 			w.g = growTo(w.g, b.n*s.d)
-			g := blockRows(s.pr.g, b, w.g, w.tmp)
+			g := blockRows(s.g, b, w.g, w.tmp)
 			for q0 := s.qlo; q0 < s.qhi; q0 += qb {
 				if err := ctx.Err(); err != nil {
 					return err

@@ -33,16 +33,17 @@ func benchCountRun(b *testing.B) {
 	for i := range idx {
 		idx[i] = int32(r.IntN(100000))
 	}
-	th := thresholds[float32]{score: sc, index: idx, b: newSlotBuckets(sc)}
+	th := thresholds[float32]{score: sc, index: idx, b: newSlotBuckets(sc, nil)}
 	seg := make([]float32, n)
 	for i := range seg {
 		seg[i] = float32(r.NormFloat64() * 0.125)
 	}
 	cnt := make([]int32, p+1)
-	var hits []int32
+	var fs foldScratch[float32]
+	runs := []negRun{{0, n}}
 	b.ResetTimer()
 	for range b.N {
-		countRun(&th, cnt, seg, 0, 1, &hits)
+		countBucketed(&th, cnt, seg, runs, allRows(n).block(0, n), &fs)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/negative")
 }

@@ -12,12 +12,19 @@ import (
 // later task starts but earlier ones finish, so the error returned is
 // always that of the lowest failing task, whatever the thread count.
 func parallel[W any](ctx context.Context, threads, n int, newWorker func() W, task func(i int, w W) error) error {
-	tq := &taskQueue{n: n, errs: make([]error, n)}
+	return parallelIn(ctx, threads, n, false, newWorker, task)
+}
+
+// parallelIn is parallel, with tasks dealt round-robin (worker k takes
+// tasks k, k+threads, …) when static is set: tests use it to spread the
+// work of a tiny pass over every worker.
+func parallelIn[W any](ctx context.Context, threads, n int, static bool, newWorker func() W, task func(i int, w W) error) error {
+	tq := &taskQueue{n: n, errs: make([]error, n), static: static, workers: min(threads, n)}
 	tq.failed.Store(int64(n))
 	var wg sync.WaitGroup
-	for range min(threads, n) {
+	for k := range min(threads, n) {
 		w := newWorker()
-		wg.Go(func() { tq.work(ctx, func(i int) error { return task(i, w) }) })
+		wg.Go(func() { tq.work(ctx, k, func(i int) error { return task(i, w) }) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -35,11 +42,16 @@ type taskQueue struct {
 	n            int
 	next, failed atomic.Int64
 	errs         []error
+	static       bool
+	workers      int
 }
 
-func (tq *taskQueue) work(ctx context.Context, task func(i int) error) {
-	for {
+func (tq *taskQueue) work(ctx context.Context, k int, task func(i int) error) {
+	for j := int64(k); ; j += int64(tq.workers) {
 		i := tq.next.Add(1) - 1
+		if tq.static {
+			i = j
+		}
 		if i >= tq.failed.Load() || ctx.Err() != nil {
 			return
 		}

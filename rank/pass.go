@@ -26,6 +26,7 @@ type worker[T working] struct {
 	pos, hits  []int32
 	ex         []int32
 	cheap      cheapState[T] // the screen's buffers (screen.go)
+	fs         foldScratch[T]
 	// worker time in the pass
 	kernel, fold time.Duration
 }
@@ -42,8 +43,21 @@ func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error)
 	n := c.q1 - c.q0
 	var mu sync.Mutex
 	var ws []*worker[T]
-	newWorker := func() *worker[T] {
-		w := &worker[T]{cnt: make([]int32, c.slots), best: make([]float64, n), hasBest: make([]bool, n), tmp: make([]float64, s.d)}
+	free := s.workers
+	newWorker := func() *worker[T] { // the chunks' passes reuse the workers' buffers
+		var w *worker[T]
+		if k := len(ws); k < len(free) {
+			w = free[k]
+		} else {
+			w = &worker[T]{tmp: make([]float64, s.d)}
+			s.workers = append(s.workers, w)
+		}
+		w.cnt, w.best, w.hasBest = growTo(w.cnt, c.slots), growTo(w.best, n), growTo(w.hasBest, n)
+		clear(w.cnt)
+		clear(w.best)
+		clear(w.hasBest)
+		w.top, w.all = nil, nil
+		w.kernel, w.fold = 0, 0
 		switch {
 		case s.pr.o.FullRanking:
 			w.all = make([][]Candidate, n)
@@ -64,7 +78,7 @@ func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error)
 		qb = s.pl.blockRows(qb, s.d)
 	}
 	t0 := time.Now()
-	err := parallel(ctx, s.pr.threads, len(blocks), newWorker, func(i int, w *worker[T]) error {
+	err := parallelIn(ctx, s.pr.threads, len(blocks), s.pl.static, newWorker, func(i int, w *worker[T]) error {
 		b := s.pl.rows.block(blocks[i][0], blocks[i][1])
 		switch {
 		case s.pl.sparse:
@@ -72,7 +86,7 @@ func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error)
 		case s.screen != nil:
 			return s.screenedBlock(ctx, w, c, b, qb)
 		}
-		return s.exhaustiveBlock(ctx, w, c, b, qb)
+		return s.exhaustiveBlock(ctx, w, c, b, c.q0, c.q1, qb)
 	})
 	s.stats.Pass += time.Since(t0)
 	for _, w := range ws {
@@ -94,17 +108,17 @@ func (s *scorer[T]) queryRows(w *worker[T], q0, q1 int) []T {
 	return produce(s.pr.q, q0, q1, w.qb, w.tmp)
 }
 
-// exhaustiveBlock scores block b against the chunk's queries by the exact
-// kernels, a tile of qb queries at a time.
-func (s *scorer[T]) exhaustiveBlock(ctx context.Context, w *worker[T], c *chunk[T], b block, qb int) error {
+// exhaustiveBlock scores block b against the chunk's queries [q0, q1) by
+// the exact kernels, a tile of qb queries at a time.
+func (s *scorer[T]) exhaustiveBlock(ctx context.Context, w *worker[T], c *chunk[T], b block, qlo, qhi, qb int) error {
 	w.g = growTo(w.g, b.n*s.d)
-	g := blockRows(s.pr.g, b, w.g, w.tmp)
+	g := blockRows(s.g, b, w.g, w.tmp)
 	cls := s.blockClass(b)
-	for q0 := c.q0; q0 < c.q1; q0 += qb {
+	for q0 := qlo; q0 < qhi; q0 += qb {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		q1 := min(q0+qb, c.q1)
+		q1 := min(q0+qb, qhi)
 		if err := s.exactTile(w, c, b, g, q0, q1, cls); err != nil {
 			return err
 		}
@@ -203,10 +217,16 @@ func (s *scorer[T]) foldRow(w *worker[T], c *chunk[T], i int, b block, row []T) 
 		th := &c.th[i]
 		cnt := w.cnt[c.off[i] : c.off[i]+len(th.score)+1]
 		best, has := w.best[i], w.hasBest[i]
-		for _, r := range w.runs {
-			m := countRun(th, cnt, row[r[0]:r[1]], b.global(int(r[0])), b.stride, &w.hits)
-			if !has || m > best {
+		if th.b != nil {
+			if m := countBucketed(th, cnt, row, w.runs, b, &w.fs); !has || m > best {
 				best, has = m, true
+			}
+		} else {
+			for _, r := range w.runs {
+				m := countRun(th, cnt, row[r[0]:r[1]], b.global(int(r[0])), b.stride, &w.hits)
+				if !has || m > best {
+					best, has = m, true
+				}
 			}
 		}
 		w.best[i], w.hasBest[i] = best, has
@@ -234,12 +254,11 @@ func (w *worker[T]) offer(i int, v T, g int) {
 
 // countRun counts a run of eligible negatives (scores seg, the first at
 // global row g, the next stride rows on) into cnt, the slots of thresholds
-// th (slot len: precedes no positive), and returns their largest score.
+// th without a bucket table (slot len: precedes no positive), and returns
+// their largest score.
 func countRun[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int, hits *[]int32) float64 {
 	p := len(th.score)
-	if th.b != nil {
-		return countBucketed(th, cnt, seg, g, stride)
-	}
+
 	// Few positives: a vector pass counts (or lists) the negatives that
 	// precede the last positive; only those can precede any.
 	last, lastIndex := th.score[p-1], int(th.index[p-1])
@@ -259,67 +278,83 @@ func countRun[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int,
 	return m
 }
 
-// countBucketed is countRun for many positives: every negative is placed
-// through the bucket table, most of them (those whose bucket holds no
-// threshold) without comparing scores at all, the others by a short scan
-// of their bucket's thresholds. The loop has no unpredictable branch in
-// the common case, so the placements of consecutive negatives overlap.
-func countBucketed[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int) float64 {
-	b := th.b
-	sc, ix := th.score, th.index
-	lo, scale, top := b.lo, b.scale, float64(b.nb-1)
+// countBucketed counts the runs of eligible negatives of one row (scores
+// row over block b) against many positives: every negative is placed
+// through the bucket table, most of them (those whose bucket holds at most
+// one threshold) without a branch that depends on the data, so that the
+// placements of consecutive negatives overlap. Negatives are taken in
+// batches of up to len(fs.k): their buckets first (independent
+// arithmetic), then their slots, then the counts.
+func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
+	bt := th.b
+	lo, scale, top := bt.lo, bt.scale, float64(bt.nb-1)
 	m := T(math.Inf(-1))
-	if f := b.first16; f != nil {
-		// sc and ix have room for one more slot (chunk.newChunk), read
-		// but never used when a bucket holds no threshold.
-		sc, ix := sc[:len(sc)+1], ix[:len(ix)+1]
-		var ks [256]int32
-		for j0 := 0; j0 < len(seg); j0 += len(ks) {
-			part := seg[j0:min(j0+len(ks), len(seg))]
-			// Pass 1: buckets (independent arithmetic).
-			for j, v := range part {
-				if v > m {
-					m = v
-				}
-				x := (float64(v) - lo) * scale
-				if x < 0 {
-					x = 0
-				}
-				if x > top {
-					x = top
-				}
-				ks[j] = int32(x)
+	n := 0
+	for _, r := range runs {
+		for j := int(r[0]); j < int(r[1]); j++ {
+			v := row[j]
+			if v > m {
+				m = v
 			}
-			// Pass 2: slots.
-			for j, v := range part {
-				k := ks[j]
-				r, hi := int(f[k+1]), int(f[k])
-				gj := int32(g + (j0+j)*stride)
-				if hi-r > 1 { // several thresholds in the bucket (rare)
-					for ; r < hi; r++ {
-						if s := sc[r]; v > s || (v == s && gj < ix[r]) {
-							break
-						}
-					}
-					ks[j] = int32(r)
-					continue
-				}
-				s, i := sc[r], ix[r]
-				after := 1 - (b2i(v > s) | (b2i(v == s) & b2i(gj < i)))
-				ks[j] = int32(r + (hi-r)&-after)
+			x := (float64(v) - lo) * scale
+			if x < 0 {
+				x = 0
 			}
-			// Pass 3: counts.
-			for _, r := range ks[:len(part)] {
-				cnt[r]++
+			if x > top {
+				x = top
+			}
+			fs.k[n], fs.v[n], fs.g[n] = int32(x), v, int32(b.global(j))
+			if n++; n == len(fs.k) {
+				placeBatch(th, cnt, fs, n)
+				n = 0
 			}
 		}
-		return float64(m)
 	}
-	for j, v := range seg {
-		m = max(m, v)
-		cnt[th.firstPreceded(v, g+j*stride)]++
-	}
+	placeBatch(th, cnt, fs, n)
 	return float64(m)
+}
+
+// placeBatch counts the first n negatives of fs, their buckets computed.
+func placeBatch[T working](th *thresholds[T], cnt []int32, fs *foldScratch[T], n int) {
+	bt := th.b
+	// sc and ix have room for one more slot (newChunk), read but never
+	// used when a bucket holds no threshold.
+	sc, ix := th.score[:len(th.score)+1], th.index[:len(th.index)+1]
+	ks := fs.k[:n]
+	if f := bt.first16; f != nil {
+		for j, k := range ks {
+			v, g := fs.v[j], fs.g[j]
+			// f[k+1] ≤ slot ≤ f[k]: the slots of k's thresholds lie between.
+			r, hi := int(f[k+1]), int(f[k])
+			if hi-r > 1 { // several thresholds in the bucket (rare)
+				for ; r < hi; r++ {
+					if s := sc[r]; v > s || (v == s && g < ix[r]) {
+						break
+					}
+				}
+				ks[j] = int32(r)
+				continue
+			}
+			// At most one threshold (slot r, when hi = r+1): the negative
+			// goes after it unless it precedes it.
+			s, i := sc[r], ix[r]
+			after := 1 - (b2i(v > s) | (b2i(v == s) & b2i(g < i)))
+			ks[j] = int32(r + (hi-r)&-after)
+		}
+	} else {
+		for j := range ks {
+			ks[j] = int32(th.firstPreceded(fs.v[j], int(fs.g[j])))
+		}
+	}
+	for _, r := range ks {
+		cnt[r]++
+	}
+}
+
+// foldScratch is a worker's batch of negatives for countBucketed.
+type foldScratch[T working] struct {
+	k, g [256]int32
+	v    [256]T
 }
 
 // precedingLast returns the largest value of seg, the number of values that

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -15,27 +17,31 @@ import (
 // working precision T, over the queries [qlo, qhi) and the gallery rows of
 // its plan.
 type scorer[T working] struct {
-	pr       *prepared
-	pl       plan
-	ex       exact[T]
-	rel      *relevance
-	d        int
-	qlo, qhi int
-	q        []T // the queries' working rows from qlo (nil: a sparse endpoint)
-	stats    *Stats
-	meter    *meter
-	sink     *sink[T]  // pooled positive summary (nil: results carry Scores)
-	screen   screen[T] // chosen at the first pass (nil: exhaustive tiles)
-	chosen   bool      // the screen has been chosen
-	sorted   bool      // results list sorted ranks (label relevance)
-	emit     func(q int, r QueryResult) error
-	out      *shardOut[T] // gallery-shard output instead of results (shard.go)
-	ranks1   []int        // 1..n, shared by sorted results without negatives
-	arenas   [2]*arena[T]
-	sum      sync.WaitGroup // the ordered sums of the chunks (sink)
-	lastSum  chan struct{}  // closed when the last chunk's sum is taken
-	sumErr   error
-	ranksMu  sync.Mutex
+	pr           *prepared
+	pl           plan
+	ex           exact[T]
+	rel          *relevance
+	d            int
+	qlo, qhi     int
+	q            []T     // the queries' working rows from qlo (nil: a sparse endpoint)
+	g            *source // the gallery's rows (its working rows, when cached)
+	stats        *Stats
+	meter        *meter
+	sink         *sink[T]  // pooled positive summary (nil: results carry Scores)
+	screen       screen[T] // chosen at the first pass (nil: exhaustive tiles)
+	chosen       bool      // the screen has been chosen
+	sorted       bool      // results list sorted ranks (label relevance)
+	emit         func(q int, r QueryResult) error
+	out          *shardOut[T] // gallery-shard output instead of results (shard.go)
+	ranks1       []int        // 1..n, shared by sorted results without negatives
+	arenas       [2]*arena[T]
+	workers      []*worker[T]      // the pass workers, reused by every chunk
+	posWorkers   []*posWorker[T]   // the positives stage's
+	orderWorkers []*orderWorker[T] // orderPositives's
+	sum          sync.WaitGroup    // the ordered sums of the chunks (sink)
+	lastSum      chan struct{}     // closed when the last chunk's sum is taken
+	sumErr       error
+	ranksMu      sync.Mutex
 }
 
 // errNonFinite stops a stage at a non-finite exact score; the run then
@@ -79,7 +85,7 @@ func runAs[T working](ctx context.Context, pr *prepared, t0 time.Time, fn func(q
 }
 
 func newScorer[T working](ctx context.Context, pr *prepared, rows rowSet, qlo, qhi int) *scorer[T] {
-	s := &scorer[T]{pr: pr, pl: newPlan(pr, rows), rel: pr.rel, d: pr.d, qlo: qlo, qhi: qhi,
+	s := &scorer[T]{pr: pr, pl: newPlan(pr, rows), rel: pr.rel, d: pr.d, qlo: qlo, qhi: qhi, g: pr.g,
 		ex: exact[T]{sqDist: pr.o.Similarity == SquaredL2, d: pr.d}, stats: pr.o.Stats}
 	if s.stats == nil {
 		s.stats = &Stats{}
@@ -105,7 +111,8 @@ type chunk[T working] struct {
 	neg    []bool          // the query has eligible negatives in the pass rows
 	off    []int           // counter offset of each query with thresholds
 	slots  int
-	most   int // most thresholds of a query
+	most   int        // most thresholds of a query
+	tab    [][]uint16 // per query: room for its bucket table (nil: none, or allocated)
 	a      *arena[T]
 	maxPos []float64
 }
@@ -113,26 +120,47 @@ type chunk[T working] struct {
 // arena holds a chunk's per-pair state; two alternate, so that the ordered
 // sum of one chunk runs while the next is scored.
 type arena[T working] struct {
+	tab     []uint16 // bucket tables
 	scores  []T
 	thr     []T
 	idx     []int32
 	sumDone chan struct{} // closed when the chunk's ordered sum is taken (nil: none pending)
 }
 
-// chunks splits [qlo, qhi) into ranges of at most pl.chunk positive pairs
-// (at least one query each).
+// chunks splits [qlo, qhi) into ranges whose per-pair state (chunkBytes)
+// fits the plan's chunk budget, at least one query each.
 func (s *scorer[T]) chunks() [][2]int {
 	var out [][2]int
-	lo, pairs := s.qlo, 0
+	lo, bytes := s.qlo, 0
 	for q := s.qlo; q < s.qhi; q++ {
-		n := len(s.rel.list(q))
-		if q > lo && pairs+n > s.pl.chunk {
+		n := s.chunkBytes(q)
+		if q > lo && bytes+n > s.pl.chunk {
 			out = append(out, [2]int{lo, q})
-			lo, pairs = q, 0
+			lo, bytes = q, 0
 		}
-		pairs += n
+		bytes += n
 	}
 	return append(out, [2]int{lo, s.qhi})
+}
+
+// chunkBytes is what query q holds while its chunk is scored: its positive
+// scores and, with negatives in the pass, its thresholds, bucket table and
+// every worker's counters (pairs only, under tuning.chunkPairs).
+func (s *scorer[T]) chunkBytes(q int) int {
+	m := len(s.rel.list(q))
+	if s.pl.chunkPairs {
+		return m
+	}
+	size := int(unsafe.Sizeof(T(0)))
+	n := m * size
+	if s.rel.negatives(q, s.pl.rows) > 0 {
+		p := s.rel.count(q)
+		n += p * (size + 4 + 4*s.pr.threads)
+		if p >= minBucketedThresholds {
+			n += 2 * slotBucketsPerThreshold * p
+		}
+	}
+	return n
 }
 
 // scoreAll runs every chunk: positives, thresholds, pass, merge.
@@ -140,6 +168,7 @@ func (s *scorer[T]) scoreAll(ctx context.Context) error {
 	chunks := s.chunks()
 	s.stats.Chunks = len(chunks)
 	defer s.sum.Wait()
+	s.cacheGallery(ctx, len(chunks))
 	for i, ch := range chunks {
 		c, err := s.newChunk(ch[0], ch[1], i%2)
 		if err != nil {
@@ -157,6 +186,34 @@ func (s *scorer[T]) scoreAll(ctx context.Context) error {
 	return s.sumErr
 }
 
+// cacheGallery holds the gallery's working rows for the run when they are
+// produced more than once otherwise (label positives gather class members
+// from every chunk; each chunk's pass produces every block) and the
+// budget has room; a gallery stored as its working values needs nothing.
+func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
+	g := s.pr.g
+	if g.csr != nil || direct[T](g, s.pl.rows.block(0, 1)) != nil || s.pl.rows != allRows(s.pr.ng) ||
+		chunks < 2 && s.rel.classes == nil {
+		return
+	}
+	n, d := s.pr.ng, s.d
+	if memory.Check(ctx, "Gallery working rows", memory.Bytes(int64(n), int64(d), int64(unsafe.Sizeof(T(0))))) != nil {
+		return
+	}
+	rows := make([]T, n*d)
+	parallelChunks(n, normChunk, s.pr.threads, func(_, lo, hi int) {
+		copy(rows[lo*d:hi*d], produce(g, lo, hi, rows[lo*d:hi*d], make([]float64, d)))
+	})
+	c := &source{m: g.m, rows: g.rows, cols: d, prec: g.prec}
+	switch r := any(rows).(type) {
+	case []float64:
+		c.direct64 = r
+	case []float32:
+		c.direct32 = r
+	}
+	s.g = c
+}
+
 // newChunk lays out the state of queries [q0, q1) in arena slot a.
 func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 	if s.arenas[a] == nil {
@@ -168,22 +225,24 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 		ar.sumDone = nil
 	}
 	n := q1 - q0
-	c := &chunk[T]{q0: q0, q1: q1, scores: make([][]T, n), th: make([]thresholds[T], n), neg: make([]bool, n), off: make([]int, n), a: ar}
+	c := &chunk[T]{q0: q0, q1: q1, scores: make([][]T, n), th: make([]thresholds[T], n), neg: make([]bool, n), off: make([]int, n), a: ar, tab: make([][]uint16, n)}
 	if s.sink != nil {
 		c.maxPos = make([]float64, n)
 	}
-	var np, nt int
+	var np, nt, nb int
 	for i := range n {
 		q := q0 + i
 		m := len(s.rel.list(q))
 		np += m
 		if s.rel.negatives(q, s.pl.rows) > 0 {
 			c.neg[i] = true
-			nt += s.rel.count(q) + 1 // one slot of room for countBucketed
+			p := s.rel.count(q)
+			nt += p + 1 // one slot of room for countBucketed
+			nb += tableLen(p)
 		}
 	}
-	ar.scores, ar.thr, ar.idx = growTo(ar.scores, np), growTo(ar.thr, nt), growTo(ar.idx, nt)
-	np, nt = 0, 0
+	ar.scores, ar.thr, ar.idx, ar.tab = growRoom(ar.scores, np), growRoom(ar.thr, nt), growRoom(ar.idx, nt), growRoom(ar.tab, nb)
+	np, nt, nb = 0, 0, 0
 	for i := range n {
 		q := q0 + i
 		m := len(s.rel.list(q))
@@ -197,6 +256,10 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 			c.slots += p + 1 // slot p: precedes no positive
 			c.most = max(c.most, p)
 			nt += p + 1
+			if t := tableLen(p); t > 0 {
+				c.tab[i] = ar.tab[nb : nb+t : nb+t]
+				nb += t
+			}
 		}
 	}
 	return c, nil
@@ -254,20 +317,27 @@ type posTask struct {
 func (s *scorer[T]) positives(ctx context.Context, c *chunk[T]) error {
 	tasks := s.positiveTasks(c)
 	var bad atomic.Bool
-	err := parallel(ctx, s.pr.threads, len(tasks), func() *posWorker[T] { return &posWorker[T]{} }, func(i int, w *posWorker[T]) error {
+	k := 0
+	newWorker := func() *posWorker[T] { // the chunks reuse the workers' buffers
+		if k == len(s.posWorkers) {
+			s.posWorkers = append(s.posWorkers, &posWorker[T]{})
+		}
+		k++
+		return s.posWorkers[k-1]
+	}
+	err := parallel(ctx, s.pr.threads, len(tasks), newWorker, func(i int, w *posWorker[T]) error {
 		t := tasks[i]
 		out := w.score(s, t.qs, t.gs)
 		gn := len(t.gs)
+		// Scores are held as computed: a −0 is made +0 where it is
+		// reported (SPEC §1.3); it compares equal to +0 everywhere else.
 		for a, q := range t.qs {
 			dst := c.scores[int(q)-c.q0]
 			if t.pos != nil {
-				dst[t.pos[a]] = out[a] + 0 // −0 → +0 (SPEC §1.3)
+				dst[t.pos[a]] = out[a]
 				continue
 			}
-			row := dst[t.m0 : t.m0+gn]
-			for j, v := range out[a*gn : (a+1)*gn] {
-				row[j] = v + 0
-			}
+			copy(dst[t.m0:t.m0+gn], out[a*gn:(a+1)*gn])
 		}
 		if !allFinite(out[:len(t.qs)*gn]) {
 			bad.Store(true)
@@ -358,7 +428,7 @@ func (w *posWorker[T]) score(s *scorer[T], qs, gs []int32) []T {
 			var qi, gi []int32
 			qi, w.qv = s.pr.q.sparseRow(int(q), w.qv)
 			for j, g := range gs {
-				gi, w.gv = s.pr.g.sparseRow(int(g), w.gv)
+				gi, w.gv = s.g.sparseRow(int(g), w.gv)
 				w.out[a*gn+j] = T(sparsePair(qi, w.qv, gi, w.gv, s.ex.sqDist, s.pl.prec))
 			}
 			if s.ex.sqDist {
@@ -376,15 +446,20 @@ func (w *posWorker[T]) score(s *scorer[T], qs, gs []int32) []T {
 			copy(w.qb[a*d:(a+1)*d], produce(s.pr.q, int(q), int(q)+1, w.qb[a*d:(a+1)*d], w.tmp))
 		}
 	}
-	for j, g := range gs {
-		copy(w.gb[j*d:(j+1)*d], produce(s.pr.g, int(g), int(g)+1, w.gb[j*d:(j+1)*d], w.tmp))
+	grows := w.gb[:gn*d]
+	if v := direct[T](s.g, block{n: gn, g0: int(gs[0]), stride: 1}); v != nil && int(gs[gn-1])-int(gs[0]) == gn-1 {
+		grows = v // consecutive rows held as working values (a class of consecutive rows)
+	} else {
+		for j, g := range gs {
+			copy(w.gb[j*d:(j+1)*d], produce(s.g, int(g), int(g)+1, w.gb[j*d:(j+1)*d], w.tmp))
+		}
 	}
 	if gn == 1 {
 		// One gallery row: it is the kernel's packed operand. Scores are
 		// symmetric bit for bit (fma(a,b,c) = fma(b,a,c), (q−g)² = (g−q)²).
-		s.ex.block(w.gb[:d], 1, w.qb[:qn*d], qn, w.out[:qn])
+		s.ex.block(grows, 1, w.qb[:qn*d], qn, w.out[:qn])
 	} else {
-		s.ex.block(w.qb[:qn*d], qn, w.gb[:gn*d], gn, w.out[:qn*gn])
+		s.ex.block(w.qb[:qn*d], qn, grows, gn, w.out[:qn*gn])
 	}
 	return w.out
 }
@@ -395,21 +470,26 @@ func (w *posWorker[T]) score(s *scorer[T], qs, gs []int32) []T {
 func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 	n := c.q1 - c.q0
 	const group = 16
-	newWorker := func() *orderWorker[T] {
-		w := &orderWorker[T]{}
-		if s.sink != nil {
-			w.part = s.sink.newPart()
+	k := 0
+	newWorker := func() *orderWorker[T] { // the chunks reuse the workers and their parts
+		if k == len(s.orderWorkers) {
+			w := &orderWorker[T]{}
+			if s.sink != nil {
+				w.part = s.sink.part(k)
+			}
+			s.orderWorkers = append(s.orderWorkers, w)
 		}
-		return w
+		k++
+		return s.orderWorkers[k-1]
 	}
 	return parallel(ctx, s.pr.threads, (n+group-1)/group, newWorker, func(task int, w *orderWorker[T]) error {
 		for i := task * group; i < min(n, (task+1)*group); i++ {
 			q := c.q0 + i
 			ex := s.rel.excludedPos(q)
 			if s.sink != nil {
-				w.vals = eligibleScores(s.rel, q, c.scores[i], w.vals[:0])
-				c.maxPos[i] = float64(maxOf(w.vals)) + 0 // −0 → +0 (SPEC §1.3)
-				w.part.rowStats(w.vals)
+				vals := eligibleScores(s.rel, q, c.scores[i], &w.vals)
+				c.maxPos[i] = float64(maxOf(vals)) + 0 // −0 → +0 (SPEC §1.3)
+				w.part.rowStats(vals)
 			}
 			if !c.neg[i] {
 				continue
@@ -422,7 +502,7 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 			}
 			sorterPool.Put(rs)
 			if s.pl.buckets && len(ord) >= minBucketedThresholds {
-				th.b = newSlotBuckets(th.score)
+				th.b = newSlotBuckets(th.score, c.tab[i])
 			}
 		}
 		return nil
@@ -468,8 +548,9 @@ func (s *scorer[T]) merge(ctx context.Context, c *chunk[T], ws []*worker[T]) err
 }
 
 type mergeWorker struct {
-	cnt []int32
-	all []Candidate
+	cnt   []int32
+	all   []Candidate
+	ranks []int // sorted ranks of the query being handed out (ScoreEach: reused)
 }
 
 // mergeQuery assembles query c.q0+i's result from the workers' state.
@@ -531,11 +612,11 @@ func (s *scorer[T]) mergeQuery(c *chunk[T], ws []*worker[T], i int, mw *mergeWor
 		s.out.query(s, c, i, cum, best, has, top)
 		return nil
 	}
-	return s.emit(q, s.result(c, i, cum, best, has, top))
+	return s.emit(q, s.result(c, i, cum, best, has, top, mw))
 }
 
 // result builds query c.q0+i's result: rank(p_r) = 1 + r + cum[r].
-func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bool, top []Candidate) QueryResult {
+func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bool, top []Candidate, mw *mergeWorker) QueryResult {
 	q := c.q0 + i
 	r := QueryResult{NearestNegative: best + 0, HasNegative: has, Top: top}
 	p := s.rel.count(q)
@@ -543,15 +624,16 @@ func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bo
 		r.MaxPositive = c.maxPos[i]
 	} else {
 		r.Scores = make([]float64, 0, p)
-		for _, v := range eligibleScores(s.rel, q, c.scores[i], make([]T, 0, p)) {
-			r.Scores = append(r.Scores, float64(v))
+		for _, v := range eligibleScores(s.rel, q, c.scores[i], nil) {
+			r.Scores = append(r.Scores, float64(v)+0) // −0 → +0 (SPEC §1.3)
 		}
 	}
 	if s.sorted {
 		if cum == nil {
 			r.Ranks = s.oneTo(p)
 		} else {
-			r.Ranks = make([]int, p)
+			mw.ranks = growTo(mw.ranks, p)
+			r.Ranks = mw.ranks
 			for k, v := range cum {
 				r.Ranks[k] = 1 + k + int(v)
 			}
@@ -574,7 +656,7 @@ func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bo
 		}
 		sorterPool.Put(rs)
 	}
-	r.Ranks = eligibleScores(s.rel, q, rankAt, make([]int, 0, p))
+	r.Ranks = eligibleScores(s.rel, q, rankAt, nil)
 	if s.rel.classes != nil {
 		r.Positives = make([]retrieval.Positive, 0, p)
 		x := ex
@@ -620,6 +702,15 @@ func sortCandidates(c []Candidate) {
 		}
 		return 0
 	})
+}
+
+// growRoom is growTo with room to spare, so that chunks of slightly
+// different sizes reuse one allocation.
+func growRoom[E any](s []E, n int) []E {
+	if cap(s) < n {
+		return make([]E, n, n+n/4)
+	}
+	return s[:n]
 }
 
 // scoresOnly is a chunk of queries [q0, q1) that holds their positive

@@ -11,22 +11,24 @@ import (
 // anything on its own. Tests force choices through Options.tune, never
 // through package state, so they can run in parallel.
 type plan struct {
-	sim       Similarity
-	prec      Precision
-	threads   int
-	rows      rowSet // gallery rows of the pass (all, or one shard)
-	keep      bool   // candidates are kept (TopN or FullRanking)
-	sparse    bool   // both endpoints sparse: sparse tiles
-	screens   screenPolicy
-	gb        int     // gallery rows per pass block
-	chunk     int     // most positive pairs of a query chunk
-	window    int     // most values kept in the pooled median window
-	buckets   bool    // bucket tables for the threshold searches
-	subRows   int     // rows of an int16 screen sub-block
-	verify    int     // listed pairs at which a float64 block verifies early
-	foldBytes int     // per-query counting state a query block keeps near the core
-	mergeMax  bool    // mutation test: counts merged with max instead of sum
-	scale     float64 // screen bound multiplier (mutation tests: < 1)
+	sim        Similarity
+	prec       Precision
+	threads    int
+	rows       rowSet // gallery rows of the pass (all, or one shard)
+	keep       bool   // candidates are kept (TopN or FullRanking)
+	sparse     bool   // both endpoints sparse: sparse tiles
+	screens    screenPolicy
+	gb         int     // gallery rows per pass block
+	chunk      int     // most bytes of per-pair state of a query chunk (pairs under chunkPairs)
+	chunkPairs bool    // chunk counts positive pairs (tests)
+	window     int     // most values kept in the pooled median window
+	buckets    bool    // bucket tables for the threshold searches
+	subRows    int     // rows of an int16 screen sub-block
+	verify     int     // listed pairs at which a float64 block verifies early
+	foldBytes  int     // per-query counting state a query block keeps near the core
+	mergeMax   bool    // mutation test: counts merged with max instead of sum
+	static     bool    // tests: the pass's blocks are dealt to the workers round-robin
+	scale      float64 // screen bound multiplier (mutation tests: < 1)
 }
 
 // screenPolicy says which screens a run may use.
@@ -46,11 +48,12 @@ type tuning struct {
 	verify     int     // early verification of a float64 screened block (0 = default)
 	noBuckets  bool    // plain binary searches only
 	mergeMax   bool    // mutation: merge the workers' counts with max
+	static     bool    // deal the pass's blocks round-robin (every worker gets some)
 }
 
 const (
-	defaultChunkPairs = 1 << 21
-	defaultWindowCap  = 1 << 22
+	defaultChunkBytes = 16 << 20
+	defaultWindowCap  = 1 << 21
 	defaultSubRows    = 512
 	defaultVerify     = 1 << 17
 	// foldStateBytes is the counting state (thresholds, bucket tables,
@@ -81,9 +84,9 @@ func newPlan(pr *prepared, rows rowSet) plan {
 		sim: o.Similarity, prec: o.Precision, threads: pr.threads, rows: rows,
 		keep:   o.TopN > 0 || o.FullRanking,
 		sparse: pr.q.csr != nil && pr.g.csr != nil,
-		chunk:  orDefault(t.chunkPairs, defaultChunkPairs), window: orDefault(t.windowCap, defaultWindowCap),
+		chunk:  orDefault(t.chunkPairs, defaultChunkBytes), chunkPairs: t.chunkPairs > 0, window: orDefault(t.windowCap, defaultWindowCap),
 		buckets: !t.noBuckets, subRows: orDefault(t.subRows, defaultSubRows), verify: orDefault(t.verify, defaultVerify),
-		foldBytes: foldStateBytes, mergeMax: t.mergeMax, scale: 1,
+		foldBytes: foldStateBytes, mergeMax: t.mergeMax, static: t.static, scale: 1,
 	}
 	if t.boundScale != 0 {
 		pl.scale = t.boundScale
@@ -170,10 +173,11 @@ func passBlocks(n, gb int) [][2]int {
 
 // queryTile is the query rows of one tile of a chunk's pass: the default
 // batch, fewer when the queries' counting state (about 24 bytes per
-// threshold) would not stay near the core while a row is folded.
+// threshold) would not stay near the core while a row is folded, but a
+// whole vector of query lanes (kernel tiles hold 16 float32 queries).
 func (pl *plan) queryTile(batch, most int) int {
 	per := 24*most + 64
-	return max(1, min(batch, pl.foldBytes/per))
+	return max(1, min(batch, max(16, pl.foldBytes/per)))
 }
 
 // screenFits reports whether the int16 screens can pay on this run: the

@@ -430,6 +430,7 @@ func randomTuning(r *rand.Rand) *tuning {
 		chunkPairs: []int{0, 1, 7, 50}[r.IntN(4)],
 		windowCap:  []int{0, 1, 20}[r.IntN(3)],
 		noBuckets:  r.IntN(4) == 0,
+		static:     r.IntN(2) == 0,
 		subRows:    []int{kernel.Int16GalleryTile, 0}[r.IntN(2)],
 		verify:     []int{0, 1, 5}[r.IntN(3)],
 	}
@@ -521,7 +522,7 @@ func TestCountsMergedWithMaxAreCaught(t *testing.T) {
 	t.Parallel()
 	for _, screen := range []string{"off", "float32", "int16"} {
 		pp := planPoint{screen: screen}
-		if n := mismatches(t, []Similarity{Cosine, Dot, SquaredL2}, Float64, pp, func() *tuning { return &tuning{mergeMax: true} }); n == 0 {
+		if n := mismatches(t, []Similarity{Cosine, Dot, SquaredL2}, Float64, pp, func() *tuning { return &tuning{mergeMax: true, static: true} }); n == 0 {
 			t.Fatalf("screen %s: counts merged with max went unnoticed", screen)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/metrics"
 )
 
@@ -39,8 +40,9 @@ type sinkPart[T working] struct {
 	sk     *sink[T]
 	lo, hi T
 	seen   bool
-	below  int // values under the window
-	window []T // values inside it
+	below  int     // values under the window
+	window []T     // values inside it
+	idx    []int32 // scratch of the window scan
 }
 
 func newSink[T working](s *scorer[T]) *sink[T] {
@@ -65,7 +67,7 @@ func (sk *sink[T]) place(ctx context.Context) error {
 	// scores).
 	nq := s.qhi - s.qlo
 	per := max(1, (1<<20)/min(nq, 4096))
-	var sample []T
+	sample := make([]T, 0, 1<<20+1<<16)
 	w := &posWorker[T]{}
 	for i := range min(nq, 4096) {
 		q := s.qlo + i*nq/min(nq, 4096)
@@ -101,12 +103,14 @@ func (sk *sink[T]) place(ctx context.Context) error {
 	return nil
 }
 
-func (sk *sink[T]) newPart() *sinkPart[T] {
-	p := &sinkPart[T]{sk: sk}
+// part is the k-th worker's part (the same for every chunk).
+func (sk *sink[T]) part(k int) *sinkPart[T] {
 	sk.mu.Lock()
-	sk.parts = append(sk.parts, p)
-	sk.mu.Unlock()
-	return p
+	defer sk.mu.Unlock()
+	for len(sk.parts) <= k {
+		sk.parts = append(sk.parts, &sinkPart[T]{sk: sk})
+	}
+	return sk.parts[k]
 }
 
 // rowStats folds one query's eligible positive scores (finite) into the
@@ -116,14 +120,16 @@ func (p *sinkPart[T]) rowStats(vals []T) {
 	if len(vals) == 0 {
 		return
 	}
-	lo, hi := vals[0], vals[0]
-	for _, v := range vals {
-		lo, hi = min(lo, v), max(hi, v)
-	}
+	lo, hi := minMax(vals)
 	if !p.seen {
 		p.lo, p.hi, p.seen = lo, hi, true
 	}
-	p.lo, p.hi = min(p.lo, lo), max(p.hi, hi)
+	if lo < p.lo {
+		p.lo = lo
+	}
+	if hi > p.hi {
+		p.hi = hi
+	}
 	if sk.all {
 		p.window = append(p.window, vals...)
 		return
@@ -132,23 +138,58 @@ func (p *sinkPart[T]) rowStats(vals []T) {
 		return
 	}
 	n0 := len(p.window)
-	below := 0
-	wl, wh := sk.win[0], sk.win[1]
-	for _, v := range vals {
-		// v < lo exactly when v − lo is negative, and v > hi when hi − v
-		// is: sign bits instead of comparisons, as half the values are
-		// below the window (a branch would be mispredicted half the time).
-		dl, dh := math.Float64bits(float64(v)-wl), math.Float64bits(wh-float64(v))
-		below += int(dl >> 63)
-		if (dl|dh)>>63 == 0 {
-			p.window = append(p.window, v)
+	wl, wh := T(sk.win[0]), T(sk.win[1])
+	if v32, ok := any(vals).([]float32); ok {
+		// One vector scan: the values at or above the window's low end
+		// are counted, those inside it listed.
+		p.idx = growTo(p.idx, len(v32))
+		above, in := kernel.Scan32(v32, kernel.Cut{Above: math.Nextafter32(float32(wl), float32(math.Inf(-1))), Lo: float32(wl), Hi: float32(wh), High: float32(math.Inf(1))}, p.idx)
+		p.below += len(vals) - above
+		for _, j := range in {
+			p.window = append(p.window, vals[j])
 		}
+	} else {
+		below := 0
+		for _, v := range vals {
+			below += b2i(v < wl)
+			if v >= wl && v <= wh {
+				p.window = append(p.window, v)
+			}
+		}
+		p.below += below
 	}
-	p.below += below
 	if added := len(p.window) - n0; added > 0 && sk.kept.Add(int64(added)) > int64(sk.s.pl.window) {
 		sk.overflow.Store(true) // the window is of no use any more
 		p.window = nil
 	}
+}
+
+// minMax is the smallest and the largest of vals (finite; −0 and +0 are
+// equal here, the caller adds +0).
+func minMax[T working](vals []T) (lo, hi T) {
+	if v32, ok := any(vals).([]float32); ok {
+		m, _ := kernel.MaxFinite32(v32)
+		hi = T(m)
+	} else {
+		hi = maxOf(vals)
+	}
+	l0, l1 := vals[0], vals[0]
+	i := 0
+	for ; i+2 <= len(vals); i += 2 {
+		if vals[i] < l0 {
+			l0 = vals[i]
+		}
+		if vals[i+1] < l1 {
+			l1 = vals[i+1]
+		}
+	}
+	if i < len(vals) && vals[i] < l0 {
+		l0 = vals[i]
+	}
+	if l1 < l0 {
+		l0 = l1
+	}
+	return l0, hi
 }
 
 // sum adds query q's eligible positive scores (by list position) to the
@@ -208,9 +249,9 @@ func (sk *sink[T]) summary(ctx context.Context) (metrics.Summary, error) {
 			return metrics.Summary{}, err
 		}
 	}
-	med := vals[0]
+	med := vals[0] + 0 // −0 → +0 (SPEC §1.3)
 	if len(vals) == 2 {
-		med = (vals[0] + vals[1]) / 2
+		med = (vals[0]+vals[1])/2 + 0
 	}
 	mean := sk.total / float64(n)
 	mn, mx := float64(lo)+0, float64(hi)+0 // −0 → +0 (SPEC §1.3)
@@ -355,8 +396,8 @@ func (s *scorer[T]) eachPositives(ctx context.Context, newVisitor func() func(va
 			return w
 		}, func(task int, w *visitWorker) error {
 			for i := task * group; i < min(n, (task+1)*group); i++ {
-				w.vals = eligibleScores(s.rel, c.q0+i, c.scores[i], w.vals[:0])
-				w.visit(w.vals)
+				vals := eligibleScores(s.rel, c.q0+i, c.scores[i], &w.vals)
+				w.visit(vals)
 			}
 			return nil
 		})

@@ -82,19 +82,28 @@ func (r *relevance) exclusions(q int) []int {
 	return r.excl[q]
 }
 
-// eligibleScores appends the values of q's eligible positives, in list
-// order, from its values by list position (vals).
-func eligibleScores[E any](r *relevance, q int, vals []E, dst []E) []E {
+// eligibleScores is the values of q's eligible positives, in list order,
+// from its values by list position (vals): vals itself when no position is
+// excluded, else a copy in *buf (reused; a fresh slice when buf is nil).
+func eligibleScores[E any](r *relevance, q int, vals []E, buf *[]E) []E {
 	ex := r.excludedPos(q)
 	if len(ex) == 0 {
-		return append(dst, vals...)
+		return vals
+	}
+	var dst []E
+	if buf != nil {
+		dst = (*buf)[:0]
 	}
 	prev := 0
 	for _, e := range ex {
 		dst = append(dst, vals[prev:e]...)
 		prev = int(e) + 1
 	}
-	return append(dst, vals[prev:]...)
+	dst = append(dst, vals[prev:]...)
+	if buf != nil {
+		*buf = dst
+	}
+	return dst
 }
 
 // negatives is the number of q's eligible negatives among rows.

@@ -479,7 +479,7 @@ func (st *screen32[T]) subRows(n, qb int) int { return max(64, min(n, st.rowByte
 // for the few verified pairs (rowCache).
 func (st *screen32[T]) block(s *scorer[T], w *worker[T], b block) bool {
 	cs, d := &w.cheap, s.d
-	cs.rows.reset(s.pr.g, b, true)
+	cs.rows.reset(s.g, b, true)
 	cs.g32 = growTo(cs.g32, b.n*d)
 	w.tmp = growTo(w.tmp, d)
 	fits, rg := true, 0.0
@@ -489,7 +489,7 @@ func (st *screen32[T]) block(s *scorer[T], w *worker[T], b block) bool {
 		if y := cs.rows.stored(j); y != nil {
 			r, f = convertNormBound(any(y).([]float64), cs.g32[j*d:(j+1)*d])
 		} else {
-			s.pr.g.row64(b.global(j), w.tmp)
+			s.g.row64(b.global(j), w.tmp)
 			r, f = convertNormBound(w.tmp, cs.g32[j*d:(j+1)*d])
 		}
 		rg, fits = max(rg, r), fits && f

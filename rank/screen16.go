@@ -106,7 +106,7 @@ func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 
 	qb := int64(max(kernel.Int16QueryTile, min(s.pr.o.QueryBatch, n)))
 	sub := int64(st.subN)
 	var block int64
-	if st.f64 && s.pr.g.direct64 == nil {
+	if st.f64 && s.g.direct64 == nil {
 		block = memory.Bytes(int64(s.pr.threads), int64(s.pl.gb), int64(d), 8)
 	}
 	need := memory.Sum(block,
@@ -202,7 +202,7 @@ func (st *screen16[T]) subRows(n, qb int) int { return st.subN }
 // covers them.
 func (st *screen16[T]) block(s *scorer[T], w *worker[T], b block) bool {
 	cs, d := &w.cheap, s.d
-	cs.rows.reset(s.pr.g, b, false)
+	cs.rows.reset(s.g, b, false)
 	y := cs.rows.span(0, b.n)
 	if !st.f64 {
 		g32 := any(y).([]float32)

@@ -204,8 +204,8 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 		out.Offsets[q+1] = out.Offsets[q] + s.rel.count(q)
 	}
 	out.Index, out.Scores = make([]int, out.Offsets[pr.nq]), make([]float64, out.Offsets[pr.nq])
-	var vals []T
-	var idx []int32
+	var buf []T
+	var ibuf []int32
 	for _, ch := range s.chunks() {
 		c := s.scoresOnly(ch[0], ch[1])
 		if err := s.positives(ctx, c); err != nil {
@@ -217,10 +217,10 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 		for i := range c.scores {
 			q := c.q0 + i
 			o := out.Offsets[q]
-			vals = eligibleScores(s.rel, q, c.scores[i], vals[:0])
-			idx = eligibleScores(s.rel, q, s.rel.list(q), idx[:0])
+			vals := eligibleScores(s.rel, q, c.scores[i], &buf)
+			idx := eligibleScores(s.rel, q, s.rel.list(q), &ibuf)
 			for k, v := range vals {
-				out.Scores[o+k], out.Index[o+k] = float64(v), int(idx[k])
+				out.Scores[o+k], out.Index[o+k] = float64(v)+0, int(idx[k]) // −0 → +0 (SPEC §1.3)
 			}
 		}
 	}
@@ -401,9 +401,9 @@ func (pos *PositiveScores) check(rel *relevance, nq int) error {
 		len(pos.Index) != pos.Offsets[nq] || len(pos.Scores) != len(pos.Index) {
 		return fmt.Errorf("positive scores do not match the problem's eligible positives")
 	}
-	var idx []int32
+	var buf []int32
 	for q := range nq {
-		idx = eligibleScores(rel, q, rel.list(q), idx[:0])
+		idx := eligibleScores(rel, q, rel.list(q), &buf)
 		if pos.Offsets[q+1]-pos.Offsets[q] != len(idx) {
 			return fmt.Errorf("positive scores do not match the problem's eligible positives (query %d)", q)
 		}

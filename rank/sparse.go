@@ -126,11 +126,11 @@ func (s *scorer[T]) sparseTile(w *worker[T], b block) *sparseTile {
 	if t.sqDist {
 		t.gIdx, t.gVal = growTo(t.gIdx, b.n), growTo(t.gVal, b.n)
 		for j := range b.n {
-			t.gIdx[j], t.gVal[j] = s.pr.g.sparseRow(b.global(j), t.gVal[j])
+			t.gIdx[j], t.gVal[j] = s.g.sparseRow(b.global(j), t.gVal[j])
 		}
 		return t
 	}
-	w.cheap.post.build(s.pr.g, b)
+	w.cheap.post.build(s.g, b)
 	t.acc64, t.acc32 = growTo(t.acc64, b.n), growTo(t.acc32, b.n)
 	return t
 }

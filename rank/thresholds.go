@@ -194,12 +194,25 @@ const (
 	minBucketedThresholds   = 32 // fewer: a plain binary search
 )
 
-func newSlotBuckets[T working](desc []T) *slotBuckets {
+// tableLen is the uint16 table of p thresholds (0: none, or wider slots).
+func tableLen(p int) int {
+	if p < minBucketedThresholds || p >= math.MaxUint16 {
+		return 0
+	}
+	return min(maxSlotBuckets, slotBucketsPerThreshold*p) + 1
+}
+
+// newSlotBuckets builds the table of thresholds desc, in buf when it has
+// tableLen(len(desc)) room.
+func newSlotBuckets[T working](desc []T, buf []uint16) *slotBuckets {
 	nb := min(maxSlotBuckets, slotBucketsPerThreshold*len(desc))
 	lo, hi := float64(desc[len(desc)-1]), float64(desc[0])
 	b := &slotBuckets{lo: lo, nb: nb}
 	if len(desc) < math.MaxUint16 {
-		b.first16 = make([]uint16, nb+1)
+		b.first16 = buf
+		if len(buf) != nb+1 {
+			b.first16 = make([]uint16, nb+1)
+		}
 	} else {
 		b.first = make([]int32, nb+1)
 	}
