@@ -3,6 +3,7 @@ package rank
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,7 +115,7 @@ type chunk[T working] struct {
 	most   int        // most thresholds of a query
 	tab    [][]uint16 // per query: room for its bucket table (nil: none, or allocated)
 	a      *arena[T]
-	maxPos []float64
+	maxPos []atomic.Uint64 // per query: the bits of its best positive (pooled summary)
 }
 
 // arena holds a chunk's per-pair state; two alternate, so that the ordered
@@ -227,7 +228,10 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 	n := q1 - q0
 	c := &chunk[T]{q0: q0, q1: q1, scores: make([][]T, n), th: make([]thresholds[T], n), neg: make([]bool, n), off: make([]int, n), a: ar, tab: make([][]uint16, n)}
 	if s.sink != nil {
-		c.maxPos = make([]float64, n)
+		c.maxPos = make([]atomic.Uint64, n)
+		for i := range c.maxPos {
+			c.maxPos[i].Store(math.Float64bits(math.Inf(-1)))
+		}
 	}
 	var np, nt, nb int
 	for i := range n {
@@ -268,7 +272,7 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 // scoreChunk is the pipeline for one chunk.
 func (s *scorer[T]) scoreChunk(ctx context.Context, c *chunk[T]) error {
 	t1 := time.Now()
-	if err := s.positives(ctx, c); err != nil {
+	if err := s.positives(ctx, c, true); err != nil {
 		return err
 	}
 	if err := s.orderPositives(ctx, c); err != nil {
@@ -314,21 +318,33 @@ type posTask struct {
 // a query's class for labels) by the one formula, grouped into dense tiles
 // so that each gallery row is produced once per group: by class for
 // labels, by gallery row for explicit pairs.
-func (s *scorer[T]) positives(ctx context.Context, c *chunk[T]) error {
+//
+// With fold set, the scores also go to the pooled summary's extremes and
+// median window (sink.rowStats) while they are in cache.
+func (s *scorer[T]) positives(ctx context.Context, c *chunk[T], fold bool) error {
 	tasks := s.positiveTasks(c)
 	var bad atomic.Bool
 	k := 0
 	newWorker := func() *posWorker[T] { // the chunks reuse the workers' buffers
 		if k == len(s.posWorkers) {
-			s.posWorkers = append(s.posWorkers, &posWorker[T]{})
+			w := &posWorker[T]{}
+			if s.sink != nil {
+				w.part = s.sink.part(k)
+			}
+			s.posWorkers = append(s.posWorkers, w)
 		}
 		k++
 		return s.posWorkers[k-1]
 	}
+	fold = fold && s.sink != nil
 	err := parallel(ctx, s.pr.threads, len(tasks), newWorker, func(i int, w *posWorker[T]) error {
 		t := tasks[i]
 		out := w.score(s, t.qs, t.gs)
 		gn := len(t.gs)
+		if !allFinite(out[:len(t.qs)*gn]) {
+			bad.Store(true)
+			return errNonFinite
+		}
 		// Scores are held as computed: a −0 is made +0 where it is
 		// reported (SPEC §1.3); it compares equal to +0 everywhere else.
 		for a, q := range t.qs {
@@ -339,9 +355,27 @@ func (s *scorer[T]) positives(ctx context.Context, c *chunk[T]) error {
 			}
 			copy(dst[t.m0:t.m0+gn], out[a*gn:(a+1)*gn])
 		}
-		if !allFinite(out[:len(t.qs)*gn]) {
-			bad.Store(true)
-			return errNonFinite
+		if !fold {
+			return ctx.Err()
+		}
+		if t.pos != nil { // explicit positives: every one is eligible
+			w.part.rowStats(out[:len(t.qs)])
+			for a, q := range t.qs {
+				c.raiseMax(int(q)-c.q0, out[a])
+			}
+			return ctx.Err()
+		}
+		for a, q := range t.qs {
+			// The eligible members of rows [m0, m0+gn) of q's class.
+			row, j := out[a*gn:(a+1)*gn], 0
+			ex := s.rel.excludedPos(int(q))
+			e, _ := slices.BinarySearch(ex, int32(t.m0))
+			hi := T(math.Inf(-1))
+			for ; e < len(ex) && int(ex[e]) < t.m0+gn; e++ {
+				hi = max(hi, w.part.rowStats(row[j:int(ex[e])-t.m0]))
+				j = int(ex[e]) - t.m0 + 1
+			}
+			c.raiseMax(int(q)-c.q0, max(hi, w.part.rowStats(row[j:])))
 		}
 		return ctx.Err()
 	})
@@ -412,6 +446,7 @@ func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
 
 // posWorker is one worker's buffers of the positives stage.
 type posWorker[T working] struct {
+	part        *sinkPart[T]
 	qb, gb, out []T
 	tmp         []float64
 	qv, gv      []float64
@@ -471,13 +506,9 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 	n := c.q1 - c.q0
 	const group = 16
 	k := 0
-	newWorker := func() *orderWorker[T] { // the chunks reuse the workers and their parts
+	newWorker := func() *orderWorker[T] { // the chunks reuse the workers
 		if k == len(s.orderWorkers) {
-			w := &orderWorker[T]{}
-			if s.sink != nil {
-				w.part = s.sink.part(k)
-			}
-			s.orderWorkers = append(s.orderWorkers, w)
+			s.orderWorkers = append(s.orderWorkers, &orderWorker[T]{})
 		}
 		k++
 		return s.orderWorkers[k-1]
@@ -486,11 +517,6 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 		for i := task * group; i < min(n, (task+1)*group); i++ {
 			q := c.q0 + i
 			ex := s.rel.excludedPos(q)
-			if s.sink != nil {
-				vals := eligibleScores(s.rel, q, c.scores[i], &w.vals)
-				c.maxPos[i] = float64(maxOf(vals)) + 0 // −0 → +0 (SPEC §1.3)
-				w.part.rowStats(vals)
-			}
 			if !c.neg[i] {
 				continue
 			}
@@ -509,10 +535,21 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 	})
 }
 
+// raiseMax raises chunk query i's best positive to v (the positives
+// stage's tasks of one query may run at once).
+func (c *chunk[T]) raiseMax(i int, v T) {
+	m := &c.maxPos[i]
+	for {
+		old := m.Load()
+		if !(float64(v) > math.Float64frombits(old)) || m.CompareAndSwap(old, math.Float64bits(float64(v)+0)) {
+			return
+		}
+	}
+}
+
 // orderWorker is one worker's scratch of orderPositives.
 type orderWorker[T working] struct {
 	vals []T
-	part *sinkPart[T]
 }
 
 // sumChunk takes the ordered sum of the chunk's eligible positive scores
@@ -621,7 +658,7 @@ func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bo
 	r := QueryResult{NearestNegative: best + 0, HasNegative: has, Top: top}
 	p := s.rel.count(q)
 	if s.sink != nil {
-		r.MaxPositive = c.maxPos[i]
+		r.MaxPositive = math.Float64frombits(c.maxPos[i].Load()) + 0
 	} else {
 		r.Scores = make([]float64, 0, p)
 		for _, v := range eligibleScores(s.rel, q, c.scores[i], nil) {

@@ -113,17 +113,18 @@ func (sk *sink[T]) part(k int) *sinkPart[T] {
 	return sk.parts[k]
 }
 
-// rowStats folds one query's eligible positive scores (finite) into the
-// part: extremes, the counts below and inside the window.
-func (p *sinkPart[T]) rowStats(vals []T) {
+// rowStats folds eligible positive scores (finite; any subset, once each)
+// into the part: extremes, the counts below and inside the window. It
+// returns their largest.
+func (p *sinkPart[T]) rowStats(vals []T) (hi T) {
 	sk := p.sk
 	if len(vals) == 0 {
-		return
+		return T(math.Inf(-1))
 	}
-	lo, hi := minMax(vals)
 	if !p.seen {
-		p.lo, p.hi, p.seen = lo, hi, true
+		p.lo, p.hi, p.seen = vals[0], vals[0], true
 	}
+	lo, hi := p.minMax(vals)
 	if lo < p.lo {
 		p.lo = lo
 	}
@@ -132,10 +133,10 @@ func (p *sinkPart[T]) rowStats(vals []T) {
 	}
 	if sk.all {
 		p.window = append(p.window, vals...)
-		return
+		return hi
 	}
 	if sk.overflow.Load() {
-		return
+		return hi
 	}
 	n0 := len(p.window)
 	wl, wh := T(sk.win[0]), T(sk.win[1])
@@ -162,34 +163,81 @@ func (p *sinkPart[T]) rowStats(vals []T) {
 		sk.overflow.Store(true) // the window is of no use any more
 		p.window = nil
 	}
+	return hi
+}
+
+// minMax is the smallest of vals and the part's smallest so far, and the
+// largest of vals (finite; −0 and +0 are equal here, the caller adds +0).
+// Float32 values take two vector scans: the maximum, and the few values
+// below the smallest so far.
+func (p *sinkPart[T]) minMax(vals []T) (lo, hi T) {
+	v32, ok := any(vals).([]float32)
+	if !ok {
+		return minMax(vals)
+	}
+	m, _ := kernel.MaxFinite32(v32)
+	l := float32(p.lo)
+	p.idx = growTo(p.idx, len(v32))
+	inf := float32(math.Inf(1))
+	_, below := kernel.Scan32(v32, kernel.Cut{Above: inf, Lo: float32(math.Inf(-1)), Hi: math.Nextafter32(l, -inf), High: inf}, p.idx)
+	for _, j := range below {
+		l = min(l, v32[j])
+	}
+	return T(l), T(m)
 }
 
 // minMax is the smallest and the largest of vals (finite; −0 and +0 are
-// equal here, the caller adds +0).
+// equal here, the caller adds +0), four lanes at a time.
 func minMax[T working](vals []T) (lo, hi T) {
-	if v32, ok := any(vals).([]float32); ok {
-		m, _ := kernel.MaxFinite32(v32)
-		hi = T(m)
-	} else {
-		hi = maxOf(vals)
-	}
-	l0, l1 := vals[0], vals[0]
+	l0, l1, l2, l3 := vals[0], vals[0], vals[0], vals[0]
+	h0, h1, h2, h3 := l0, l0, l0, l0
 	i := 0
-	for ; i+2 <= len(vals); i += 2 {
+	for ; i+4 <= len(vals); i += 4 {
+		v0, v1, v2, v3 := vals[i], vals[i+1], vals[i+2], vals[i+3]
+		if v0 < l0 {
+			l0 = v0
+		}
+		if v1 < l1 {
+			l1 = v1
+		}
+		if v2 < l2 {
+			l2 = v2
+		}
+		if v3 < l3 {
+			l3 = v3
+		}
+		if v0 > h0 {
+			h0 = v0
+		}
+		if v1 > h1 {
+			h1 = v1
+		}
+		if v2 > h2 {
+			h2 = v2
+		}
+		if v3 > h3 {
+			h3 = v3
+		}
+	}
+	for ; i < len(vals); i++ {
 		if vals[i] < l0 {
 			l0 = vals[i]
 		}
-		if vals[i+1] < l1 {
-			l1 = vals[i+1]
+		if vals[i] > h0 {
+			h0 = vals[i]
 		}
 	}
-	if i < len(vals) && vals[i] < l0 {
-		l0 = vals[i]
+	for _, l := range [3]T{l1, l2, l3} {
+		if l < l0 {
+			l0 = l
+		}
 	}
-	if l1 < l0 {
-		l0 = l1
+	for _, h := range [3]T{h1, h2, h3} {
+		if h > h0 {
+			h0 = h
+		}
 	}
-	return l0, hi
+	return l0, h0
 }
 
 // sum adds query q's eligible positive scores (by list position) to the
@@ -377,7 +425,7 @@ func (sk *sink[T]) rescanSelect(ctx context.Context, ks []int) ([]float64, error
 func (s *scorer[T]) eachPositives(ctx context.Context, newVisitor func() func(vals []T)) error {
 	for _, ch := range s.chunks() {
 		c := s.scoresOnly(ch[0], ch[1])
-		if err := s.positives(ctx, c); err != nil {
+		if err := s.positives(ctx, c, false); err != nil {
 			return err
 		}
 		n := c.q1 - c.q0

@@ -208,7 +208,7 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 	var ibuf []int32
 	for _, ch := range s.chunks() {
 		c := s.scoresOnly(ch[0], ch[1])
-		if err := s.positives(ctx, c); err != nil {
+		if err := s.positives(ctx, c, false); err != nil {
 			if errors.Is(err, errNonFinite) {
 				return nil, s.failure(ctx)
 			}
