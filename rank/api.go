@@ -190,21 +190,3 @@ func ScoreEach(ctx context.Context, p Problem, o Options, fn func(q int, r Query
 	}
 	return scoreRun(ctx, pr, t0, fn)
 }
-
-// EligibleCounts is the number of eligible positives of every query of a
-// problem that passed Score's checks.
-func (p Problem) EligibleCounts() []int {
-	out := make([]int, p.Queries.Rows())
-	for q := range out {
-		var ex []int
-		if p.Exclusions != nil {
-			ex = p.Exclusions[q]
-		}
-		if p.Classes != nil {
-			out[q] = p.Classes.EligibleCount(q, ex)
-		} else {
-			out[q] = len(retrieval.EligiblePositives(p.Relevance[q], ex))
-		}
-	}
-	return out
-}

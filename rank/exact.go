@@ -1,8 +1,6 @@
 package rank
 
 import (
-	"math"
-
 	"github.com/vertebrae-eval/vertebrae/kernel"
 )
 
@@ -95,23 +93,6 @@ func allFinite[T working](v []T) bool {
 		return ok
 	}
 	return false
-}
-
-// maxOf is the largest value of v (−Inf for none); v is finite.
-func maxOf[T working](v []T) T {
-	if v32, ok := any(v).([]float32); ok {
-		m, _ := kernel.MaxFinite32(v32)
-		return T(m)
-	}
-	m0, m1 := T(math.Inf(-1)), T(math.Inf(-1))
-	i := 0
-	for ; i+2 <= len(v); i += 2 {
-		m0, m1 = max(m0, v[i]), max(m1, v[i+1])
-	}
-	if i < len(v) {
-		m0 = max(m0, v[i])
-	}
-	return max(m0, m1)
 }
 
 // rows produces working rows of a source in T (SPEC §4.1).

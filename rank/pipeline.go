@@ -18,31 +18,29 @@ import (
 // working precision T, over the queries [qlo, qhi) and the gallery rows of
 // its plan.
 type scorer[T working] struct {
-	pr           *prepared
-	pl           plan
-	ex           exact[T]
-	rel          *relevance
-	d            int
-	qlo, qhi     int
-	q            []T     // the queries' working rows from qlo (nil: a sparse endpoint)
-	g            *source // the gallery's rows (its working rows, when cached)
-	stats        *Stats
-	meter        *meter
-	sink         *sink[T]  // pooled positive summary (nil: results carry Scores)
-	screen       screen[T] // chosen at the first pass (nil: exhaustive tiles)
-	chosen       bool      // the screen has been chosen
-	sorted       bool      // results list sorted ranks (label relevance)
-	emit         func(q int, r QueryResult) error
-	out          *shardOut[T] // gallery-shard output instead of results (shard.go)
-	ranks1       []int        // 1..n, shared by sorted results without negatives
-	arenas       [2]*arena[T]
-	workers      []*worker[T]      // the pass workers, reused by every chunk
-	posWorkers   []*posWorker[T]   // the positives stage's
-	orderWorkers []*orderWorker[T] // orderPositives's
-	sum          sync.WaitGroup    // the ordered sums of the chunks (sink)
-	lastSum      chan struct{}     // closed when the last chunk's sum is taken
-	sumErr       error
-	ranksMu      sync.Mutex
+	pr         *prepared
+	pl         plan
+	ex         exact[T]
+	rel        *relevance
+	d          int
+	qlo, qhi   int
+	q          []T     // the queries' working rows from qlo (nil: a sparse endpoint)
+	g          *source // the gallery's rows (its working rows, when cached)
+	stats      *Stats
+	meter      *meter
+	sink       *sink[T]  // pooled positive summary (nil: results carry Scores)
+	screen     screen[T] // chosen at the first pass (nil: exhaustive tiles)
+	chosen     bool      // the screen has been chosen
+	sorted     bool      // results list sorted ranks (label relevance)
+	emit       func(q int, r QueryResult) error
+	out        *shardOut[T] // gallery-shard output instead of results (shard.go)
+	ranks1     []int        // 1..n, shared by sorted results without negatives
+	arenas     [2]*arena[T]
+	workers    []*worker[T]    // the pass workers, reused by every chunk
+	posWorkers []*posWorker[T] // the positives stage's
+	sum        sync.WaitGroup  // the ordered sums of the chunks (sink)
+	lastSum    chan struct{}   // closed when the last chunk's sum is taken
+	ranksMu    sync.Mutex
 }
 
 // errNonFinite stops a stage at a non-finite exact score; the run then
@@ -125,6 +123,7 @@ type arena[T working] struct {
 	scores  []T
 	thr     []T
 	idx     []int32
+	pos     []int32
 	sumDone chan struct{} // closed when the chunk's ordered sum is taken (nil: none pending)
 }
 
@@ -156,7 +155,7 @@ func (s *scorer[T]) chunkBytes(q int) int {
 	n := m * size
 	if s.rel.negatives(q, s.pl.rows) > 0 {
 		p := s.rel.count(q)
-		n += p * (size + 4 + 4*s.pr.threads)
+		n += p * (size + 4 + 4 + 4*s.pr.threads)
 		if p >= minBucketedThresholds {
 			n += 2 * slotBucketsPerThreshold * p
 		}
@@ -184,7 +183,7 @@ func (s *scorer[T]) scoreAll(ctx context.Context) error {
 		}
 	}
 	s.sum.Wait()
-	return s.sumErr
+	return nil
 }
 
 // cacheGallery holds the gallery's working rows for the run when they are
@@ -245,7 +244,7 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 			nb += tableLen(p)
 		}
 	}
-	ar.scores, ar.thr, ar.idx, ar.tab = growRoom(ar.scores, np), growRoom(ar.thr, nt), growRoom(ar.idx, nt), growRoom(ar.tab, nb)
+	ar.scores, ar.thr, ar.idx, ar.pos, ar.tab = growRoom(ar.scores, np), growRoom(ar.thr, nt), growRoom(ar.idx, nt), growRoom(ar.pos, nt), growRoom(ar.tab, nb)
 	np, nt, nb = 0, 0, 0
 	for i := range n {
 		q := q0 + i
@@ -255,7 +254,7 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 		c.off[i] = -1
 		if c.neg[i] {
 			p := s.rel.count(q)
-			c.th[i] = thresholds[T]{score: ar.thr[nt : nt+p : nt+p+1], index: ar.idx[nt : nt+p : nt+p+1]}
+			c.th[i] = thresholds[T]{score: ar.thr[nt : nt+p : nt+p+1], index: ar.idx[nt : nt+p : nt+p+1], pos: ar.pos[nt : nt+p : nt+p]}
 			c.off[i] = c.slots
 			c.slots += p + 1 // slot p: precedes no positive
 			c.most = max(c.most, p)
@@ -270,9 +269,13 @@ func (s *scorer[T]) newChunk(q0, q1, a int) (*chunk[T], error) {
 }
 
 // scoreChunk is the pipeline for one chunk.
+// A gallery shard's chunk takes its positive scores from the partial
+// (shard.go) instead of scoring them.
 func (s *scorer[T]) scoreChunk(ctx context.Context, c *chunk[T]) error {
 	t1 := time.Now()
-	if err := s.positives(ctx, c, true); err != nil {
+	if s.out != nil {
+		s.out.fill(s, c)
+	} else if err := s.positives(ctx, c, true); err != nil {
 		return err
 	}
 	if err := s.orderPositives(ctx, c); err != nil {
@@ -505,15 +508,7 @@ func (w *posWorker[T]) score(s *scorer[T], qs, gs []int32) []T {
 func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 	n := c.q1 - c.q0
 	const group = 16
-	k := 0
-	newWorker := func() *orderWorker[T] { // the chunks reuse the workers
-		if k == len(s.orderWorkers) {
-			s.orderWorkers = append(s.orderWorkers, &orderWorker[T]{})
-		}
-		k++
-		return s.orderWorkers[k-1]
-	}
-	return parallel(ctx, s.pr.threads, (n+group-1)/group, newWorker, func(task int, w *orderWorker[T]) error {
+	return parallel(ctx, s.pr.threads, (n+group-1)/group, func() struct{} { return struct{}{} }, func(task int, _ struct{}) error {
 		for i := task * group; i < min(n, (task+1)*group); i++ {
 			q := c.q0 + i
 			ex := s.rel.excludedPos(q)
@@ -524,7 +519,7 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 			ord := rankOrder(rs, c.scores[i], ex)
 			th, list := &c.th[i], s.rel.list(q)
 			for r, p := range ord {
-				th.score[r], th.index[r] = c.scores[i][p], list[p]
+				th.score[r], th.index[r], th.pos[r] = c.scores[i][p], list[p], p
 			}
 			sorterPool.Put(rs)
 			if s.pl.buckets && len(ord) >= minBucketedThresholds {
@@ -545,11 +540,6 @@ func (c *chunk[T]) raiseMax(i int, v T) {
 			return
 		}
 	}
-}
-
-// orderWorker is one worker's scratch of orderPositives.
-type orderWorker[T working] struct {
-	vals []T
 }
 
 // sumChunk takes the ordered sum of the chunk's eligible positive scores
@@ -681,9 +671,7 @@ func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bo
 	list, ex := s.rel.list(q), s.rel.excludedPos(q)
 	rankAt := make([]int, len(list)) // by list position
 	if cum != nil {
-		th := &c.th[i]
-		for k, g := range th.index {
-			pos, _ := slices.BinarySearch(list, g)
+		for k, pos := range c.th[i].pos {
 			rankAt[pos] = 1 + k + int(cum[k])
 		}
 	} else {

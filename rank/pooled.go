@@ -32,7 +32,6 @@ type sink[T working] struct {
 	kept     atomic.Int64
 	overflow atomic.Bool
 	total    float64 // the ordered sum so far
-	buf      []T
 }
 
 // sinkPart is one worker's share of the summary.

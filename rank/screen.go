@@ -74,12 +74,11 @@ type cheapState[T working] struct {
 
 // need is a pair that needs its exact score: chunk query i, block offset j,
 // whether it may be the nearest negative and whether it is undecided for
-// the counts, with the slot the cheap counts gave it (−1: none).
+// the counts.
 type need struct {
 	i, j  int32
 	nn    bool
 	undec bool
-	cheap int32
 }
 
 // chooseScreen picks the run's screen from the plan and, where screening
@@ -103,7 +102,7 @@ func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
 	if f32 == nil {
 		return nil
 	}
-	if force == "" && c.most > screenSlotScans && !samplePays[T](s, f32, c, screen32MaxUndecided) {
+	if force == "" && c.most > manyThresholds && !samplePays[T](s, f32, c, screen32MaxUndecided) {
 		// Dense thresholds (label relevance): most cheap scores would stay
 		// undecided.
 		return nil
@@ -217,12 +216,6 @@ func (s *scorer[T]) exactRow(w *worker[T], c *chunk[T], q int, sb block, j0 int)
 	return nil
 }
 
-// screenSlotScans is the most positives per query for which a row is
-// decided by one vector scan per positive; beyond it one scan lists every
-// candidate between the lowest and the highest positive and each is placed
-// by a search (screen.md §5).
-const screenSlotScans = 8
-
 // screenRow applies the decision rules of screen.md §5 to query c.q0+i's
 // cheap scores over sub-block sb (block offset j0), bound e: decided
 // negatives are counted, the others listed in w.cheap.need. It reports
@@ -255,66 +248,11 @@ func (s *scorer[T]) screenRow(w *worker[T], c *chunk[T], i int, sb block, j0 int
 	nthr32 := down32(nthr)
 	w.hits = growTo(w.hits, len(row))
 	list := cs.need
-	if p <= screenSlotScans {
-		// One scan per positive r counts A_r = #{c > above_r} and lists the
-		// band [below_r, above_r]; slot r holds A_r − A_{r−1} decided
-		// candidates, and each undecided one (taken in the first band that
-		// lists it) leaves the slot the counts gave it.
-		var hi, lo [screenSlotScans]float32
-		var count [screenSlotScans]int
-		for r := range p {
-			sr := float64(th.score[r])
-			hi[r], lo[r] = up32(up(sr+e)), down32(down(sr-e))
-		}
-		inf := float32(math.Inf(1))
-		for _, run := range w.runs {
-			j := int(run[0])
-			seg := row[j:run[1]]
-			for r := range p {
-				high := inf
-				if r == 0 {
-					high = nthr32
-				}
-				n, hits := kernel.Scan32(seg, kernel.Cut{Above: hi[r], Lo: lo[r], Hi: hi[r], High: high}, w.hits)
-				count[r] += n
-				for _, k := range hits {
-					x := seg[k]
-					nd := need{i: int32(i), j: int32(j0+j) + k, cheap: -1}
-					nd.nn = r == 0 && x >= nthr32 && float64(x) >= nthr
-					if x >= lo[r] && x <= hi[r] {
-						earlier := false
-						for rr := range r {
-							earlier = earlier || x >= lo[rr] && x <= hi[rr]
-						}
-						if !earlier {
-							cheap := r + 1
-							for cheap <= last && !(x > hi[cheap]) {
-								cheap++
-							}
-							if cheap <= last {
-								nd.cheap = int32(cheap)
-							}
-							nd.undec = true
-						}
-					}
-					if nd.nn || nd.undec {
-						list = append(list, nd)
-					}
-				}
-			}
-		}
-		prev := 0
-		for r := range p {
-			cnt[r] += int32(count[r] - prev)
-			prev = count[r]
-		}
-		cs.need = list
-		return true
-	}
-	// Many positives: one scan counts the candidates above every positive
-	// (slot 0) and lists those between the lowest and the highest, and the
-	// nearest-negative candidates; each listed one is placed by a search
-	// when no positive's score lies within its bound.
+	// One vector scan counts the candidates certainly above every positive
+	// (slot 0) and lists those between the lowest and the highest positive
+	// and the nearest-negative candidates; each listed one is placed by a
+	// search when no positive's score lies within its bound, else it is
+	// undecided.
 	skip := down32(down(float64(th.score[last]) - e))
 	top := up32(up(float64(th.score[0]) + e))
 	for _, run := range w.runs {
@@ -324,7 +262,7 @@ func (s *scorer[T]) screenRow(w *worker[T], c *chunk[T], i int, sb block, j0 int
 		cnt[0] += int32(first)
 		for _, k := range hits {
 			x := seg[k]
-			nd := need{i: int32(i), j: int32(j0+j) + k, cheap: -1}
+			nd := need{i: int32(i), j: int32(j0+j) + k}
 			nd.nn = x >= nthr32 && float64(x) >= nthr
 			if x >= skip && x <= top {
 				cf := float64(x)
@@ -344,9 +282,8 @@ func (s *scorer[T]) screenRow(w *worker[T], c *chunk[T], i int, sb block, j0 int
 }
 
 // verify scores the listed pairs of block b exactly and applies their
-// decisions: an undecided pair leaves the slot the cheap counts gave it
-// and takes that of its exact score; a nearest-negative candidate raises
-// the nearest negative.
+// decisions: an undecided pair takes the slot of its exact score; a
+// nearest-negative candidate raises the nearest negative.
 func (s *scorer[T]) verify(w *worker[T], c *chunk[T], b block) error {
 	cs := &w.cheap
 	need := cs.need
@@ -375,11 +312,7 @@ func (s *scorer[T]) verify(w *worker[T], c *chunk[T], b block) error {
 		}
 		if nd.undec {
 			th := &c.th[i]
-			cnt := w.cnt[c.off[i] : c.off[i]+len(th.score)+1]
-			if nd.cheap >= 0 {
-				cnt[nd.cheap]--
-			}
-			cnt[th.firstPreceded(v, b.global(int(nd.j)))]++
+			w.cnt[c.off[i]+th.firstPreceded(v, b.global(int(nd.j)))]++
 		}
 	}
 	cs.need = need[:0]
@@ -431,8 +364,12 @@ func (s *scorer[T]) verifyByQuery(w *worker[T], c *chunk[T]) {
 // (kernel.DotBlocked32) over the float32 roundings of the working rows.
 
 // screen32MaxUndecided is the largest undecided share of sampled negatives
-// for which a run with many positives per query is screened in float32.
-const screen32MaxUndecided = 0.15
+// for which a run with more than manyThresholds positives per query is
+// screened in float32 (with few, the float32 screen always pays).
+const (
+	screen32MaxUndecided = 0.15
+	manyThresholds       = 8
+)
 
 type screen32[T working] struct {
 	screenCounters

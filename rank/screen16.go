@@ -51,21 +51,20 @@ const screen16Fits = 0x1p120
 
 type screen16[T working] struct {
 	screenCounters
-	q16          []int16   // quantised queries from qlo
-	qs           []float32 // σ_q
-	qn, qr, qR   []float64 // ≥ ‖σ_qQ^q‖, ≥ ‖q − σ_qQ^q‖, ≥ ‖q‖
-	qp           []int32   // the packed queries of the current chunk, from qpLo
-	qpLo         int
-	qlo          int
-	maxQR        float64 // the largest R_q
-	gd, g3, tau  float64 // γ_d of the exact rule, γ_3(v) and (d+2)·2⁻¹⁴⁹
-	f64          bool    // the float64 protocol
-	sdv          float64 // float64: √d·2⁻¹⁵⁰ of the residual bound
-	scale        float64
-	subN         int
-	sim          Similarity
-	d            int
-	sampled, und int64
+	q16         []int16   // quantised queries from qlo
+	qs          []float32 // σ_q
+	qn, qr, qR  []float64 // ≥ ‖σ_qQ^q‖, ≥ ‖q − σ_qQ^q‖, ≥ ‖q‖
+	qp          []int32   // the packed queries of the current chunk, from qpLo
+	qpLo        int
+	qlo         int
+	maxQR       float64 // the largest R_q
+	gd, g3, tau float64 // γ_d of the exact rule, γ_3(v) and (d+2)·2⁻¹⁴⁹
+	f64         bool    // the float64 protocol
+	sdv         float64 // float64: √d·2⁻¹⁵⁰ of the residual bound
+	scale       float64
+	subN        int
+	sim         Similarity
+	d           int
 }
 
 // ws16 is one worker's int16 screen buffers.

@@ -199,6 +199,7 @@ func ScorePositives(ctx context.Context, p Problem, o Options) (*PositiveScores,
 
 func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScores, error) {
 	s := newScorer[T](ctx, pr, allRows(pr.ng), 0, pr.nq)
+	s.cacheGallery(ctx, len(s.chunks()))
 	out := &PositiveScores{Offsets: make([]int, pr.nq+1)}
 	for q := range pr.nq {
 		out.Offsets[q+1] = out.Offsets[q] + s.rel.count(q)
@@ -265,8 +266,8 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 		part.Offsets[i+1] = pos.Offsets[t.QueryLo+i+1] - base
 	}
 	np := part.Offsets[bn]
-	part.Positives = slices.Clone(pos.Index[base : base+np])
-	part.Scores = slices.Clone(pos.Scores[base : base+np])
+	part.Positives = pos.Index[base : base+np : base+np] // shared with pos (read-only)
+	part.Scores = pos.Scores[base : base+np : base+np]
 	part.Counts = make([]int64, np)
 	if part.keepsTop() {
 		part.Top = make([][]Candidate, bn)
@@ -296,7 +297,7 @@ func scoreShard[T working](ctx context.Context, pr *prepared, rows rowSet, t Sha
 	for i, ch := range s.chunks() {
 		c, err := s.newChunk(ch[0], ch[1], i%2)
 		if err == nil {
-			err = s.shardChunk(ctx, c)
+			err = s.scoreChunk(ctx, c)
 		}
 		if errors.Is(err, errNonFinite) {
 			return s.failure(ctx)
@@ -308,38 +309,22 @@ func scoreShard[T working](ctx context.Context, pr *prepared, rows rowSet, t Sha
 	return nil
 }
 
-// shardChunk is scoreChunk with the positives' scores taken from the
-// partial (the positives stage ran once for every shard).
-func (s *scorer[T]) shardChunk(ctx context.Context, c *chunk[T]) error {
-	part := s.out.part
+// fill sets the chunk's positive scores from the partial's (the positives
+// stage ran once for every shard).
+func (o *shardOut[T]) fill(s *scorer[T], c *chunk[T]) {
 	for i := range c.scores {
 		q := c.q0 + i
-		k := part.Offsets[q-part.QueryLo]
+		k := o.part.Offsets[q-o.part.QueryLo]
 		list, ex := s.rel.list(q), s.rel.excludedPos(q)
 		for m := range list {
 			if len(ex) > 0 && int(ex[0]) == m {
 				ex = ex[1:]
 				continue
 			}
-			c.scores[i][m] = T(part.Scores[k])
+			c.scores[i][m] = T(o.part.Scores[k])
 			k++
 		}
 	}
-	if err := s.orderPositives(ctx, c); err != nil {
-		return err
-	}
-	pass := s.pl.keep
-	for _, n := range c.neg {
-		pass = pass || n
-	}
-	var ws []*worker[T]
-	if pass {
-		var err error
-		if ws, err = s.pass(ctx, c); err != nil {
-			return err
-		}
-	}
-	return s.merge(ctx, c, ws)
 }
 
 // shardOut collects a gallery shard's per-query counts into its partial.
@@ -355,28 +340,30 @@ func (o *shardOut[T]) query(s *scorer[T], c *chunk[T], i int, cum []int32, best 
 	q := c.q0 + i
 	b := q - o.part.QueryLo
 	lo, hi := o.part.Offsets[b], o.part.Offsets[b+1]
-	idx, counts := o.part.Positives[lo:hi], o.part.Counts[lo:hi]
-	// The eligible positives in rank order, as gallery indices.
+	counts := o.part.Counts[lo:hi]
+	// The eligible positives in rank order, as list positions.
 	var order []int32
 	if cum != nil {
-		order = c.th[i].index
+		order = c.th[i].pos
 	} else {
 		rs := sorterPool.Get().(*radixSorter)
-		list := s.rel.list(q)
-		for _, p := range rankOrder(rs, c.scores[i], s.rel.excludedPos(q)) {
-			order = append(order, list[p])
-		}
-		sorterPool.Put(rs)
+		order = rankOrder(rs, c.scores[i], s.rel.excludedPos(q))
+		defer sorterPool.Put(rs)
 	}
+	list, ex := s.rel.list(q), s.rel.excludedPos(q)
 	ahead := 0 // positives of the shard earlier in rank order
-	for r, g := range order {
-		k, _ := slices.BinarySearch(idx, int(g))
+	for r, p := range order {
+		k := int(p) // the eligible index: the list position less the excluded ones before it
+		if len(ex) > 0 {
+			e, _ := slices.BinarySearch(ex, p)
+			k -= e
+		}
 		n := int64(ahead)
 		if cum != nil {
 			n += int64(cum[r])
 		}
 		counts[k] = n
-		if o.rows.has(int(g)) {
+		if o.rows.has(int(list[p])) {
 			ahead++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 type thresholds[T working] struct {
 	score []T     // rank order
 	index []int32 // gallery index of each
+	pos   []int32 // position of each in the query's positive list
 	b     *slotBuckets
 }
 
