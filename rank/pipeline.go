@@ -60,6 +60,7 @@ func runAs[T working](ctx context.Context, pr *prepared, t0 time.Time, fn func(q
 	s.emit = fn
 	s.sorted = pr.o.SortedRanks && pr.rel.classes != nil
 	s.stats.Prepare = time.Since(t0)
+	s.cacheGallery(ctx, len(s.chunks()))
 	if pr.o.Pooled != nil {
 		s.sink = newSink[T](s)
 		s.stats.PooledStreamed = true
@@ -131,10 +132,14 @@ type arena[T working] struct {
 // fits the plan's chunk budget, at least one query each.
 func (s *scorer[T]) chunks() [][2]int {
 	var out [][2]int
+	limit := s.pl.chunk
+	if !s.pl.chunkPairs {
+		limit /= s.arenaCount() // the budget covers every arena
+	}
 	lo, bytes := s.qlo, 0
 	for q := s.qlo; q < s.qhi; q++ {
 		n := s.chunkBytes(q)
-		if q > lo && bytes+n > s.pl.chunk {
+		if q > lo && bytes+n > limit {
 			out = append(out, [2]int{lo, q})
 			lo, bytes = q, 0
 		}
@@ -167,10 +172,10 @@ func (s *scorer[T]) chunkBytes(q int) int {
 func (s *scorer[T]) scoreAll(ctx context.Context) error {
 	chunks := s.chunks()
 	s.stats.Chunks = len(chunks)
+	arenas := s.arenaCount()
 	defer s.sum.Wait()
-	s.cacheGallery(ctx, len(chunks))
 	for i, ch := range chunks {
-		c, err := s.newChunk(ch[0], ch[1], i%2)
+		c, err := s.newChunk(ch[0], ch[1], i%arenas)
 		if err != nil {
 			return err
 		}
@@ -212,6 +217,22 @@ func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
 		c.direct32 = r
 	}
 	s.g = c
+}
+
+// arenaCount is the chunk arenas of a run: two when no query has a
+// negative among the pass rows (no pass: the ordered sum of a chunk then
+// overlaps the next chunk's positives), else one (a chunk's sum ends while
+// its pass runs).
+func (s *scorer[T]) arenaCount() int {
+	if s.sink == nil || s.pl.keep {
+		return 1
+	}
+	for q := s.qlo; q < s.qhi; q++ {
+		if s.rel.negatives(q, s.pl.rows) > 0 {
+			return 1
+		}
+	}
+	return 2
 }
 
 // newChunk lays out the state of queries [q0, q1) in arena slot a.

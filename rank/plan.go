@@ -52,7 +52,7 @@ type tuning struct {
 }
 
 const (
-	defaultChunkBytes = 16 << 20
+	defaultChunkBytes = 32 << 20
 	defaultWindowCap  = 1 << 21
 	defaultSubRows    = 512
 	defaultVerify     = 1 << 17

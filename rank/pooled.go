@@ -61,31 +61,20 @@ func (sk *sink[T]) place(ctx context.Context) error {
 		return nil
 	}
 	delta := min(0.1, max(0.005, 0.25*float64(s.pl.window)/float64(sk.n)))
-	// A sample of about 2^20 values spread over the queries (many queries,
-	// few values each: a query's positives are a cluster of similar
-	// scores).
+	// The sample: about 2^20 values, whole queries from 16 places spread
+	// over the queries, scored as the positives stage scores them.
 	nq := s.qhi - s.qlo
-	per := max(1, (1<<20)/min(nq, 4096))
-	sample := make([]T, 0, 1<<20+1<<16)
-	w := &posWorker[T]{}
-	for i := range min(nq, 4096) {
-		q := s.qlo + i*nq/min(nq, 4096)
-		list, ex := s.rel.list(q), s.rel.excludedPos(q)
-		step := max(1, s.rel.count(q)/per)
-		var gs []int32
-		for m := 0; m < len(list); m += step {
-			if _, excluded := slices.BinarySearch(ex, int32(m)); !excluded {
-				gs = append(gs, list[m])
-			}
-		}
-		for lo := 0; lo < len(gs); lo += 512 {
-			out := w.score(s, []int32{int32(q)}, gs[lo:min(lo+512, len(gs))])
-			for _, v := range out {
-				sample = append(sample, v+0)
-			}
-		}
-		if err := ctx.Err(); err != nil {
+	const places, budget = 16, 1 << 20
+	per := max(1, budget/(places*max(1, sk.n/nq)))
+	var sample []T
+	for k := range min(places, nq) {
+		q0 := s.qlo + k*nq/min(places, nq)
+		c := s.scoresOnly(q0, min(q0+per, s.qlo+(k+1)*nq/min(places, nq)))
+		if err := s.positives(ctx, c, false); err != nil {
 			return err
+		}
+		for i := range c.scores {
+			sample = append(sample, eligibleScores(s.rel, c.q0+i, c.scores[i], nil)...)
 		}
 	}
 	if !allFinite(sample) {
@@ -151,8 +140,9 @@ func (p *sinkPart[T]) rowStats(vals []T) (hi T) {
 	} else {
 		below := 0
 		for _, v := range vals {
-			below += b2i(v < wl)
-			if v >= wl && v <= wh {
+			b := b2i(v < wl)
+			below += b
+			if b|b2i(v > wh) == 0 { // inside (a branch taken for the few inside)
 				p.window = append(p.window, v)
 			}
 		}

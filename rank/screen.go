@@ -85,10 +85,13 @@ type need struct {
 // costs something when it fails, from a measured sample of the chunk
 // (samplePays). nil: exhaustive tiles.
 func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
-	if !s.pl.screens.allowed {
+	force := s.pl.screens.force
+	if !s.pl.screens.allowed || force == "" && c.most > manyThresholds {
+		// With many positives per query (label relevance) their scores are
+		// dense: placing a cheap score costs what placing an exact one does,
+		// and many stay undecided.
 		return nil
 	}
-	force := s.pl.screens.force
 	pairs := int64(s.qhi-s.qlo) * int64(s.pl.rows.len())
 	var f32 *screen32[T]
 	if s.pl.prec == Float64 {
@@ -100,11 +103,6 @@ func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
 		}
 	}
 	if f32 == nil {
-		return nil
-	}
-	if force == "" && c.most > manyThresholds && !samplePays[T](s, f32, c, screen32MaxUndecided) {
-		// Dense thresholds (label relevance): most cheap scores would stay
-		// undecided.
 		return nil
 	}
 	return f32
@@ -363,13 +361,9 @@ func (s *scorer[T]) verifyByQuery(w *worker[T], c *chunk[T]) {
 // The float32 screen of the float64 protocol: c = the blocked float32 chain
 // (kernel.DotBlocked32) over the float32 roundings of the working rows.
 
-// screen32MaxUndecided is the largest undecided share of sampled negatives
-// for which a run with more than manyThresholds positives per query is
-// screened in float32 (with few, the float32 screen always pays).
-const (
-	screen32MaxUndecided = 0.15
-	manyThresholds       = 8
-)
+// manyThresholds is the most positives per query of a run the plan
+// screens (unless a screen is forced).
+const manyThresholds = 8
 
 type screen32[T working] struct {
 	screenCounters
@@ -478,8 +472,21 @@ func convertNormBound(y []float64, y32 []float32) (float64, bool) {
 	return math.Sqrt(acc*(1+gamma(2*len(y)+66, u64))+0x1p-1000) * (1 + 0x1p-50), fits
 }
 
-func down(x float64) float64 { return math.Nextafter(x, math.Inf(-1)) }
-func up(x float64) float64   { return math.Nextafter(x, math.Inf(1)) }
+// down and up are the neighbours of x below and above it (math.Nextafter
+// toward ∓Inf, without its general cases: x is not NaN).
+func down(x float64) float64 {
+	switch {
+	case x == 0:
+		return -0x1p-1074
+	case math.IsInf(x, -1):
+		return x
+	case x > 0: // +Inf included: its bits less one are math.MaxFloat64
+		return math.Float64frombits(math.Float64bits(x) - 1)
+	}
+	return math.Float64frombits(math.Float64bits(x) + 1)
+}
+
+func up(x float64) float64 { return -down(-x) }
 
 // down32 and up32 round a float64 to a float32 below / above it.
 func down32(x float64) float32 {

@@ -294,8 +294,8 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 func scoreShard[T working](ctx context.Context, pr *prepared, rows rowSet, t ShardTask, part *Partial) error {
 	s := newScorer[T](ctx, pr, rows, t.QueryLo, t.QueryHi)
 	s.out = &shardOut[T]{part: part, rows: rows}
-	for i, ch := range s.chunks() {
-		c, err := s.newChunk(ch[0], ch[1], i%2)
+	for _, ch := range s.chunks() {
+		c, err := s.newChunk(ch[0], ch[1], 0)
 		if err == nil {
 			err = s.scoreChunk(ctx, c)
 		}

@@ -190,7 +190,7 @@ type slotBuckets struct {
 // most buckets hold no threshold and most values are placed without a
 // search, up to maxSlotBuckets per query.
 const (
-	slotBucketsPerThreshold = 8
+	slotBucketsPerThreshold = 4
 	maxSlotBuckets          = 1 << 20
 	minBucketedThresholds   = 32 // fewer: a plain binary search
 )
