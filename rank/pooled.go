@@ -296,153 +296,92 @@ func (sk *sink[T]) summary(ctx context.Context) (metrics.Summary, error) {
 }
 
 // rescanSelect finds the ks-th smallest pooled scores by scoring the
-// positives again: each pass fixes 16 more bits of every target's key,
-// until few enough values share a target's prefix to be collected.
+// positives again (a fallback: the window missed the median or overflowed):
+// each pass fixes 16 more bits of every target's key, until few enough
+// values share a target's prefix to be collected and sorted.
 func (sk *sink[T]) rescanSelect(ctx context.Context, ks []int) ([]float64, error) {
 	type target struct {
-		rank   int
-		prefix uint64
-		fixed  uint
-		count  int
+		rank, count int
+		prefix      uint64
+		fixed       uint
+		hist        []int
+		keys        []uint64
 	}
-	limit := sk.s.pl.window
 	ts := make([]target, len(ks))
 	for i, k := range ks {
 		ts[i] = target{rank: k, count: sk.n} // no bit fixed yet
 	}
-	open := func(t target) bool { return t.fixed < 64 && t.count > limit }
-	for slices.ContainsFunc(ts, open) {
-		var mu sync.Mutex
-		hist := make([][]int, len(ts))
-		for i := range hist {
-			hist[i] = make([]int, 1<<16)
+	open := func(t *target) bool { return t.fixed < 64 && t.count > sk.s.pl.window }
+	for {
+		more := false
+		for i := range ts {
+			if t := &ts[i]; open(t) {
+				t.hist, more = make([]int, 1<<16), true
+			}
 		}
-		err := sk.s.eachPositives(ctx, func() func(vals []T) {
-			local := make([][]int, len(ts))
-			for i := range local {
-				local[i] = make([]int, 1<<16)
-			}
-			return func(vals []T) {
-				if vals == nil { // the worker is done
-					mu.Lock()
-					for i := range local {
-						for d, c := range local[i] {
-							hist[i][d] += c
-						}
-					}
-					mu.Unlock()
-					return
-				}
-				for _, v := range vals {
-					k := metrics.OrderKey(float64(v))
-					for i, t := range ts {
-						if open(t) && k>>(64-t.fixed) == t.prefix {
-							wd := min(16, 64-t.fixed)
-							local[i][(k>>(64-t.fixed-wd))&(1<<wd-1)]++
-						}
+		if !more {
+			break
+		}
+		if err := sk.s.eachPositives(ctx, func(vals []T) {
+			for _, v := range vals {
+				k := metrics.OrderKey(float64(v))
+				for i := range ts {
+					if t := &ts[i]; open(t) && k>>(64-t.fixed) == t.prefix {
+						wd := min(16, 64-t.fixed)
+						t.hist[(k>>(64-t.fixed-wd))&(1<<wd-1)]++
 					}
 				}
 			}
-		})
-		if err != nil {
+		}); err != nil {
 			return nil, err
 		}
 		for i := range ts {
-			t := &ts[i]
-			if !open(*t) {
-				continue
+			if t := &ts[i]; open(t) {
+				d := 0
+				for ; t.rank >= t.hist[d]; d++ {
+					t.rank -= t.hist[d]
+				}
+				wd := min(16, 64-t.fixed)
+				t.prefix, t.fixed, t.count = t.prefix<<wd|uint64(d), t.fixed+wd, t.hist[d]
 			}
-			h := hist[i]
-			d := 0
-			for ; t.rank >= h[d]; d++ {
-				t.rank -= h[d]
+		}
+	}
+	if slices.ContainsFunc(ts, func(t target) bool { return t.fixed < 64 }) {
+		if err := sk.s.eachPositives(ctx, func(vals []T) {
+			for _, v := range vals {
+				k := metrics.OrderKey(float64(v))
+				for i := range ts {
+					if t := &ts[i]; t.fixed < 64 && k>>(64-t.fixed) == t.prefix {
+						t.keys = append(t.keys, k)
+					}
+				}
 			}
-			wd := min(16, 64-t.fixed)
-			t.prefix, t.fixed, t.count = t.prefix<<wd|uint64(d), t.fixed+wd, h[d]
+		}); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]float64, len(ts))
-	keys := make([][]uint64, len(ts))
-	need := false
 	for i, t := range ts {
 		if t.fixed >= 64 {
 			out[i] = metrics.KeyValue(t.prefix)
-		} else {
-			need = true
+			continue
 		}
-	}
-	if need {
-		var mu sync.Mutex
-		err := sk.s.eachPositives(ctx, func() func(vals []T) {
-			local := make([][]uint64, len(ts))
-			return func(vals []T) {
-				if vals == nil {
-					mu.Lock()
-					for i := range local {
-						keys[i] = append(keys[i], local[i]...)
-					}
-					mu.Unlock()
-					return
-				}
-				for _, v := range vals {
-					k := metrics.OrderKey(float64(v))
-					for i, t := range ts {
-						if t.fixed < 64 && k>>(64-t.fixed) == t.prefix {
-							local[i] = append(local[i], k)
-						}
-					}
-				}
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		for i, t := range ts {
-			if t.fixed < 64 {
-				slices.Sort(keys[i])
-				out[i] = metrics.KeyValue(keys[i][t.rank])
-			}
-		}
+		slices.Sort(t.keys)
+		out[i] = metrics.KeyValue(t.keys[t.rank])
 	}
 	return out, nil
 }
 
 // eachPositives scores every query's eligible positives again, chunk by
-// chunk, and hands each query's values to a visitor of its worker (made by
-// newVisitor on the caller's goroutine; called with nil when the worker is
-// done with a chunk).
-func (s *scorer[T]) eachPositives(ctx context.Context, newVisitor func() func(vals []T)) error {
+// chunk, and hands each query's values to visit, one call at a time.
+func (s *scorer[T]) eachPositives(ctx context.Context, visit func(vals []T)) error {
 	for _, ch := range s.chunks() {
 		c := s.scoresOnly(ch[0], ch[1])
 		if err := s.positives(ctx, c, false); err != nil {
 			return err
 		}
-		n := c.q1 - c.q0
-		const group = 16
-		type visitWorker struct {
-			visit func([]T)
-			vals  []T
-		}
-		var mu sync.Mutex
-		var ws []*visitWorker
-		err := parallel(ctx, s.pr.threads, (n+group-1)/group, func() *visitWorker {
-			w := &visitWorker{visit: newVisitor()}
-			mu.Lock()
-			ws = append(ws, w)
-			mu.Unlock()
-			return w
-		}, func(task int, w *visitWorker) error {
-			for i := task * group; i < min(n, (task+1)*group); i++ {
-				vals := eligibleScores(s.rel, c.q0+i, c.scores[i], &w.vals)
-				w.visit(vals)
-			}
-			return nil
-		})
-		for _, w := range ws {
-			w.visit(nil)
-		}
-		if err != nil {
-			return err
+		for i := range c.scores {
+			visit(eligibleScores(s.rel, c.q0+i, c.scores[i], nil))
 		}
 	}
 	return nil

@@ -58,8 +58,6 @@ type cheapState[T working] struct {
 	g32    []float32   // float32 rows of the block (float32 cheap scores; int16 quantises them)
 	out    []float32   // cheap scores of one tile
 	need   []need      // pairs that need their exact score
-	above  []float64
-	below  []float64
 	vals   []T
 	qoff   []int32
 	goff   []int32
