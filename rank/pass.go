@@ -297,7 +297,7 @@ func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []ne
 				m = v
 			}
 			x := (float64(v) - lo) * scale
-			if x < 0 {
+			if !(x >= 0) { // NaN: an overflowing difference times a zero scale
 				x = 0
 			}
 			if x > top {

@@ -197,7 +197,7 @@ func (s *scorer[T]) scoreAll(ctx context.Context) error {
 // budget has room; a gallery stored as its working values needs nothing.
 func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
 	g := s.pr.g
-	if g.csr != nil || direct[T](g, s.pl.rows.block(0, 1)) != nil || s.pl.rows != allRows(s.pr.ng) ||
+	if ctx.Err() != nil || g.csr != nil || direct[T](g, s.pl.rows.block(0, 1)) != nil || s.pl.rows != allRows(s.pr.ng) ||
 		chunks < 2 && s.rel.classes == nil {
 		return
 	}
