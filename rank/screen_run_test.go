@@ -463,3 +463,58 @@ func TestScreen32SubBlocks(t *testing.T) {
 		}
 	}
 }
+
+// The plan screens only where a proven bound exists and exact scores are
+// needed only where a decision is uncertain: never squared_l2, a run
+// export (TopN, FullRanking), sparse endpoints or Options.Exhaustive, even
+// with a screen forced; and the float32 screen only under the float64
+// protocol. Results stay the oracle's.
+func TestScreenApplicability(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(57, 58))
+	p := denseProblem(t, screenCases(r, 17, 10, 60)[1], r)
+	sq, _ := randomSparseRows(r, 10, 40, 5)
+	sg, _ := randomSparseRows(r, 60, 40, 5)
+	sparse := p
+	sparse.Queries, sparse.Gallery = sq, sg
+	for _, kind := range []string{"float32", "int16"} {
+		for _, prec := range []Precision{Float64, Float32} {
+			for _, c := range []struct {
+				name   string
+				p      Problem
+				o      Options
+				screen bool
+			}{
+				{"dot", p, Options{Similarity: Dot}, kind == "int16" || prec == Float64},
+				{"cosine", p, Options{Similarity: Cosine}, kind == "int16" || prec == Float64},
+				{"squared_l2", p, Options{Similarity: SquaredL2}, false},
+				{"top 3", p, Options{Similarity: Dot, TopN: 3}, false},
+				{"full ranking", p, Options{Similarity: Cosine, FullRanking: true}, false},
+				{"exhaustive", p, Options{Similarity: Dot, Exhaustive: true}, false},
+				{"sparse", sparse, Options{Similarity: Dot}, false},
+			} {
+				o := c.o
+				o.Precision, o.QueryBatch, o.GalleryBatch, o.Threads = prec, 4, 16, 2
+				got, st, err := scoreStats(context.Background(), c.p, o, &tuning{screen: kind})
+				what := fmt.Sprintf("%s forced, %s %s", kind, c.name, precName(prec))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if st.Screened != c.screen || (c.screen && st.Screen.Kind != kind) {
+					t.Fatalf("%s: screened %v by %q, want %v", what, st.Screened, st.Screen.Kind, c.screen)
+				}
+				want, err := oracle(c.p, o.Similarity, prec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pp := planPoint{export: o.TopN}
+				if o.FullRanking {
+					pp.export = -1
+				}
+				if d := diffPlan(want, got, nil, pp); d != "" {
+					t.Fatalf("%s: %s", what, d)
+				}
+			}
+		}
+	}
+}
