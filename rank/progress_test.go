@@ -108,12 +108,9 @@ func TestProgressReportsEveryPair(t *testing.T) {
 		}
 		l.check(t, c.name, int64(c.p.Queries.Rows()*c.p.Gallery.Rows()))
 	}
-	// Gallery shards: each reports the pairs of its own task. Not the
-	// one-class problem: a shard task whose queries have no eligible
-	// negative in its rows reports no progress at all (known bug:
-	// shardChunk skips the pass without the meter.add that scoreChunk
-	// makes for such a chunk).
-	for _, p := range []Problem{dense, withNeg, sparse} {
+	// Gallery shards: each reports the pairs of its own task, also a task
+	// whose queries have no eligible negative in its rows (no pass).
+	for _, p := range []Problem{dense, withNeg, sparse, oneClass} {
 		for _, layout := range []ShardLayout{Contiguous, Modulo} {
 			for _, screen := range []string{"off", "float32"} {
 				o := Options{Similarity: Dot, QueryBatch: 4, GalleryBatch: 16, Threads: 2, tune: &tuning{screen: screen}}
