@@ -6,12 +6,12 @@
 // where p_0, p_1, … are a query's eligible positives in rank order. Every
 // run is one pipeline, with each choice made once by the plan:
 //
-//	check (§4.9, check.go) → plan (plan.go) → per query chunk:
+//	check (§4.9, check.go) → plan (plan.go) → per query chunk (pipeline.go):
 //	  positives stage   exact scores of the eligible positives, grouped
 //	                    into dense tiles (by class for labels, by gallery
-//	                    row for explicit pairs); the pooled summary sink
-//	                    folds them (pooled.go); their rank order becomes the
-//	                    query's thresholds (thresholds.go)
+//	                    row for explicit pairs, positives.go); the pooled
+//	                    summary sink folds them (pooled.go); their rank
+//	                    order becomes the query's thresholds (thresholds.go)
 //	  gallery pass      over a row set (the gallery, or a shard's rows,
 //	                    global indices kept): tiles scored exhaustively,
 //	                    sparse, or through the screen driver over a
@@ -20,7 +20,7 @@
 //	                    slot of the first positive it precedes (pass.go)
 //	  merge             integer counts summed over workers, ranks from the
 //	                    counts and the rank order, results in query order
-//	                    (pipeline.go; shard.go for partials)
+//	                    (merge.go; shard.go for partials)
 //
 // The stages are types of one generic scorer over the working precision
 // (float32 or float64); exact[T] is the only caller of the exact kernels,
