@@ -33,12 +33,20 @@ func maxFinite32Go(v vecISA, x []float32) (float32, bool) {
 		maxFinite32AVX2(&x[0], nv, &out[0])
 	}
 	m, bad := float32(math.Inf(-1)), uint32(0)
-	for l := range 16 {
-		m = max(m, out[l])
+	for l := range 16 { // comparisons, not the max builtin: the maximum is meaningless unless every value is finite
+		if out[l] > m {
+			m = out[l]
+		}
 		bad |= math.Float32bits(out[16+l])
 	}
+	if nv*16 == len(x) {
+		return m, bad == 0
+	}
 	tm, tf := maxFinite32Generic(x[nv*16:])
-	return max(m, tm), bad == 0 && tf
+	if tm > m {
+		m = tm
+	}
+	return m, bad == 0 && tf
 }
 
 func scan32Go(v vecISA, x []float32, c Cut, idx []int32) (int, []int32) {

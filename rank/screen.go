@@ -187,6 +187,16 @@ func (s *scorer[T]) screenedBlock(ctx context.Context, w *worker[T], c *chunk[T]
 	return err
 }
 
+// finite32 reports whether every value of a few is finite.
+func finite32(v []float32) bool {
+	for _, x := range v {
+		if x-x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // verifyBatch is the list length at which a block's listed pairs are
 // verified before its end: float32 rows are verified tile by tile (the
 // nearest negatives stay fresh), float64 rows in long lists grouped by
@@ -217,10 +227,23 @@ func (s *scorer[T]) exactRow(w *worker[T], c *chunk[T], q int, sb block, j0 int)
 // negatives are counted, the others listed in w.cheap.need. It reports
 // false, and changes nothing, when a cheap score of the row is not finite.
 func (s *scorer[T]) screenRow(w *worker[T], c *chunk[T], i int, sb block, j0 int, row []float32, e float64) bool {
-	if _, finite := kernel.MaxFinite32(row); !finite {
+	w.runs = s.rel.runs(c.q0+i, sb, w.runs[:0], nil)
+	// Every cheap score of the row must be finite: the runs' by their
+	// maximum pass, the special entries between them one by one.
+	maxC, prev := float32(math.Inf(-1)), 0
+	for _, r := range w.runs {
+		m, finite := kernel.MaxFinite32(row[r[0]:r[1]])
+		if !finite || !finite32(row[prev:r[0]]) {
+			return false
+		}
+		if m > maxC {
+			maxC = m
+		}
+		prev = int(r[1])
+	}
+	if !finite32(row[prev:]) {
 		return false
 	}
-	w.runs = s.rel.runs(c.q0+i, sb, w.runs[:0], nil)
 	if len(w.runs) == 0 {
 		return true // positives and excluded pairs only: exact scores known or not needed
 	}
@@ -229,11 +252,6 @@ func (s *scorer[T]) screenRow(w *worker[T], c *chunk[T], i int, sb block, j0 int
 	p := len(th.score)
 	last := p - 1
 	cnt := w.cnt[c.off[i] : c.off[i]+p+1]
-	maxC := float32(math.Inf(-1))
-	for _, r := range w.runs {
-		m, _ := kernel.MaxFinite32(row[r[0]:r[1]])
-		maxC = max(maxC, m)
-	}
 	// Nearest-negative candidates: the exact maximiser has c ≥ max c − 2e,
 	// and only a negative with s > best (the nearest negative so far)
 	// changes it, which needs c > best − e.
