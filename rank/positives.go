@@ -220,16 +220,21 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 			if !c.neg[i] {
 				continue
 			}
-			rs := sorterPool.Get().(*radixSorter)
-			ord := rankOrder(rs, c.scores[i], ex)
 			th, list := &c.th[i], s.rel.list(q)
-			for r, p := range ord {
-				th.score[r], th.index[r], th.pos[r] = c.scores[i][p], list[p], p
+			rs := sorterPool.Get().(*radixSorter)
+			if s.pl.buckets && len(th.score) >= minBucketedThresholds && c.tab[i] != nil {
+				// Sorted by the bucket table's own buckets, which it
+				// builds on the way.
+				th.b = bucketOrder(rs, th, c.scores[i], list, ex, c.tab[i])
+			} else {
+				for r, p := range rankOrder(rs, c.scores[i], ex) {
+					th.score[r], th.index[r], th.pos[r] = c.scores[i][p], list[p], p
+				}
+				if s.pl.buckets && len(th.score) >= minBucketedThresholds {
+					th.b = newSlotBuckets(th.score, c.tab[i])
+				}
 			}
 			sorterPool.Put(rs)
-			if s.pl.buckets && len(ord) >= minBucketedThresholds {
-				th.b = newSlotBuckets(th.score, c.tab[i])
-			}
 		}
 		return nil
 	})

@@ -158,6 +158,114 @@ func rankOrder[T working](rs *radixSorter, vals []T, excluded []int32) []int32 {
 	return rs.pos
 }
 
+// bucketOrder fills th with the eligible positives of vals (list order;
+// gallery indices list, excluded positions ex) in rank order and returns
+// their bucket table, built in tab: a counting sort by the table's own
+// buckets (descending), then each bucket in exact order (insertion sort;
+// a sort for a crowded bucket). One pass over the scores does what a
+// radix sort and a second pass over the sorted scores did, and its only
+// random accesses are the buckets' counts.
+func bucketOrder[T working](rs *radixSorter, th *thresholds[T], vals []T, list, ex []int32, tab []uint16) *slotBuckets {
+	n := len(th.score)
+	lo, hi := T(math.Inf(1)), T(math.Inf(-1))
+	x := ex
+	for i, v := range vals {
+		if len(x) > 0 && int(x[0]) == i {
+			x = x[1:]
+			continue
+		}
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	nb := min(maxSlotBuckets, slotBucketsPerThreshold*n)
+	b := &slotBuckets{lo: float64(lo), nb: nb, first16: tab}
+	if hi > lo && !math.IsInf(float64(hi)-float64(lo), 0) {
+		b.scale = float64(nb) / (float64(hi) - float64(lo))
+	}
+	// Counts by bucket, then the first slot of each bucket, from the top:
+	// first16[k+1] (the first slot whose bucket is ≤ k) is the number of
+	// positives in the buckets above k.
+	cnt := tab[1:]
+	clear(cnt)
+	rs.keys = growTo(rs.keys, n)
+	x = ex
+	j := 0
+	for i, v := range vals {
+		if len(x) > 0 && int(x[0]) == i {
+			x = x[1:]
+			continue
+		}
+		k := uint32(b.bucket(float64(v)))
+		rs.keys[j] = k
+		cnt[k]++
+		j++
+	}
+	sum := uint16(0)
+	for k := nb - 1; k >= 0; k-- {
+		c := cnt[k]
+		cnt[k] = sum
+		sum += c
+	}
+	tab[0] = uint16(n)
+	// Scatter positions in list order (ascending gallery index), so that
+	// equal scores keep the tie rule's order within a bucket.
+	rs.pos = growTo(rs.pos, n)
+	next := growTo(rs.pos2, nb)
+	rs.pos2 = next
+	for k := range nb {
+		next[k] = int32(cnt[k])
+	}
+	x = ex
+	j = 0
+	for i := range vals {
+		if len(x) > 0 && int(x[0]) == i {
+			x = x[1:]
+			continue
+		}
+		k := rs.keys[j]
+		rs.pos[next[k]] = int32(i)
+		next[k]++
+		j++
+	}
+	// Each bucket in exact rank order.
+	before := func(a, b int32) bool { return precedes(vals[a], int(a), vals[b], int(b)) }
+	for k := nb - 1; k >= 0; k-- {
+		s, e := int(cnt[k]), n
+		if k > 0 {
+			e = int(cnt[k-1])
+		}
+		if e-s > 16 {
+			slices.SortFunc(rs.pos[s:e], func(a, b int32) int {
+				if before(a, b) {
+					return -1
+				}
+				if before(b, a) {
+					return 1
+				}
+				return 0
+			})
+			continue
+		}
+		for i := s + 1; i < e; i++ {
+			p := rs.pos[i]
+			m := i
+			for m > s && before(p, rs.pos[m-1]) {
+				rs.pos[m] = rs.pos[m-1]
+				m--
+			}
+			rs.pos[m] = p
+		}
+	}
+	for r, p := range rs.pos[:n] {
+		th.score[r], th.index[r], th.pos[r] = vals[p], list[p], p
+	}
+	return b
+}
+
 // descKey32 maps a float32 (not NaN; −0 compared as +0) to a uint32 that
 // ascends as the value descends.
 func descKey32(f float32) uint32 {
