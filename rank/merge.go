@@ -126,8 +126,9 @@ func (s *scorer[T]) result(c *chunk[T], i int, cum []int32, best float64, has bo
 			rankAt[pos] = 1 + k + int(cum[k])
 		}
 	} else {
-		rs := sorterPool.Get().(*radixSorter)
-		for k, pos := range rankOrder(rs, c.scores[i], ex) {
+		rs := sorterPool.Get().(*sorter)
+		ord, _ := rankOrder(rs, c.scores[i], ex, false, nil)
+		for k, pos := range ord {
 			rankAt[pos] = 1 + k
 		}
 		sorterPool.Put(rs)

@@ -221,19 +221,12 @@ func (s *scorer[T]) orderPositives(ctx context.Context, c *chunk[T]) error {
 				continue
 			}
 			th, list := &c.th[i], s.rel.list(q)
-			rs := sorterPool.Get().(*radixSorter)
-			if s.pl.buckets && len(th.score) >= minBucketedThresholds && c.tab[i] != nil {
-				// Sorted by the bucket table's own buckets, which it
-				// builds on the way.
-				th.b = bucketOrder(rs, th, c.scores[i], list, ex, c.tab[i])
-			} else {
-				for r, p := range rankOrder(rs, c.scores[i], ex) {
-					th.score[r], th.index[r], th.pos[r] = c.scores[i][p], list[p], p
-				}
-				if s.pl.buckets && len(th.score) >= minBucketedThresholds {
-					th.b = newSlotBuckets(th.score, c.tab[i])
-				}
+			rs := sorterPool.Get().(*sorter)
+			ord, b := rankOrder(rs, c.scores[i], ex, s.pl.buckets && len(th.score) >= minBucketedThresholds, c.tab[i])
+			for r, p := range ord {
+				th.score[r], th.index[r], th.pos[r] = c.scores[i][p], list[p], p
 			}
+			th.b = b
 			sorterPool.Put(rs)
 		}
 		return nil

@@ -346,8 +346,8 @@ func (o *shardOut[T]) query(s *scorer[T], c *chunk[T], i int, cum []int32, best 
 	if cum != nil {
 		order = c.th[i].pos
 	} else {
-		rs := sorterPool.Get().(*radixSorter)
-		order = rankOrder(rs, c.scores[i], s.rel.excludedPos(q))
+		rs := sorterPool.Get().(*sorter)
+		order, _ = rankOrder(rs, c.scores[i], s.rel.excludedPos(q), false, nil)
 		defer sorterPool.Put(rs)
 	}
 	list, ex := s.rel.list(q), s.rel.excludedPos(q)

@@ -68,105 +68,24 @@ func (t *thresholds[T]) decideSlot(a, b float64) (slot int, ok bool) {
 	return r, r == 0 || float64(t.score[r-1]) > b
 }
 
-var sorterPool = sync.Pool{New: func() any { return new(radixSorter) }}
+var sorterPool = sync.Pool{New: func() any { return new(sorter) }}
 
-// radixSorter puts list positions into rank order: score descending, then
-// lower gallery index (= lower position) first. An LSD radix sort is stable
-// and linear, which matters at 100,000 positives per query.
-type radixSorter struct {
-	keys, keys2 []uint32
-	pos, pos2   []int32
+// sorter holds the scratch of rankOrder.
+type sorter struct {
+	keys, cnt []int32
+	pos       []int32
 }
 
-// rankOrder returns the positions of vals (list order, the positions in
-// excluded left out) in rank order; the result is scratch of rs.
-func rankOrder[T working](rs *radixSorter, vals []T, excluded []int32) []int32 {
-	// Pass 1: an LSD radix sort on the score rounded to float32 (exact for
-	// the float32 protocol): rounding is monotone, so the order is right
-	// except inside runs of equal keys, which pass 2 orders exactly.
-	rs.keys, rs.pos = rs.keys[:0], rs.pos[:0]
-	ex := excluded
-	for i, v := range vals {
-		if len(ex) > 0 && int(ex[0]) == i {
-			ex = ex[1:]
-			continue
-		}
-		rs.keys = append(rs.keys, descKey32(float32(v)))
-		rs.pos = append(rs.pos, int32(i))
-	}
-	n := len(rs.keys)
-	if n == 0 {
-		return rs.pos
-	}
-	rs.keys2, rs.pos2 = growTo(rs.keys2, n), growTo(rs.pos2, n)
-	const bits = 11
-	var count [1 << bits]int32
-	for shift := uint(0); shift < 32; shift += bits {
-		count = [1 << bits]int32{}
-		for _, k := range rs.keys {
-			count[(k>>shift)&(1<<bits-1)]++
-		}
-		if int(count[(rs.keys[0]>>shift)&(1<<bits-1)]) == n {
-			continue // every key has this digit: the pass changes nothing
-		}
-		sum := int32(0)
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
-		for i, k := range rs.keys {
-			d := (k >> shift) & (1<<bits - 1)
-			rs.keys2[count[d]], rs.pos2[count[d]] = k, rs.pos[i]
-			count[d]++
-		}
-		rs.keys, rs.keys2 = rs.keys2, rs.keys
-		rs.pos, rs.pos2 = rs.pos2, rs.pos
-	}
-	if _, exact := any(vals).([]float32); exact {
-		return rs.pos // equal keys are equal scores, already by position
-	}
-	// Pass 2: exact order inside each run of equal keys.
-	before := func(a, b int32) bool { return precedes(vals[a], int(a), vals[b], int(b)) }
-	for lo := 0; lo < n; {
-		hi := lo + 1
-		for hi < n && rs.keys[hi] == rs.keys[lo] {
-			hi++
-		}
-		if hi-lo > 16 {
-			slices.SortFunc(rs.pos[lo:hi], func(a, b int32) int {
-				if before(a, b) {
-					return -1
-				}
-				if before(b, a) {
-					return 1
-				}
-				return 0
-			})
-		} else {
-			for i := lo + 1; i < hi; i++ {
-				p := rs.pos[i]
-				j := i
-				for j > lo && before(p, rs.pos[j-1]) {
-					rs.pos[j] = rs.pos[j-1]
-					j--
-				}
-				rs.pos[j] = p
-			}
-		}
-		lo = hi
-	}
-	return rs.pos
-}
-
-// bucketOrder fills th with the eligible positives of vals (list order;
-// gallery indices list, excluded positions ex) in rank order and returns
-// their bucket table, built in tab: a counting sort by the table's own
-// buckets (descending), then each bucket in exact order (insertion sort;
-// a sort for a crowded bucket). One pass over the scores does what a
-// radix sort and a second pass over the sorted scores did, and its only
-// random accesses are the buckets' counts.
-func bucketOrder[T working](rs *radixSorter, th *thresholds[T], vals []T, list, ex []int32, tab []uint16) *slotBuckets {
-	n := len(th.score)
+// rankOrder returns the positions of vals (list order; the positions in ex
+// left out) in rank order — score descending, then lower position (lower
+// gallery index) first — as scratch of rs. It is a counting sort over the
+// buckets of a bucket table of their scores (uniform in score, about
+// slotBucketsPerThreshold per value), then each bucket in exact order: one
+// pass over the scores and only the buckets' counts accessed at random.
+// With table set it also returns that table (in tab when it has
+// tableLen room), which the counts give for free.
+func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []uint16) ([]int32, *slotBuckets) {
+	n := len(vals) - len(ex)
 	lo, hi := T(math.Inf(1)), T(math.Inf(-1))
 	x := ex
 	for i, v := range vals {
@@ -181,65 +100,54 @@ func bucketOrder[T working](rs *radixSorter, th *thresholds[T], vals []T, list, 
 			hi = v
 		}
 	}
-	nb := min(maxSlotBuckets, slotBucketsPerThreshold*n)
-	b := &slotBuckets{lo: float64(lo), nb: nb, first16: tab}
+	nb := max(1, min(maxSlotBuckets, slotBucketsPerThreshold*n))
+	b := &slotBuckets{lo: float64(lo), nb: nb}
 	if hi > lo && !math.IsInf(float64(hi)-float64(lo), 0) {
 		b.scale = float64(nb) / (float64(hi) - float64(lo))
 	}
-	// Counts by bucket, then the first slot of each bucket, from the top:
-	// first16[k+1] (the first slot whose bucket is ≤ k) is the number of
-	// positives in the buckets above k.
-	cnt := tab[1:]
+	// Counts by bucket, then each bucket's first slot, from the top: the
+	// number of values in the buckets above it.
+	rs.keys, rs.cnt, rs.pos = growTo(rs.keys, n), growTo(rs.cnt, nb), growTo(rs.pos, n)
+	cnt := rs.cnt
 	clear(cnt)
-	rs.keys = growTo(rs.keys, n)
-	x = ex
-	j := 0
+	x, j := ex, 0
 	for i, v := range vals {
 		if len(x) > 0 && int(x[0]) == i {
 			x = x[1:]
 			continue
 		}
-		k := uint32(b.bucket(float64(v)))
+		k := int32(b.bucket(float64(v)))
 		rs.keys[j] = k
 		cnt[k]++
 		j++
 	}
-	sum := uint16(0)
+	sum := int32(0)
 	for k := nb - 1; k >= 0; k-- {
-		c := cnt[k]
-		cnt[k] = sum
-		sum += c
+		cnt[k], sum = sum, sum+cnt[k]
 	}
-	tab[0] = uint16(n)
-	// Scatter positions in list order (ascending gallery index), so that
+	// The positions in list order (ascending gallery index), so that
 	// equal scores keep the tie rule's order within a bucket.
-	rs.pos = growTo(rs.pos, n)
-	next := growTo(rs.pos2, nb)
-	rs.pos2 = next
-	for k := range nb {
-		next[k] = int32(cnt[k])
-	}
-	x = ex
-	j = 0
+	x, j = ex, 0
 	for i := range vals {
 		if len(x) > 0 && int(x[0]) == i {
 			x = x[1:]
 			continue
 		}
 		k := rs.keys[j]
-		rs.pos[next[k]] = int32(i)
-		next[k]++
+		rs.pos[cnt[k]] = int32(i)
+		cnt[k]++
 		j++
 	}
-	// Each bucket in exact rank order.
+	// cnt[k] is now the end of bucket k (its start is cnt[k+1]); each
+	// bucket in exact rank order.
 	before := func(a, b int32) bool { return precedes(vals[a], int(a), vals[b], int(b)) }
-	for k := nb - 1; k >= 0; k-- {
-		s, e := int(cnt[k]), n
-		if k > 0 {
-			e = int(cnt[k-1])
+	for k := range nb {
+		s, e := 0, int(cnt[k])
+		if k+1 < nb {
+			s = int(cnt[k+1])
 		}
 		if e-s > 16 {
-			slices.SortFunc(rs.pos[s:e], func(a, b int32) int {
+			slices.SortStableFunc(rs.pos[s:e], func(a, b int32) int {
 				if before(a, b) {
 					return -1
 				}
@@ -251,8 +159,7 @@ func bucketOrder[T working](rs *radixSorter, th *thresholds[T], vals []T, list, 
 			continue
 		}
 		for i := s + 1; i < e; i++ {
-			p := rs.pos[i]
-			m := i
+			p, m := rs.pos[i], i
 			for m > s && before(p, rs.pos[m-1]) {
 				rs.pos[m] = rs.pos[m-1]
 				m--
@@ -260,22 +167,34 @@ func bucketOrder[T working](rs *radixSorter, th *thresholds[T], vals []T, list, 
 			rs.pos[m] = p
 		}
 	}
-	for r, p := range rs.pos[:n] {
-		th.score[r], th.index[r], th.pos[r] = vals[p], list[p], p
+	if !table {
+		return rs.pos[:n], nil
 	}
-	return b
-}
-
-// descKey32 maps a float32 (not NaN; −0 compared as +0) to a uint32 that
-// ascends as the value descends.
-func descKey32(f float32) uint32 {
-	b := math.Float32bits(f + 0)
-	if b>>31 != 0 {
-		b = ^b
+	// first[k+1], the first slot whose bucket is ≤ k, is the start of
+	// bucket k (the end of bucket k+1); first[0] = n.
+	start := func(k int) int32 {
+		if k+1 < nb {
+			return cnt[k+1]
+		}
+		return 0
+	}
+	if n < math.MaxUint16 {
+		if len(tab) != nb+1 {
+			tab = make([]uint16, nb+1)
+		}
+		b.first16 = tab
+		b.first16[0] = uint16(n)
+		for k := range nb {
+			b.first16[k+1] = uint16(start(k))
+		}
 	} else {
-		b |= 1 << 31
+		b.first = make([]int32, nb+1)
+		b.first[0] = int32(n)
+		for k := range nb {
+			b.first[k+1] = start(k)
+		}
 	}
-	return ^b
+	return rs.pos[:n], b
 }
 
 // slotBuckets narrows the searches over one query's thresholds: the score
@@ -309,47 +228,6 @@ func tableLen(p int) int {
 		return 0
 	}
 	return min(maxSlotBuckets, slotBucketsPerThreshold*p) + 1
-}
-
-// newSlotBuckets builds the table of thresholds desc, in buf when it has
-// tableLen(len(desc)) room.
-func newSlotBuckets[T working](desc []T, buf []uint16) *slotBuckets {
-	nb := min(maxSlotBuckets, slotBucketsPerThreshold*len(desc))
-	lo, hi := float64(desc[len(desc)-1]), float64(desc[0])
-	b := &slotBuckets{lo: lo, nb: nb}
-	if len(desc) < math.MaxUint16 {
-		b.first16 = buf
-		if len(buf) != nb+1 {
-			b.first16 = make([]uint16, nb+1)
-		}
-	} else {
-		b.first = make([]int32, nb+1)
-	}
-	b.set(-1, len(desc))
-	if hi > lo && !math.IsInf(hi-lo, 0) {
-		b.scale = float64(nb) / (hi - lo)
-	}
-	// Slots descend in score, so their buckets do not increase: walking
-	// them from the last, slot r is the last one above every bucket below
-	// its own.
-	k := 0
-	for r := len(desc) - 1; r >= 0 && k < nb; r-- {
-		for bk := b.bucket(float64(desc[r])); k < bk; k++ {
-			b.set(k, r+1)
-		}
-	}
-	for ; k < nb; k++ {
-		b.set(k, 0)
-	}
-	return b
-}
-
-func (b *slotBuckets) set(k, r int) {
-	if b.first16 != nil {
-		b.first16[k+1] = uint16(r)
-	} else {
-		b.first[k+1] = int32(r)
-	}
 }
 
 // at is the first slot whose bucket is ≤ k (k = −1: len).

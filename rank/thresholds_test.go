@@ -257,11 +257,14 @@ func TestCountingEqualsLinearScan(t *testing.T) {
 
 func testRankOrder[T working](t *testing.T, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 42))
-	rs := new(radixSorter)
+	rs := new(sorter)
 	for trial := range 300 {
 		n := 1 + r.IntN(400)
-		if trial == 0 {
-			n = 5000 // pass 2 sorts long runs of equal float32 keys
+		switch trial {
+		case 0:
+			n = 5000 // crowded buckets are sorted, not insertion-sorted
+		case 1:
+			n = 70000 // an int32 table
 		}
 		sc := make([]T, n)
 		for i := range sc {
@@ -301,8 +304,25 @@ func testRankOrder[T working](t *testing.T, seed uint64) {
 			}
 			return 0
 		})
-		if got := rankOrder(rs, sc, ex); !slices.Equal(got, want) {
+		if got, _ := rankOrder(rs, sc, ex, false, nil); !slices.Equal(got, want) {
 			t.Fatalf("trial %d: order %v, want %v", trial, got, want)
+		}
+		// With its bucket table: the same order, and the table
+		// newSlotBuckets builds from the sorted scores.
+		if len(want) == 0 {
+			continue
+		}
+		got, b := rankOrder(rs, sc, ex, true, nil)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: order with table %v, want %v", trial, got, want)
+		}
+		sorted := make([]T, len(want))
+		for r, p := range want {
+			sorted[r] = sc[p]
+		}
+		ref := newSlotBuckets(sorted, nil)
+		if b.lo != ref.lo || b.scale != ref.scale || b.nb != ref.nb || !slices.Equal(b.first16, ref.first16) || !slices.Equal(b.first, ref.first) {
+			t.Fatalf("trial %d: table %+v, want %+v", trial, b, ref)
 		}
 	}
 }
@@ -315,4 +335,46 @@ func TestRankOrderEqualsSort(t *testing.T) {
 	t.Parallel()
 	t.Run("float64", func(t *testing.T) { t.Parallel(); testRankOrder[float64](t, 41) })
 	t.Run("float32", func(t *testing.T) { t.Parallel(); testRankOrder[float32](t, 43) })
+}
+
+// newSlotBuckets builds the bucket table of sorted thresholds desc from
+// their scores alone (in buf when it has tableLen(len(desc)) room): the
+// reference rankOrder's own table is checked against.
+func newSlotBuckets[T working](desc []T, buf []uint16) *slotBuckets {
+	nb := min(maxSlotBuckets, slotBucketsPerThreshold*len(desc))
+	lo, hi := float64(desc[len(desc)-1]), float64(desc[0])
+	b := &slotBuckets{lo: lo, nb: nb}
+	if len(desc) < math.MaxUint16 {
+		b.first16 = buf
+		if len(buf) != nb+1 {
+			b.first16 = make([]uint16, nb+1)
+		}
+	} else {
+		b.first = make([]int32, nb+1)
+	}
+	b.set(-1, len(desc))
+	if hi > lo && !math.IsInf(hi-lo, 0) {
+		b.scale = float64(nb) / (hi - lo)
+	}
+	// Slots descend in score, so their buckets do not increase: walking
+	// them from the last, slot r is the last one above every bucket below
+	// its own.
+	k := 0
+	for r := len(desc) - 1; r >= 0 && k < nb; r-- {
+		for bk := b.bucket(float64(desc[r])); k < bk; k++ {
+			b.set(k, r+1)
+		}
+	}
+	for ; k < nb; k++ {
+		b.set(k, 0)
+	}
+	return b
+}
+
+func (b *slotBuckets) set(k, r int) {
+	if b.first16 != nil {
+		b.first16[k+1] = uint16(r)
+	} else {
+		b.first[k+1] = int32(r)
+	}
 }
