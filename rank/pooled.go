@@ -176,57 +176,20 @@ func (p *sinkPart[T]) minMax(vals []T) (lo, hi T) {
 }
 
 // minMax is the smallest and the largest of vals (finite; −0 and +0 are
-// equal here, the caller adds +0), four lanes at a time.
+// equal here, the caller adds +0). Comparisons, not the min and max
+// builtins, which order −0 and NaN at a cost; the branches are almost
+// never taken.
 func minMax[T working](vals []T) (lo, hi T) {
-	l0, l1, l2, l3 := vals[0], vals[0], vals[0], vals[0]
-	h0, h1, h2, h3 := l0, l0, l0, l0
-	i := 0
-	for ; i+4 <= len(vals); i += 4 {
-		v0, v1, v2, v3 := vals[i], vals[i+1], vals[i+2], vals[i+3]
-		if v0 < l0 {
-			l0 = v0
+	lo, hi = vals[0], vals[0]
+	for _, v := range vals[1:] {
+		if v < lo {
+			lo = v
 		}
-		if v1 < l1 {
-			l1 = v1
-		}
-		if v2 < l2 {
-			l2 = v2
-		}
-		if v3 < l3 {
-			l3 = v3
-		}
-		if v0 > h0 {
-			h0 = v0
-		}
-		if v1 > h1 {
-			h1 = v1
-		}
-		if v2 > h2 {
-			h2 = v2
-		}
-		if v3 > h3 {
-			h3 = v3
+		if v > hi {
+			hi = v
 		}
 	}
-	for ; i < len(vals); i++ {
-		if vals[i] < l0 {
-			l0 = vals[i]
-		}
-		if vals[i] > h0 {
-			h0 = vals[i]
-		}
-	}
-	for _, l := range [3]T{l1, l2, l3} {
-		if l < l0 {
-			l0 = l
-		}
-	}
-	for _, h := range [3]T{h1, h2, h3} {
-		if h > h0 {
-			h0 = h
-		}
-	}
-	return l0, h0
+	return lo, hi
 }
 
 // sum adds query q's eligible positive scores (by list position) to the
