@@ -364,35 +364,19 @@ func precedingLast[T working](seg []T, last T, tieBefore int, list bool, hits []
 	if f32, ok := any(seg).([]float32); ok {
 		return precedingLast32(f32, float32(last), tieBefore, list, hits)
 	}
-	// Four lanes keep the loop free of long dependency chains and of
-	// unpredictable branches; the tie branch is almost never taken.
-	b0, b1, b2, b3 := T(math.Inf(-1)), T(math.Inf(-1)), T(math.Inf(-1)), T(math.Inf(-1))
-	var n0, n1, n2, n3, ties int
-	j := 0
-	for ; j+4 <= len(seg); j += 4 {
-		v0, v1, v2, v3 := seg[j], seg[j+1], seg[j+2], seg[j+3]
-		b0, b1, b2, b3 = max(b0, v0), max(b1, v1), max(b2, v2), max(b3, v3)
-		n0 += b2i(v0 > last)
-		n1 += b2i(v1 > last)
-		n2 += b2i(v2 > last)
-		n3 += b2i(v3 > last)
-		if v0 == last || v1 == last || v2 == last || v3 == last {
-			for k, v := range [4]T{v0, v1, v2, v3} {
-				if v == last && j+k < tieBefore {
-					ties++
-				}
-			}
+	// Counts without a data-dependent branch; the tie branch is almost
+	// never taken.
+	m, n := T(math.Inf(-1)), 0
+	for j, v := range seg {
+		if v > m {
+			m = v
 		}
-	}
-	for ; j < len(seg); j++ {
-		v := seg[j]
-		b0 = max(b0, v)
-		n0 += b2i(v > last)
+		n += b2i(v > last)
 		if v == last && j < tieBefore {
-			ties++
+			n++
 		}
 	}
-	n := n0 + n1 + n2 + n3 + ties
+
 	if list && n > 0 {
 		for j, v := range seg {
 			if v > last || (v == last && j < tieBefore) {
@@ -400,7 +384,7 @@ func precedingLast[T working](seg []T, last T, tieBefore int, list bool, hits []
 			}
 		}
 	}
-	return float64(max(b0, b1, b2, b3)), n, hits
+	return float64(m), n, hits
 }
 
 func b2i(b bool) int {
