@@ -42,28 +42,6 @@ func (e exact[T]) block(q []T, qn int, g []T, gn int, out []T) {
 	}
 }
 
-// row is the score of one pair.
-func (e exact[T]) row(q, g []T) T {
-	var v T
-	switch q := any(q).(type) {
-	case []float64:
-		g := any(g).([]float64)
-		if e.sqDist {
-			v = T(-kernel.SqDistRow64(q, g))
-		} else {
-			v = T(kernel.DotRow64(q, g))
-		}
-	case []float32:
-		g := any(g).([]float32)
-		if e.sqDist {
-			v = T(-kernel.SqDistRow32(q, g))
-		} else {
-			v = T(kernel.DotRow32(q, g))
-		}
-	}
-	return v
-}
-
 // pairs scores the pairs (qoff[i], goff[i]) (element offsets of rows in q
 // and g) into out (dot and cosine: the screened similarities).
 // float64: qoff holds one query's offset, shared by every pair.

@@ -192,8 +192,9 @@ func (s *scorer[T]) checkExcluded(w *worker[T], b block, g []T, q0, q1 int) erro
 			continue
 		}
 		qr := s.queryRows(w, q, q+1)
+		var v [1]T
 		for _, j := range w.ex {
-			if v := s.ex.row(qr, g[int(j)*s.d:(int(j)+1)*s.d]); v-v != 0 {
+			if s.ex.block(qr, 1, g[int(j)*s.d:(int(j)+1)*s.d], 1, v[:]); v[0]-v[0] != 0 {
 				return errNonFinite
 			}
 		}
@@ -376,7 +377,6 @@ func precedingLast[T working](seg []T, last T, tieBefore int, list bool, hits []
 			n++
 		}
 	}
-
 	if list && n > 0 {
 		for j, v := range seg {
 			if v > last || (v == last && j < tieBefore) {
