@@ -189,14 +189,13 @@ func (s *scorer[T]) scoreAll(ctx context.Context) error {
 	return nil
 }
 
-// cacheGallery holds the gallery's working rows for the run when they are
-// produced more than once otherwise (label positives gather class members
-// from every chunk; each chunk's pass produces every block) and the
+// cacheGallery holds the gallery's working rows for the run when several
+// chunks would produce them again (the positives stage of every chunk
+// gathers class members; every chunk's pass produces every block) and the
 // budget has room; a gallery stored as its working values needs nothing.
 func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
 	g := s.pr.g
-	if ctx.Err() != nil || g.csr != nil || direct[T](g, s.pl.rows.block(0, 1)) != nil || s.pl.rows != allRows(s.pr.ng) ||
-		chunks < 2 && s.rel.classes == nil {
+	if ctx.Err() != nil || g.csr != nil || direct[T](g, s.pl.rows.block(0, 1)) != nil || s.pl.rows != allRows(s.pr.ng) || chunks < 2 {
 		return
 	}
 	n, d := s.pr.ng, s.d
