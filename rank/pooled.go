@@ -61,10 +61,10 @@ func (sk *sink[T]) place(ctx context.Context) error {
 		return nil
 	}
 	delta := min(0.1, max(0.005, 0.25*float64(s.pl.window)/float64(sk.n)))
-	// The sample: about 2^20 values, whole queries from 16 places spread
+	// The sample: about 2^19 values, whole queries from 4 places spread
 	// over the queries, scored as the positives stage scores them.
 	nq := s.qhi - s.qlo
-	const places, budget = 16, 1 << 20
+	const places, budget = 4, 1 << 19
 	per := max(1, budget/(places*max(1, sk.n/nq)))
 	var sample []T
 	for k := range min(places, nq) {
