@@ -487,9 +487,10 @@ func emulate[T float](t *testing.T, f *asmFunc, mr, nr int, a *T, lda int, p *T,
 
 var tileNameRE = regexp.MustCompile(`^(dot|sqDist|dotBlk)(64|32)(AVX2|AVX512)x(\d+)x(\d+)$`)
 
-// scanNameRE names the row scans, which the interpreter does not model
-// (they are checked natively, TestScans).
-var scanNameRE = regexp.MustCompile(`^((maxFinite|scan)32|convertNorm64)(AVX512|AVX2)$`)
+// scanNameRE names the row scans and the bucket placement, which the
+// interpreter does not model (they are checked natively: TestScans,
+// TestPlaceBuckets32 — on a CPU with AVX-512 for the latter).
+var scanNameRE = regexp.MustCompile(`^((maxFinite|scan)32|convertNorm64|placeBuckets32)(AVX512|AVX2)$`)
 
 // emulatedSets builds, from the functions in kernel_amd64.s, one simdSet per
 // instruction set whose tile kernels run in the interpreter.

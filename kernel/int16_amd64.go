@@ -2,7 +2,11 @@
 
 package kernel
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 var hasVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI
 
@@ -94,3 +98,19 @@ func quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
 //
 //go:noescape
 func dot32PairsT(q *float32, qoff *int32, rows *float32, goff *int32, d int, buf *float32, out *float32)
+
+// placeSIMD reports whether PlaceBuckets32 runs the AVX-512 loop.
+func placeSIMD() bool { return cpu.X86.HasAVX512F && Name() == "avx512" }
+
+// placeBuckets32SIMD places len(v), a multiple of 16, scores. Every
+// bucket index is at most Top, so the 32-bit gathers of Tab (at 2k bytes)
+// stay inside it, and the table is non-increasing, so every threshold the
+// kernel reads lies below Tab[0] ≤ len(sc) (the gathers of sc and ix are
+// masked to the bucket's thresholds).
+func placeBuckets32SIMD(b *Buckets32, v []float32, g []int32, sc []float32, ix []int32, slot []int32) {
+	if len(b.Tab) < int(b.Top)+2 || int(b.Tab[0]) > len(sc) || len(ix) < len(sc) {
+		panic("kernel: bucket table out of step with its thresholds")
+	}
+	par := [3]float32{b.Lo, b.Scale, b.Top}
+	placeBuckets32AVX512(&v[0], &g[0], len(v)/16, &par[0], &b.Tab[0], unsafe.SliceData(sc), unsafe.SliceData(ix), &slot[0])
+}

@@ -19,3 +19,9 @@ func absMaxSumSq32(x []float32) (mx, ss float64) { return absMaxSumSq32Generic(x
 func quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
 	return quantise16Generic(x, inv, sigma, q)
 }
+
+func placeSIMD() bool { return false }
+
+func placeBuckets32SIMD(b *Buckets32, v []float32, g []int32, sc []float32, ix []int32, slot []int32) {
+	panic("unreachable")
+}

@@ -16336,3 +16336,106 @@ scan32AVX2_next:
 	MOVQ    BX, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func placeBuckets32AVX512(v *float32, idx *int32, n int, par *float32, tab *uint16, sc *float32, ix *int32, slot *int32)
+// Requires: AVX, AVX512F
+TEXT ·placeBuckets32AVX512(SB), NOSPLIT, $0-64
+	MOVQ         v+0(FP), AX
+	MOVQ         idx+8(FP), CX
+	MOVQ         n+16(FP), DX
+	MOVQ         par+24(FP), BX
+	MOVQ         tab+32(FP), SI
+	MOVQ         sc+40(FP), DI
+	MOVQ         ix+48(FP), R8
+	MOVQ         slot+56(FP), R9
+	VBROADCASTSS (BX), Z0
+	VBROADCASTSS 4(BX), Z1
+	VBROADCASTSS 8(BX), Z2
+	VPXORQ       Z3, Z3, Z3
+	MOVL         $0x0000ffff, BX
+	VPBROADCASTD BX, Z4
+	MOVL         $0x00000001, BX
+	VPBROADCASTD BX, Z5
+	MOVL         $0xffffffff, BX
+	VPBROADCASTD BX, Z6
+	MOVL         $0x00000003, BX
+	VPBROADCASTD BX, Z17
+
+placeBuckets32AVX512_loop:
+	VMOVUPS    (AX), Z7
+	VMOVDQU32  (CX), Z15
+	VSUBPS     Z0, Z7, Z8
+	VMULPS     Z1, Z8, Z8
+	VMAXPS     Z3, Z8, Z8
+	VMINPS     Z2, Z8, Z8
+	VCVTTPS2DQ Z8, Z9
+	KXNORW     K1, K1, K1
+	VPGATHERDD (SI)(Z9*2), K1, Z10
+	VPSRLD     $0x10, Z10, Z11
+	VPANDD     Z4, Z10, Z12
+	VMOVDQA32  Z11, Z19
+	VMOVDQA32  Z11, Z18
+	VPCMPGTD   Z18, Z12, K1
+	KMOVW      K1, K2
+	VGATHERDPS (DI)(Z18*4), K2, Z13
+	VCMPPS     $0x1e, Z13, Z7, K4
+	VCMPPS     $0x00, Z13, Z7, K1, K5
+	KORTESTW   K5, K5
+	JZ         placeBuckets32AVX512_noties0
+	KMOVW      K5, K3
+	VPGATHERDD (R8)(Z18*4), K3, Z14
+	VPCMPGTD   Z15, Z14, K5, K6
+	KORW       K6, K4, K4
+
+placeBuckets32AVX512_noties0:
+	KANDNW     K1, K4, K4
+	VPADDD     Z5, Z19, K4, Z19
+	VPADDD     Z5, Z18, Z18
+	VPCMPGTD   Z18, Z12, K1
+	KORTESTW   K1, K1
+	JZ         placeBuckets32AVX512_done
+	KMOVW      K1, K2
+	VGATHERDPS (DI)(Z18*4), K2, Z13
+	VCMPPS     $0x1e, Z13, Z7, K4
+	VCMPPS     $0x00, Z13, Z7, K1, K5
+	KORTESTW   K5, K5
+	JZ         placeBuckets32AVX512_noties1
+	KMOVW      K5, K3
+	VPGATHERDD (R8)(Z18*4), K3, Z14
+	VPCMPGTD   Z15, Z14, K5, K6
+	KORW       K6, K4, K4
+
+placeBuckets32AVX512_noties1:
+	KANDNW     K1, K4, K4
+	VPADDD     Z5, Z19, K4, Z19
+	VPADDD     Z5, Z18, Z18
+	VPCMPGTD   Z18, Z12, K1
+	KORTESTW   K1, K1
+	JZ         placeBuckets32AVX512_done
+	KMOVW      K1, K2
+	VGATHERDPS (DI)(Z18*4), K2, Z13
+	VCMPPS     $0x1e, Z13, Z7, K4
+	VCMPPS     $0x00, Z13, Z7, K1, K5
+	KORTESTW   K5, K5
+	JZ         placeBuckets32AVX512_noties2
+	KMOVW      K5, K3
+	VPGATHERDD (R8)(Z18*4), K3, Z14
+	VPCMPGTD   Z15, Z14, K5, K6
+	KORW       K6, K4, K4
+
+placeBuckets32AVX512_noties2:
+	KANDNW K1, K4, K4
+	VPADDD Z5, Z19, K4, Z19
+
+placeBuckets32AVX512_done:
+	VPSUBD    Z11, Z12, Z16
+	VPCMPGTD  Z17, Z16, K1
+	VMOVDQA32 Z6, K1, Z19
+	VMOVDQU32 Z19, (R9)
+	ADDQ      $0x40, AX
+	ADDQ      $0x40, CX
+	ADDQ      $0x40, R9
+	DECQ      DX
+	JNZ       placeBuckets32AVX512_loop
+	VZEROUPPER
+	RET

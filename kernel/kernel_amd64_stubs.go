@@ -192,3 +192,11 @@ func convertNorm64AVX2(x *float64, n int, y *float32, out *float64)
 //
 //go:noescape
 func scan32AVX2(x *float32, n int, cut *float32, lanes *int32, idx *int32, cnt *int32) int
+
+// placeBuckets32AVX512 places n ≥ 1 vectors of 16 scores v (gallery indices g) with par = {lo, scale,
+// top}: k = trunc(min(max((v − lo)·scale, 0), top)) (a NaN coordinate is 0), r = tab[k+1],
+// h = tab[k]; slot = −1 when h − r > 3, else r plus the number of thresholds r ≤ t < h the value
+// does not precede (it precedes t when v > sc[t], or v = sc[t] and g < ix[t]).
+//
+//go:noescape
+func placeBuckets32AVX512(v *float32, idx *int32, n int, par *float32, tab *uint16, sc *float32, ix *int32, slot *int32)

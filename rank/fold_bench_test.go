@@ -7,15 +7,21 @@ import (
 	"testing"
 )
 
-// BenchmarkCountRunManyPositives places 10,000 rows of Gaussian scores
-// against 10,000 Gaussian thresholds (the 10-class label shape): ns per
-// negative.
-var pBench = 10000
+// BenchmarkCountRunManyPositives places a row of 10,000 Gaussian scores
+// against p Gaussian thresholds, as one run of negatives and as runs of 9
+// between positives (10 interleaved classes): ns per negative.
+var pBench, runBench = 10000, 0
 
 func BenchmarkCountRunManyPositives(b *testing.B) {
 	for _, pb := range []int{100, 1000, 10000, 50000} {
-		pBench = pb
-		b.Run(strconv.Itoa(pb), benchCountRun)
+		for _, rl := range []int{0, 9} {
+			pBench, runBench = pb, rl
+			name := strconv.Itoa(pb)
+			if rl > 0 {
+				name += "/runs-of-" + strconv.Itoa(rl)
+			}
+			b.Run(name, benchCountRun)
+		}
 	}
 }
 
@@ -41,9 +47,17 @@ func benchCountRun(b *testing.B) {
 	cnt := make([]int32, p+1)
 	var fs foldScratch[float32]
 	runs := []negRun{{0, n}}
+	negatives := n
+	if runBench > 0 {
+		runs, negatives = runs[:0], 0
+		for j := 0; j < n; j += runBench + 1 {
+			runs = append(runs, negRun{int32(j), int32(min(n, j+runBench))})
+			negatives += min(n, j+runBench) - j
+		}
+	}
 	b.ResetTimer()
 	for range b.N {
 		countBucketed(&th, cnt, seg, runs, allRows(n).block(0, n), &fs)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/negative")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*negatives), "ns/negative")
 }

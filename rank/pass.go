@@ -288,6 +288,9 @@ func countRun[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int,
 // arithmetic), then their slots, then the counts.
 func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
 	bt := th.b
+	if bt.k32 != nil && bt.first16 != nil {
+		return countBucketed32(any(th).(*thresholds[float32]), cnt, any(row).([]float32), runs, b, any(fs).(*foldScratch[float32]))
+	}
 	lo, scale, top := bt.lo, bt.scale, float64(bt.nb-1)
 	m := T(math.Inf(-1))
 	n := 0
@@ -352,10 +355,107 @@ func placeBatch[T working](th *thresholds[T], cnt []int32, fs *foldScratch[T], n
 	}
 }
 
+// countBucketed32 is countBucketed for float32 scores: the kernel places
+// scores 16 at a time (kernel.PlaceBuckets32, the same buckets as the
+// table) and leaves −1 for those whose bucket holds more than
+// kernel.PlaceWidth thresholds, placed here by search. When most of the
+// block's rows are eligible negatives the whole row is placed in place and
+// only the negatives' slots are counted (no copy); otherwise the
+// negatives are gathered into batches first.
+func countBucketed32(th *thresholds[float32], cnt []int32, row []float32, runs []negRun, b block, fs *foldScratch[float32]) float64 {
+	neg := 0
+	for _, r := range runs {
+		neg += int(r[1] - r[0])
+	}
+	if 2*neg >= b.n {
+		return countRow32(th, cnt, row, runs, b, fs)
+	}
+	m := float32(math.Inf(-1))
+	n := 0
+	place := func() {
+		v, g, ks := fs.v[:n], fs.g[:n], fs.k[:n]
+		kernel.PlaceBuckets32(th.b.k32, v, g, th.score, th.index, ks)
+		for j, s := range ks {
+			if s < 0 {
+				s = int32(th.firstPreceded(v[j], int(g[j])))
+			}
+			cnt[s]++
+		}
+		n = 0
+	}
+	for _, r := range runs {
+		for j0 := int(r[0]); j0 < int(r[1]); {
+			seg := row[j0:min(int(r[1]), j0+len(fs.v)-n)]
+			v, g := fs.v[n:n+len(seg)], fs.g[n:n+len(seg)]
+			g0 := int32(b.global(j0))
+			for j, x := range seg {
+				if x > m {
+					m = x
+				}
+				v[j], g[j] = x, g0+int32(j*b.stride)
+			}
+			j0 += len(seg)
+			if n += len(seg); n == len(fs.v) {
+				place()
+			}
+		}
+	}
+	place()
+	return float64(m)
+}
+
+// countRow32 places every score of the row, len(fs.k) at a time, and
+// counts those of the runs.
+func countRow32(th *thresholds[float32], cnt []int32, row []float32, runs []negRun, b block, fs *foldScratch[float32]) float64 {
+	if fs.rows != b {
+		fs.rows = b
+		fs.global = growTo(fs.global, b.n)
+		for j := range fs.global {
+			fs.global[j] = int32(b.global(j))
+		}
+	}
+	m := float32(math.Inf(-1))
+	seg := len(fs.k)
+	next := 0 // the first offset of runs[0] not yet counted
+	if len(runs) > 0 {
+		next = int(runs[0][0])
+	}
+	for a := 0; len(runs) > 0; a += seg {
+		e := min(a+seg, b.n)
+		if next >= e {
+			continue // no negative in [a, e)
+		}
+		v, g, ks := row[a:e], fs.global[a:e], fs.k[:e-a]
+		kernel.PlaceBuckets32(th.b.k32, v, g, th.score, th.index, ks)
+		for len(runs) > 0 && next < e {
+			end := min(int(runs[0][1]), e)
+			for j := next - a; j < end-a; j++ {
+				x, s := v[j], ks[j]
+				if x > m {
+					m = x
+				}
+				if s < 0 {
+					s = int32(th.firstPreceded(x, int(g[j])))
+				}
+				cnt[s]++
+			}
+			if next = end; end == int(runs[0][1]) {
+				if runs = runs[1:]; len(runs) > 0 {
+					next = int(runs[0][0])
+				}
+			}
+		}
+	}
+	return float64(m)
+}
+
 // foldScratch is a worker's batch of negatives for countBucketed.
 type foldScratch[T working] struct {
 	k, g [256]int32
 	v    [256]T
+	// global are the global rows of block rows (countRow32).
+	global []int32
+	rows   block
 }
 
 // precedingLast returns the largest value of seg, the number of values that

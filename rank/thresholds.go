@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/vertebrae-eval/vertebrae/kernel"
 )
 
 // thresholds are one query's eligible positives in rank order (score
@@ -101,10 +103,7 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 		}
 	}
 	nb := max(1, min(maxSlotBuckets, slotBucketsPerThreshold*n))
-	b := &slotBuckets{lo: float64(lo), nb: nb}
-	if hi > lo && !math.IsInf(float64(hi)-float64(lo), 0) {
-		b.scale = float64(nb) / (float64(hi) - float64(lo))
-	}
+	b := newBuckets(lo, hi, nb)
 	// Counts by bucket, then each bucket's first slot, from the top: the
 	// number of values in the buckets above it.
 	rs.keys, rs.cnt, rs.pos = growTo(rs.keys, n), growTo(rs.cnt, nb), growTo(rs.pos, n)
@@ -187,6 +186,9 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 		for k := range nb {
 			b.first16[k+1] = uint16(start(k))
 		}
+		if b.k32 != nil {
+			b.k32.Tab = tab
+		}
 	} else {
 		b.first = make([]int32, nb+1)
 		b.first[0] = int32(n)
@@ -206,6 +208,10 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 type slotBuckets struct {
 	lo, scale float64
 	nb        int
+	// k32 is the geometry of float32 thresholds, bucketed in float32
+	// arithmetic (kernel.PlaceBuckets32 computes the same buckets 16 at a
+	// time); Tab is first16. Nil for float64 thresholds.
+	k32 *kernel.Buckets32
 	// first[k+1]: the first rank slot whose bucket is ≤ k (len(desc) when
 	// none); first[0] = len(desc), so that bucket k's slots lie in
 	// [first[k+1], first[k]]. first16 when every slot fits 16 bits.
@@ -238,7 +244,29 @@ func (b *slotBuckets) at(k int) int {
 	return int(b.first[k+1])
 }
 
+// newBuckets is the geometry of nb buckets over [lo, hi].
+func newBuckets[T working](lo, hi T, nb int) *slotBuckets {
+	b := &slotBuckets{lo: float64(lo), nb: nb}
+	if hi > lo && !math.IsInf(float64(hi)-float64(lo), 0) {
+		b.scale = float64(nb) / (float64(hi) - float64(lo))
+	}
+	if _, ok := any(lo).(float32); ok {
+		// A scale beyond float32 becomes +Inf: still monotone (the lowest
+		// threshold in bucket 0, everything above it in the top bucket).
+		b.k32 = &kernel.Buckets32{Lo: float32(lo), Scale: float32(b.scale), Top: float32(nb - 1)}
+	}
+	return b
+}
+
+// bucket is the bucket of v. For float32 thresholds v is rounded to float32
+// first: rounding is monotone and no float32 threshold lies strictly
+// between v and its rounding, so a threshold in a higher bucket still
+// scores at least v and one in a lower bucket below v (firstBelow's
+// bounds are float64).
 func (b *slotBuckets) bucket(v float64) int {
+	if b.k32 != nil {
+		return b.k32.Bucket32(float32(v))
+	}
 	x := (v - b.lo) * b.scale
 	switch {
 	case !(x >= 0): // below every threshold (or a zero range)

@@ -342,20 +342,19 @@ func TestRankOrderEqualsSort(t *testing.T) {
 // reference rankOrder's own table is checked against.
 func newSlotBuckets[T working](desc []T, buf []uint16) *slotBuckets {
 	nb := min(maxSlotBuckets, slotBucketsPerThreshold*len(desc))
-	lo, hi := float64(desc[len(desc)-1]), float64(desc[0])
-	b := &slotBuckets{lo: lo, nb: nb}
+	b := newBuckets(desc[len(desc)-1], desc[0], nb)
 	if len(desc) < math.MaxUint16 {
 		b.first16 = buf
 		if len(buf) != nb+1 {
 			b.first16 = make([]uint16, nb+1)
 		}
+		if b.k32 != nil {
+			b.k32.Tab = b.first16
+		}
 	} else {
 		b.first = make([]int32, nb+1)
 	}
 	b.set(-1, len(desc))
-	if hi > lo && !math.IsInf(hi-lo, 0) {
-		b.scale = float64(nb) / (hi - lo)
-	}
 	// Slots descend in score, so their buckets do not increase: walking
 	// them from the last, slot r is the last one above every bucket below
 	// its own.

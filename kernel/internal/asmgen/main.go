@@ -127,6 +127,7 @@ func main() {
 	}
 	scanKernels()
 	scanKernelsAVX2()
+	placeKernel()
 	if *tables != "" {
 		writeTables(*tables)
 	}
@@ -1028,4 +1029,106 @@ func transposeStoreAVX2(pr prec, mr, nv int, acc func(r, v int) VecPhysical, fre
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// placeKernel writes the AVX-512 form of kernel.PlaceBuckets32 (rank's
+// counting of negatives against many positives): per lane, the bucket of a
+// score, the slot range of that bucket from the uint16 table (one 32-bit
+// gather at byte offset 2k reads entries k and k+1), and, when the bucket
+// holds at most one threshold, the slot from one comparison with it (two
+// more gathers: its score and its gallery index). Lanes whose bucket holds
+// several thresholds get −1; the Go wrapper places them. Only AVX512F
+// instructions (gathers, compares into masks, 16-bit mask logic).
+// placeWidth is the most thresholds a bucket may hold for placeBuckets32 to
+// place a score in it (kernel.PlaceWidth).
+const placeWidth = 3
+
+func placeKernel() {
+	TEXT("placeBuckets32AVX512", NOSPLIT, "func(v *float32, idx *int32, n int, par *float32, tab *uint16, sc *float32, ix *int32, slot *int32)")
+	Pragma("noescape")
+	Doc("placeBuckets32AVX512 places n ≥ 1 vectors of 16 scores v (gallery indices g) with par = {lo, scale,",
+		"top}: k = trunc(min(max((v − lo)·scale, 0), top)) (a NaN coordinate is 0), r = tab[k+1],",
+		"h = tab[k]; slot = −1 when h − r > 3, else r plus the number of thresholds r ≤ t < h the value",
+		"does not precede (it precedes t when v > sc[t], or v = sc[t] and g < ix[t]).")
+	{
+		v := Load(Param("v"), GP64())
+		g := Load(Param("idx"), GP64())
+		n := Load(Param("n"), GP64())
+		par := Load(Param("par"), GP64())
+		tab := Load(Param("tab"), GP64())
+		sc := Load(Param("sc"), GP64())
+		ix := Load(Param("ix"), GP64())
+		slot := Load(Param("slot"), GP64())
+		zLo, zScale, zTop, zZero, zMask, zOne, zMinus1, zWidth := Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z17
+		zv, zx, zk, zp, zr, zh, zs, zi, zg, zd, zt, zacc := Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z16, Z18, Z19
+		VBROADCASTSS(Mem{Base: par}, zLo)
+		VBROADCASTSS(Mem{Base: par, Disp: 4}, zScale)
+		VBROADCASTSS(Mem{Base: par, Disp: 8}, zTop)
+		VPXORQ(zZero, zZero, zZero)
+		t := GP32()
+		MOVL(U32(0xffff), t)
+		VPBROADCASTD(t, zMask)
+		MOVL(U32(1), t)
+		VPBROADCASTD(t, zOne)
+		MOVL(U32(0xffffffff), t)
+		VPBROADCASTD(t, zMinus1)
+		MOVL(U32(placeWidth), t)
+		VPBROADCASTD(t, zWidth)
+		Label("placeBuckets32AVX512_loop")
+		VMOVUPS(Mem{Base: v}, zv)
+		VMOVDQU32(Mem{Base: g}, zg)
+		VSUBPS(zLo, zv, zx)
+		VMULPS(zScale, zx, zx)
+		VMAXPS(zZero, zx, zx) // a NaN coordinate: the second source, 0
+		VMINPS(zTop, zx, zx)
+		VCVTTPS2DQ(zx, zk)
+		KXNORW(K1, K1, K1)
+		VPGATHERDD(Mem{Base: tab, Index: zk, Scale: 2}, K1, zp) // tab[k] | tab[k+1]<<16
+		VPSRLD(Imm(16), zp, zr)
+		VPANDD(zMask, zp, zh)
+		VMOVDQA32(zr, zacc)
+		VMOVDQA32(zr, zt)
+		// Threshold t = r + i for i < placeWidth, in lanes where t < h: one
+		// more slot when the value does not precede it. Rank order makes
+		// those thresholds a prefix, so the sum is the slot.
+		for i := 0; i < placeWidth; i++ {
+			VPCMPGTD(zt, zh, K1) // t < h
+			if i > 0 {
+				KORTESTW(K1, K1) // no lane has a threshold t
+				JZ(LabelRef("placeBuckets32AVX512_done"))
+			}
+			KMOVW(K1, K2)
+			VGATHERDPS(Mem{Base: sc, Index: zt, Scale: 4}, K2, zs)
+			VCMPPS(Imm(0x1e), zs, zv, K4) // v > s (ordered, quiet)
+			// Where v = s the indices decide; ties are rare, so the
+			// indices are read only for them.
+			VCMPPS(Imm(0x00), zs, zv, K1, K5) // v = s and t < h
+			noTies := fmt.Sprintf("placeBuckets32AVX512_noties%d", i)
+			KORTESTW(K5, K5)
+			JZ(LabelRef(noTies))
+			KMOVW(K5, K3)
+			VPGATHERDD(Mem{Base: ix, Index: zt, Scale: 4}, K3, zi)
+			VPCMPGTD(zg, zi, K5, K6) // ix > g, where v = s
+			KORW(K6, K4, K4)
+			Label(noTies)
+			// K4: the value precedes threshold t.
+			KANDNW(K1, K4, K4)           // t < h and it does not
+			VPADDD(zOne, zacc, K4, zacc) // one more slot
+			if i+1 < placeWidth {
+				VPADDD(zOne, zt, zt)
+			}
+		}
+		Label("placeBuckets32AVX512_done")
+		VPSUBD(zr, zh, zd)
+		VPCMPGTD(zWidth, zd, K1) // h − r > placeWidth: too many thresholds
+		VMOVDQA32(zMinus1, K1, zacc)
+		VMOVDQU32(zacc, Mem{Base: slot})
+		ADDQ(Imm(64), v)
+		ADDQ(Imm(64), g)
+		ADDQ(Imm(64), slot)
+		DECQ(n)
+		JNZ(LabelRef("placeBuckets32AVX512_loop"))
+		VZEROUPPER()
+		RET()
+	}
 }
