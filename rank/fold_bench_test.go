@@ -61,3 +61,21 @@ func benchCountRun(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*negatives), "ns/negative")
 }
+
+// BenchmarkRankOrder orders 10,000 Gaussian positive scores of a query and
+// builds their bucket table: ns per positive.
+func BenchmarkRankOrder(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const p = 10000
+	vals := make([]float32, p)
+	for i := range vals {
+		vals[i] = float32(r.NormFloat64() * 0.125)
+	}
+	rs := new(sorter)
+	tab := make([]uint16, tableLen(p))
+	b.ResetTimer()
+	for range b.N {
+		rankOrder(rs, vals, nil, true, tab)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*p), "ns/positive")
+}

@@ -137,15 +137,38 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 		cnt[k]++
 		j++
 	}
-	// cnt[k] is now the end of bucket k (its start is cnt[k+1]); each
-	// bucket in exact rank order.
-	before := func(a, b int32) bool { return precedes(vals[a], int(a), vals[b], int(b)) }
-	for k := range nb {
-		s, e := 0, int(cnt[k])
-		if k+1 < nb {
-			s = int(cnt[k+1])
+	// cnt[k] is now the end of bucket k (its start is cnt[k+1], 0 for the
+	// top bucket). One pass from the top puts each bucket in exact rank
+	// order and, with table set, records its start: first[k+1], the first
+	// slot whose bucket is ≤ k, is the start of bucket k; first[0] = n.
+	var t16 []uint16
+	var t32 []int32
+	if table {
+		if n < math.MaxUint16 {
+			if len(tab) != nb+1 {
+				tab = make([]uint16, nb+1)
+			}
+			t16, b.first16 = tab, tab
+			t16[0] = uint16(n)
+			if b.k32 != nil {
+				b.k32.Tab = tab
+			}
+		} else {
+			t32 = make([]int32, nb+1)
+			b.first, t32[0] = t32, int32(n)
 		}
-		if e-s > 16 {
+	}
+	before := func(a, b int32) bool { return precedes(vals[a], int(a), vals[b], int(b)) }
+	s := 0
+	for k := nb - 1; k >= 0; k-- {
+		e := int(cnt[k])
+		if t16 != nil {
+			t16[k+1] = uint16(s)
+		} else if t32 != nil {
+			t32[k+1] = int32(s)
+		}
+		switch {
+		case e-s > 16:
 			slices.SortStableFunc(rs.pos[s:e], func(a, b int32) int {
 				if before(a, b) {
 					return -1
@@ -155,46 +178,20 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 				}
 				return 0
 			})
-			continue
-		}
-		for i := s + 1; i < e; i++ {
-			p, m := rs.pos[i], i
-			for m > s && before(p, rs.pos[m-1]) {
-				rs.pos[m] = rs.pos[m-1]
-				m--
+		case e-s > 1:
+			for i := s + 1; i < e; i++ {
+				p, m := rs.pos[i], i
+				for m > s && before(p, rs.pos[m-1]) {
+					rs.pos[m] = rs.pos[m-1]
+					m--
+				}
+				rs.pos[m] = p
 			}
-			rs.pos[m] = p
 		}
+		s = e
 	}
 	if !table {
 		return rs.pos[:n], nil
-	}
-	// first[k+1], the first slot whose bucket is ≤ k, is the start of
-	// bucket k (the end of bucket k+1); first[0] = n.
-	start := func(k int) int32 {
-		if k+1 < nb {
-			return cnt[k+1]
-		}
-		return 0
-	}
-	if n < math.MaxUint16 {
-		if len(tab) != nb+1 {
-			tab = make([]uint16, nb+1)
-		}
-		b.first16 = tab
-		b.first16[0] = uint16(n)
-		for k := range nb {
-			b.first16[k+1] = uint16(start(k))
-		}
-		if b.k32 != nil {
-			b.k32.Tab = tab
-		}
-	} else {
-		b.first = make([]int32, nb+1)
-		b.first[0] = int32(n)
-		for k := range nb {
-			b.first[k+1] = start(k)
-		}
 	}
 	return rs.pos[:n], b
 }
