@@ -285,7 +285,8 @@ func countRun[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int,
 // one threshold) without a branch that depends on the data, so that the
 // placements of consecutive negatives overlap. Negatives are taken in
 // batches of up to len(fs.k): their buckets first (independent
-// arithmetic), then their slots, then the counts.
+// arithmetic), then their slots, then the counts. Float32 scores with a
+// 16-bit table take countBucketed32 (the placement kernel).
 func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
 	bt := th.b
 	if bt.k32 != nil && bt.first16 != nil {
