@@ -280,102 +280,26 @@ func countRun[T working](th *thresholds[T], cnt []int32, seg []T, g, stride int,
 }
 
 // countBucketed counts the runs of eligible negatives of one row (scores
-// row over block b) against many positives: every negative is placed
-// through the bucket table, most of them (those whose bucket holds at most
-// one threshold) without a branch that depends on the data, so that the
-// placements of consecutive negatives overlap. Negatives are taken in
-// batches of up to len(fs.k): their buckets first (independent
-// arithmetic), then their slots, then the counts. Float32 scores with a
-// 16-bit table take countBucketed32 (the placement kernel).
+// row over block b) against many positives, through the bucket table, and
+// returns their largest score. Float32 scores in a block of at least three
+// quarters negatives are placed as the whole row, where it lies, and only
+// the negatives' slots are counted (countRow: the kernel places a score
+// for less than it costs to gather one); otherwise the negatives are
+// first gathered into batches of len(fs.k) (runs between positives can be
+// short).
 func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
-	bt := th.b
-	if bt.k32 != nil && bt.first16 != nil {
-		return countBucketed32(any(th).(*thresholds[float32]), cnt, any(row).([]float32), runs, b, any(fs).(*foldScratch[float32]))
-	}
-	lo, scale, top := bt.lo, bt.scale, float64(bt.nb-1)
-	m := T(math.Inf(-1))
-	n := 0
-	for _, r := range runs {
-		for j := int(r[0]); j < int(r[1]); j++ {
-			v := row[j]
-			if v > m {
-				m = v
-			}
-			x := (float64(v) - lo) * scale
-			if !(x >= 0) { // NaN: an overflowing difference times a zero scale
-				x = 0
-			}
-			if x > top {
-				x = top
-			}
-			fs.k[n], fs.v[n], fs.g[n] = int32(x), v, int32(b.global(j))
-			if n++; n == len(fs.k) {
-				placeBatch(th, cnt, fs, n)
-				n = 0
-			}
-		}
-	}
-	placeBatch(th, cnt, fs, n)
-	return float64(m)
-}
-
-// placeBatch counts the first n negatives of fs, their buckets computed.
-func placeBatch[T working](th *thresholds[T], cnt []int32, fs *foldScratch[T], n int) {
-	bt := th.b
-	// sc and ix have room for one more slot (newChunk), read but never
-	// used when a bucket holds no threshold.
-	sc, ix := th.score[:len(th.score)+1], th.index[:len(th.index)+1]
-	ks := fs.k[:n]
-	if f := bt.first16; f != nil {
-		for j, k := range ks {
-			v, g := fs.v[j], fs.g[j]
-			// f[k+1] ≤ slot ≤ f[k]: the slots of k's thresholds lie between.
-			r, hi := int(f[k+1]), int(f[k])
-			if hi-r > 1 { // several thresholds in the bucket (rare)
-				for ; r < hi; r++ {
-					if s := sc[r]; v > s || (v == s && g < ix[r]) {
-						break
-					}
-				}
-				ks[j] = int32(r)
-				continue
-			}
-			// At most one threshold (slot r, when hi = r+1): the negative
-			// goes after it unless it precedes it.
-			s, i := sc[r], ix[r]
-			after := 1 - (b2i(v > s) | (b2i(v == s) & b2i(g < i)))
-			ks[j] = int32(r + (hi-r)&-after)
-		}
-	} else {
-		for j := range ks {
-			ks[j] = int32(th.firstPreceded(fs.v[j], int(fs.g[j])))
-		}
-	}
-	for _, r := range ks {
-		cnt[r]++
-	}
-}
-
-// countBucketed32 is countBucketed for float32 scores: the kernel places
-// scores 16 at a time (kernel.PlaceBuckets32, the same buckets as the
-// table) and leaves −1 for those whose bucket holds more than
-// kernel.PlaceWidth thresholds, placed here by search. When most of the
-// block's rows are eligible negatives the whole row is placed in place and
-// only the negatives' slots are counted (no copy); otherwise the
-// negatives are gathered into batches first.
-func countBucketed32(th *thresholds[float32], cnt []int32, row []float32, runs []negRun, b block, fs *foldScratch[float32]) float64 {
 	neg := 0
 	for _, r := range runs {
 		neg += int(r[1] - r[0])
 	}
-	if 2*neg >= b.n {
-		return countRow32(th, cnt, row, runs, b, fs)
+	if 4*neg >= 3*b.n && th.b.k32 != nil {
+		return countRow(th, cnt, row, runs, b, fs)
 	}
-	m := float32(math.Inf(-1))
+	m := T(math.Inf(-1))
 	n := 0
 	place := func() {
 		v, g, ks := fs.v[:n], fs.g[:n], fs.k[:n]
-		kernel.PlaceBuckets32(th.b.k32, v, g, th.score, th.index, ks)
+		th.place(v, g, ks)
 		for j, s := range ks {
 			if s < 0 {
 				s = int32(th.firstPreceded(v[j], int(g[j])))
@@ -385,18 +309,13 @@ func countBucketed32(th *thresholds[float32], cnt []int32, row []float32, runs [
 		n = 0
 	}
 	for _, r := range runs {
-		for j0 := int(r[0]); j0 < int(r[1]); {
-			seg := row[j0:min(int(r[1]), j0+len(fs.v)-n)]
-			v, g := fs.v[n:n+len(seg)], fs.g[n:n+len(seg)]
-			g0 := int32(b.global(j0))
-			for j, x := range seg {
-				if x > m {
-					m = x
-				}
-				v[j], g[j] = x, g0+int32(j*b.stride)
+		for j := int(r[0]); j < int(r[1]); j++ {
+			x := row[j]
+			if x > m {
+				m = x
 			}
-			j0 += len(seg)
-			if n += len(seg); n == len(fs.v) {
+			fs.v[n], fs.g[n] = x, int32(b.global(j))
+			if n++; n == len(fs.v) {
 				place()
 			}
 		}
@@ -405,9 +324,9 @@ func countBucketed32(th *thresholds[float32], cnt []int32, row []float32, runs [
 	return float64(m)
 }
 
-// countRow32 places every score of the row, len(fs.k) at a time, and
-// counts those of the runs.
-func countRow32(th *thresholds[float32], cnt []int32, row []float32, runs []negRun, b block, fs *foldScratch[float32]) float64 {
+// countRow places every score of the row, len(fs.k) at a time, and counts
+// those of the runs.
+func countRow[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
 	if fs.rows != b {
 		fs.rows = b
 		fs.global = growTo(fs.global, b.n)
@@ -415,7 +334,7 @@ func countRow32(th *thresholds[float32], cnt []int32, row []float32, runs []negR
 			fs.global[j] = int32(b.global(j))
 		}
 	}
-	m := float32(math.Inf(-1))
+	m := T(math.Inf(-1))
 	seg := len(fs.k)
 	next := 0 // the first offset of runs[0] not yet counted
 	if len(runs) > 0 {
@@ -427,7 +346,7 @@ func countRow32(th *thresholds[float32], cnt []int32, row []float32, runs []negR
 			continue // no negative in [a, e)
 		}
 		v, g, ks := row[a:e], fs.global[a:e], fs.k[:e-a]
-		kernel.PlaceBuckets32(th.b.k32, v, g, th.score, th.index, ks)
+		th.place(v, g, ks)
 		for len(runs) > 0 && next < e {
 			end := min(int(runs[0][1]), e)
 			for j := next - a; j < end-a; j++ {
@@ -448,6 +367,57 @@ func countRow32(th *thresholds[float32], cnt []int32, row []float32, runs []negR
 		}
 	}
 	return float64(m)
+}
+
+// place sets ks[j] to the first slot that score v[j] (gallery row g[j])
+// precedes. Float32 scores with a 16-bit table go through
+// kernel.PlaceBuckets32 (16 at a time on AVX-512), which leaves −1 where a
+// bucket holds more than kernel.PlaceWidth thresholds (the caller
+// searches); the loop here places a score that meets at most one threshold
+// without a branch on the data, so that consecutive placements overlap.
+func (th *thresholds[T]) place(v []T, g, ks []int32) {
+	bt := th.b
+	if bt.k32 != nil && bt.first16 != nil {
+		kernel.PlaceBuckets32(bt.k32, any(v).([]float32), g, any(th.score).([]float32), th.index, ks)
+		return
+	}
+	// sc and ix have room for one more slot (newChunk), read but never
+	// used when a bucket holds no threshold.
+	sc, ix := th.score[:len(th.score)+1], th.index[:len(th.index)+1]
+	f := bt.first16
+	if f == nil { // more thresholds than 16-bit slots
+		for j, x := range v {
+			ks[j] = int32(th.firstPreceded(x, int(g[j])))
+		}
+		return
+	}
+	// Float64 thresholds (float32 ones took the kernel): the buckets
+	// first (independent arithmetic), then the slots.
+	lo, scale, top := bt.lo, bt.scale, float64(bt.nb-1)
+	for j, x := range v {
+		y := (float64(x) - lo) * scale
+		if !(y >= 0) { // NaN: an overflowing difference times a zero scale
+			y = 0
+		}
+		ks[j] = int32(min(y, top))
+	}
+	for j, k := range ks {
+		x := v[j]
+		// f[k+1] ≤ slot ≤ f[k]: the slots of k's thresholds lie between.
+		r, h := int(f[k+1]), int(f[k])
+		if h-r > 1 { // several thresholds in the bucket (rare)
+			for ; r < h; r++ {
+				if y := sc[r]; x > y || (x == y && g[j] < ix[r]) {
+					break
+				}
+			}
+			ks[j] = int32(r)
+			continue
+		}
+		y, i := sc[r], ix[r]
+		after := 1 - (b2i(x > y) | (b2i(x == y) & b2i(g[j] < i)))
+		ks[j] = int32(r + (h-r)&-after)
+	}
 }
 
 // foldScratch is a worker's batch of negatives for countBucketed.
