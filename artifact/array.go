@@ -113,8 +113,9 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); retur
 
 // WriteArray commits an array+metadata artifact at key: metadata is checked
 // first, then the data file and the metadata document are written, and the
-// manifest last. src must have at least one row and column.
-func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata any) error {
+// manifest last. src must have at least one row and column. The key rules
+// of WriteJSON apply.
+func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata any, opts ...WriteOption) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -125,6 +126,10 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 	if src.Rows() < 1 || src.Cols() < 1 {
 		return &Error{Key: key, Msg: fmt.Sprintf("cannot store a %d×%d array", src.Rows(), src.Cols())}
 	}
+	o, typ := writeOpts(opts), typeOf(md)
+	if _, err := s.occupant(ctx, key, typ, o.explicit); err != nil {
+		return err // before encoding: a refused key costs nothing
+	}
 	var a *ArrayEntry
 	if mv, ok := s.st.(store.Mover); ok {
 		a, err = s.putDataOnce(ctx, mv, key, src)
@@ -134,11 +139,15 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 	if err != nil {
 		return err
 	}
-	entry, err := s.putMetadata(ctx, key, md)
-	if err != nil {
+	entry := metadataEntry(md)
+	if err := s.putMetadata(ctx, key, entry, md); err != nil {
 		return err
 	}
-	return s.commit(ctx, key, &Manifest{SchemaVersion: SchemaVersion, Kind: KindArrayMetadata, Array: a, Metadata: entry})
+	m := &Manifest{SchemaVersion: SchemaVersion, Kind: KindArrayMetadata, Array: a, Metadata: entry}
+	if err := s.guardCommit(ctx, key, typ, m, o); err != nil {
+		return err
+	}
+	return s.commit(ctx, key, m)
 }
 
 // newArrayEntry describes the encoded data file of src with its digest.

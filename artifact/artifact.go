@@ -107,7 +107,9 @@ func digest(b []byte) string {
 }
 
 // WriteJSON commits a JSON-only artifact (kind "json") at key.
-func (s *Store) WriteJSON(ctx context.Context, key string, metadata any) error {
+// It never replaces an artifact of another type, and with ExplicitKey
+// nothing but identical content (SPEC §6.8); a refusal writes nothing.
+func (s *Store) WriteJSON(ctx context.Context, key string, metadata any, opts ...WriteOption) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
@@ -115,20 +117,27 @@ func (s *Store) WriteJSON(ctx context.Context, key string, metadata any) error {
 	if err != nil {
 		return err
 	}
-	entry, err := s.putMetadata(ctx, key, md)
-	if err != nil {
+	entry := metadataEntry(md)
+	m := &Manifest{SchemaVersion: SchemaVersion, Kind: KindJSON, Metadata: entry}
+	if err := s.guardCommit(ctx, key, typeOf(md), m, writeOpts(opts)); err != nil {
 		return err
 	}
-	return s.commit(ctx, key, &Manifest{SchemaVersion: SchemaVersion, Kind: KindJSON, Metadata: entry})
+	if err := s.putMetadata(ctx, key, entry, md); err != nil {
+		return err
+	}
+	return s.commit(ctx, key, m)
 }
 
-func (s *Store) putMetadata(ctx context.Context, key string, md []byte) (FileEntry, error) {
+func metadataEntry(md []byte) FileEntry {
 	sum := digest(md)
-	e := FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: int64(len(md)), SHA256: sum}
+	return FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: int64(len(md)), SHA256: sum}
+}
+
+func (s *Store) putMetadata(ctx context.Context, key string, e FileEntry, md []byte) error {
 	if err := s.st.Put(ctx, key+"/"+e.Filename, bytes.NewReader(md), int64(len(md))); err != nil {
-		return e, &Error{Key: key, Msg: "write " + e.Filename, Err: err}
+		return &Error{Key: key, Msg: "write " + e.Filename, Err: err}
 	}
-	return e, nil
+	return nil
 }
 
 // commit writes the manifest: the single atomic Put that makes a generation

@@ -2,7 +2,6 @@ package artifact
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
@@ -18,7 +17,10 @@ func (s *Store) Compress(ctx context.Context, queryKey, galleryKey string, cfg c
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if prefix == "" {
+	var opts []WriteOption
+	if prefix != "" {
+		opts = append(opts, ExplicitKey())
+	} else {
 		h, err := CompressionRecipeHash(cfg.AsMap())
 		if err != nil {
 			return nil, err
@@ -30,6 +32,19 @@ func (s *Store) Compress(ctx context.Context, queryKey, galleryKey string, cfg c
 	if err := ValidateKey(prefix); err != nil {
 		return nil, err
 	}
+	// Before any work: the three keys this writes may receive what it writes.
+	for _, o := range []struct{ key, typ string }{{prefix, TypeCompression},
+		{prefix + "/" + SideQuery, TypeCompressedEmbedding}, {prefix + "/" + SideGallery, TypeCompressedEmbedding}} {
+		if err := s.CheckOutput(ctx, o.key, o.typ, opts...); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.CheckType(ctx, queryKey, QueryEndpoint); err != nil {
+		return nil, err
+	}
+	if err := s.CheckType(ctx, galleryKey, GalleryEndpoint); err != nil {
+		return nil, err
+	}
 	q, qm, err := s.ReadEndpoint(ctx, queryKey)
 	if err != nil {
 		return nil, err
@@ -37,12 +52,6 @@ func (s *Store) Compress(ctx context.Context, queryKey, galleryKey string, cfg c
 	g, gm, err := s.ReadEndpoint(ctx, galleryKey)
 	if err != nil {
 		return nil, err
-	}
-	if qm.Side != SideQuery {
-		return nil, checkErr(queryKey, fmt.Sprintf("query artifact has side %q; expected side %q", qm.Side, SideQuery))
-	}
-	if gm.Side != SideGallery {
-		return nil, checkErr(galleryKey, fmt.Sprintf("gallery artifact has side %q; expected side %q", gm.Side, SideGallery))
 	}
 	if qm.CompressionPrefix != "" || gm.CompressionPrefix != "" {
 		return nil, checkErr(galleryKey, "endpoints are already compressed; compress the source endpoints")
@@ -75,7 +84,7 @@ func (s *Store) Compress(ctx context.Context, queryKey, galleryKey string, cfg c
 		if meta.ShardKeys == nil {
 			meta.ShardKeys = []string{}
 		}
-		if err := s.WriteArray(ctx, key, side.m, meta); err != nil {
+		if err := s.WriteArray(ctx, key, side.m, meta, opts...); err != nil {
 			return nil, err
 		}
 		out[side.name] = key
@@ -86,7 +95,7 @@ func (s *Store) Compress(ctx context.Context, queryKey, galleryKey string, cfg c
 		QueryOutputKey: out[SideQuery], GalleryOutputKey: out[SideGallery],
 		CompressionMetadata: res.Metadata, CacheEligible: eligible, CacheStatus: status,
 	}
-	if err := s.WriteJSON(ctx, prefix, sum); err != nil {
+	if err := s.WriteJSON(ctx, prefix, sum, opts...); err != nil {
 		return nil, err
 	}
 	return sum, nil

@@ -29,14 +29,14 @@ func NNZOf(m matrix.Matrix) *int64 {
 // This is the entry point for embedding caches and the merge command; the
 // write streams (SPEC §10.5) and re-running it with equal inputs rewrites
 // identical bytes.
-func (s *Store) WriteEndpoint(ctx context.Context, key string, m matrix.Matrix, meta *Embedding) error {
+func (s *Store) WriteEndpoint(ctx context.Context, key string, m matrix.Matrix, meta *Embedding, opts ...WriteOption) error {
 	src := FromMatrix(m)
 	meta.ArrayInfo = ArrayInfoOf(src, NNZOf(m))
 	meta.ArtifactType, meta.OutputKey = TypeEmbedding, key
 	if meta.ShardKeys == nil {
 		meta.ShardKeys = []string{}
 	}
-	return s.WriteArray(ctx, key, src, meta)
+	return s.WriteArray(ctx, key, src, meta, opts...)
 }
 
 // EndpointMeta is an endpoint artifact's metadata, read as the widest of
@@ -71,7 +71,7 @@ func decodeEndpointMeta(key string, data []byte) (*EndpointMeta, error) {
 	switch em.ArtifactType {
 	case TypeEmbedding, TypeEmbeddingShard, TypeCompressedEmbedding:
 	default:
-		return nil, keyErr(key, ErrInvalidMetadata, fmt.Sprintf("artifact_type %q is not an endpoint embedding", em.ArtifactType))
+		return nil, &TypeError{Key: key, Type: describe(data), Want: "an endpoint embedding"}
 	}
 	return em, nil
 }
@@ -93,4 +93,23 @@ func (s *Store) ReadEndpoint(ctx context.Context, key string) (matrix.Matrix, *E
 			em.NSamples, em.EmbeddingDim, em.DType, em.Sparse, m.Rows(), m.Cols(), m.DType(), m.Sparse())
 	}
 	return m, em, nil
+}
+
+// checkSides is the side check of SPEC §10.7 (score) and of compress: the
+// query key names a query-side endpoint, the gallery key a gallery-side one.
+func checkSides(queryKey string, qm *EndpointMeta, galleryKey string, gm *EndpointMeta) error {
+	for _, c := range []struct {
+		key string
+		em  *EndpointMeta
+		x   Expect
+	}{{queryKey, qm, QueryEndpoint}, {galleryKey, gm, GalleryEndpoint}} {
+		if c.em.Side != c.x.Side {
+			typ := fmt.Sprintf("%s-side %s", c.em.Side, c.em.ArtifactType)
+			if c.em.Side == "" {
+				typ = c.em.ArtifactType + " without a side"
+			}
+			return &TypeError{Key: c.key, Type: typ, Want: c.x.Want}
+		}
+	}
+	return nil
 }

@@ -263,3 +263,12 @@ func toInt(v any) (int64, error) {
 	}
 	return strconv.ParseInt(string(n), 10, 64)
 }
+
+// Files are the data file names the manifest references.
+func (m *Manifest) Files() []string {
+	out := []string{m.Metadata.Filename}
+	if m.Array != nil {
+		out = append(out, m.Array.Filename)
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package artifact
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
@@ -32,17 +33,19 @@ func TestFinalizeScoreEqualsScore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bidir := range []bool{false, true} {
-		for _, pair := range [][2]string{{f.qk, f.gk}, {comp.QueryOutputKey, comp.GalleryOutputKey}} {
+		for pi, pair := range [][2]string{{f.qk, f.gk}, {comp.QueryOutputKey, comp.GalleryOutputKey}} {
+			// One key per case: an explicit output key never takes other content.
+			base := fmt.Sprintf("scores/%v-%d/", bidir, pi)
 			cfg := retrieval.DefaultConfig()
 			cfg.Ks, cfg.PrimaryMetric, cfg.Bidirectional, cfg.Similarity = []int{1, 2}, "ndcg@2", bidir, retrieval.Dot
 			req := f.request(cfg)
-			req.QueryKey, req.GalleryKey, req.OutputKey = pair[0], pair[1], "scores/plain"
+			req.QueryKey, req.GalleryKey, req.OutputKey = pair[0], pair[1], base+"plain"
 			want, err := f.s.Score(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, layout := range []rank.ShardLayout{rank.Contiguous, rank.Modulo} {
-				req.OutputKey = "scores/" + layout.String()
+				req.OutputKey = base + layout.String()
 				for i := range 3 {
 					sp, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: 3, Layout: layout})
 					if err != nil {

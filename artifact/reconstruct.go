@@ -92,7 +92,7 @@ func (s *Store) FromArtifacts(ctx context.Context, scoreKeys []string) (*Reconst
 			return nil, err
 		}
 		if doc.ArtifactType != TypeEvaluation {
-			return nil, checkErr(k, fmt.Sprintf("artifact_type is %q; from-artifacts reads %s artifacts", doc.ArtifactType, TypeEvaluation))
+			return nil, s.CheckType(ctx, k, ScoreArtifact)
 		}
 		docs[i] = doc
 	}

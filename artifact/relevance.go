@@ -61,16 +61,20 @@ func RelevanceDocument(ds *retrieval.Dataset, key string) (*Relevance, error) {
 }
 
 // WriteRelevance commits ds's relevance artifact at key ("" = the
-// canonical RelevanceKey) and returns the key.
+// canonical RelevanceKey) and returns the key. An explicit key is written
+// with ExplicitKey: it never replaces another artifact.
 func (s *Store) WriteRelevance(ctx context.Context, ds *retrieval.Dataset, key string) (string, *Relevance, error) {
+	var opts []WriteOption
 	if key == "" {
 		key = RelevanceKey(ds.IdentityKey())
+	} else {
+		opts = append(opts, ExplicitKey())
 	}
 	doc, err := RelevanceDocument(ds, key)
 	if err != nil {
 		return "", nil, err
 	}
-	return key, doc, s.WriteJSON(ctx, key, doc)
+	return key, doc, s.WriteJSON(ctx, key, doc, opts...)
 }
 
 // Protocol is a verified relevance artifact in the scorer's form: explicit
@@ -104,7 +108,11 @@ func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error
 		return keyErr(key, ErrInvalidMetadata, "relevance artifact: "+fmt.Sprintf(format, args...))
 	}
 	if doc.ArtifactType != TypeRelevance {
-		return nil, bad("artifact_type is %q, not %q", doc.ArtifactType, TypeRelevance)
+		md, _, err := s.ReadMetadata(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return nil, RelevanceArtifact.check(key, md)
 	}
 	nq, ng := len(doc.QueryIDs), len(doc.GalleryIDs)
 	if nq != doc.NQueries || ng != doc.NGallery || nq == 0 || ng == 0 {
@@ -214,11 +222,33 @@ func (s *Store) WriteExclusions(ctx context.Context, key string, pairs [][2]int,
 	return s.WriteJSON(ctx, key, &Exclusions{Common: Common{ArtifactType: TypeExclusions, VertebraeVersion: version.Version, OutputKey: key}, Exclusions: pairs})
 }
 
-// ReadExclusions loads an exclusions artifact for a protocol of nq × ng.
+// ReadExclusions loads the exclusions of an exclusions artifact, or of a
+// relevance artifact, for a protocol of nq × ng; a key of any other type is
+// a TypeError (read as "no exclusions" it would change every metric).
 func (s *Store) ReadExclusions(ctx context.Context, key string, nq, ng int) ([][2]int, [][]int, error) {
+	md, _, err := s.ReadMetadata(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ExclusionsArtifact.check(key, md); err != nil {
+		return nil, nil, err
+	}
+	if typeOf(md) == TypeRelevance {
+		p, err := s.ReadRelevance(ctx, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.Doc.NQueries != nq || p.Doc.NGallery != ng {
+			return nil, nil, checkErr(key, fmt.Sprintf("its exclusions are of a %d × %d protocol, not %d × %d", p.Doc.NQueries, p.Doc.NGallery, nq, ng))
+		}
+		return p.Doc.Exclusions, p.Exclusions, nil
+	}
 	doc := &Exclusions{}
 	if _, err := s.ReadJSON(ctx, key, doc); err != nil {
 		return nil, nil, err
+	}
+	if doc.Exclusions == nil {
+		return nil, nil, keyErr(key, ErrInvalidMetadata, "exclusions artifact has no exclusions list")
 	}
 	lists, err := exclusionLists(key, doc.Exclusions, nq, ng)
 	return doc.Exclusions, lists, err

@@ -156,11 +156,8 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 		return nil, err
 	}
 	// (1) sides.
-	if qm.Side != SideQuery {
-		return nil, checkErr(req.QueryKey, fmt.Sprintf("query artifact has side %q; expected side %q", qm.Side, SideQuery))
-	}
-	if gm.Side != SideGallery {
-		return nil, checkErr(req.GalleryKey, fmt.Sprintf("gallery artifact has side %q; expected side %q", gm.Side, SideGallery))
+	if err := checkSides(req.QueryKey, qm, req.GalleryKey, gm); err != nil {
+		return nil, err
 	}
 	// (2) one dataset identity.
 	if qm.DatasetIdentityKey == "" || qm.DatasetIdentityKey != gm.DatasetIdentityKey {
@@ -225,6 +222,10 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 	if err := ValidateKey(j.key); err != nil {
 		return nil, err
 	}
+	// Before any scoring: the score key may receive a score.
+	if err := s.CheckOutput(ctx, j.key, TypeEvaluation, j.writeOpts()...); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -276,7 +277,7 @@ func (s *Store) CommitScore(ctx context.Context, j *ScoreJob, res *results.Extra
 			return nil, err
 		}
 	}
-	if err := s.WriteJSON(ctx, j.key, doc); err != nil {
+	if err := s.WriteJSON(ctx, j.key, doc, j.writeOpts()...); err != nil {
 		return nil, err
 	}
 	return &Scored{Key: j.key, Doc: doc}, nil
@@ -323,6 +324,14 @@ func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s; missing for %s", retrieval.ErrNoReverseRelation.Error(), msgfmt.IDList(missing))
+	}
+	return nil
+}
+
+// writeOpts marks a score written at a user-chosen --output-key.
+func (j *ScoreJob) writeOpts() []WriteOption {
+	if j.req.OutputKey != "" {
+		return []WriteOption{ExplicitKey()}
 	}
 	return nil
 }

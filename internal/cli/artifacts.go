@@ -417,6 +417,11 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
+			// Before encoding: the plan's key may receive a shard (a plan is
+			// user-editable; it never overwrites another artifact).
+			if err := st.CheckOutput(ctx, sh.OutputKey, artifact.TypeEmbeddingShard); err != nil {
+				return err
+			}
 			if err := shard.LoadState(ctx, st, pe, x); err != nil { // workers never fit (SPEC §11.2)
 				return err
 			}
@@ -463,6 +468,9 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
+			if err := st.CheckOutput(ctx, ep.OutputKey, artifact.TypeEmbedding); err != nil {
+				return err
+			}
 			rows, cols, err := shard.WriteMerged(ctx, st, pe, ep)
 			if err != nil {
 				return err
@@ -691,6 +699,11 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			defer done()
+			if outputKey != "" {
+				if err := st.CheckOutput(ctx, outputKey, artifact.TypeReport, artifact.ExplicitKey()); err != nil {
+					return err
+				}
+			}
 			rc, err := st.FromArtifacts(ctx, keys)
 			if err != nil {
 				return err
@@ -721,7 +734,7 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 				}
 				doc["artifact_type"], doc["output_key"] = artifact.TypeReport, outputKey
 				doc["vertebrae_version"] = version.Version
-				if err := st.WriteJSON(ctx, outputKey, doc); err != nil {
+				if err := st.WriteJSON(ctx, outputKey, doc, artifact.ExplicitKey()); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,239 @@
+package artifact
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrWrongType is wrapped by every TypeError: a key argument names an
+// artifact of another type than the argument needs.
+var ErrWrongType = errors.New("wrong artifact type")
+
+// ErrOccupied is wrapped by every OccupiedError: a write would replace a
+// committed artifact of another type (or, at an explicit output key, of
+// other content).
+var ErrOccupied = errors.New("output key is occupied")
+
+// TypeError reports a key that names an artifact of the wrong type (SPEC
+// §6.8: `<key> is a <type>, not <expected>`). Without it an endpoint given
+// as --exclusions-key would read as "no exclusions" and change the metrics.
+type TypeError struct {
+	Key  string
+	Type string // what the key holds (artifact_type, with the side for endpoints)
+	Want string // what the argument needs, in words
+}
+
+func (e *TypeError) Error() string {
+	return fmt.Sprintf("artifact %s is a %s, not %s", e.Key, e.Type, e.Want)
+}
+
+func (e *TypeError) Unwrap() error { return ErrWrongType }
+
+// OccupiedError reports a write refused because its key already holds
+// another artifact (SPEC §6.8: `<key> already holds a <type>`).
+type OccupiedError struct {
+	Key  string
+	Type string // the artifact_type found at the key
+	Why  string // "" (another type) or what differs
+}
+
+func (e *OccupiedError) Error() string {
+	msg := fmt.Sprintf("artifact %s already holds a %s", e.Key, e.Type)
+	if e.Why != "" {
+		msg += " " + e.Why
+	}
+	return msg + "; choose another key or delete it first"
+}
+
+func (e *OccupiedError) Unwrap() error { return ErrOccupied }
+
+// typeOf is the artifact_type of a metadata document ("" when it has none).
+func typeOf(md []byte) string {
+	var c struct {
+		ArtifactType string `json:"artifact_type"`
+	}
+	if json.Unmarshal(md, &c) != nil {
+		return ""
+	}
+	return c.ArtifactType
+}
+
+// describe names an artifact for messages: its type, with the side for
+// endpoint embeddings ("gallery-side retrieval_embedding").
+func describe(md []byte) string {
+	var c struct {
+		ArtifactType string `json:"artifact_type"`
+		Side         string `json:"side"`
+	}
+	if json.Unmarshal(md, &c) != nil || c.ArtifactType == "" {
+		return "document without an artifact_type"
+	}
+	switch c.ArtifactType {
+	case TypeEmbedding, TypeEmbeddingShard, TypeCompressedEmbedding:
+		if c.Side != "" {
+			return c.Side + "-side " + c.ArtifactType
+		}
+	}
+	return c.ArtifactType
+}
+
+// ArtifactType verifies key's metadata document and returns its
+// artifact_type and, for endpoints, its side ("" otherwise).
+func (s *Store) ArtifactType(ctx context.Context, key string) (typ, side string, err error) {
+	md, _, err := s.ReadMetadata(ctx, key)
+	if err != nil {
+		return "", "", err
+	}
+	var c struct {
+		ArtifactType string `json:"artifact_type"`
+		Side         string `json:"side"`
+	}
+	if err := json.Unmarshal(md, &c); err != nil {
+		return "", "", keyErr(key, ErrInvalidMetadata, fmt.Sprintf("metadata document: %v", err))
+	}
+	return c.ArtifactType, c.Side, nil
+}
+
+// Kinds of key arguments: each names the artifact types it accepts.
+var (
+	// QueryEndpoint and GalleryEndpoint are the endpoints of score and
+	// compress: an embedding, a merged or single shard, or a compressed
+	// endpoint, of that side.
+	QueryEndpoint   = Expect{Want: "a query-side endpoint embedding", Types: endpointTypes, Side: SideQuery}
+	GalleryEndpoint = Expect{Want: "a gallery-side endpoint embedding", Types: endpointTypes, Side: SideGallery}
+	// RelevanceArtifact is --relevance-key.
+	RelevanceArtifact = Expect{Want: "a " + TypeRelevance, Types: []string{TypeRelevance}}
+	// ExclusionsArtifact is --exclusions-key: a separate exclusions
+	// artifact or a relevance artifact (whose exclusions are used).
+	ExclusionsArtifact = Expect{Want: "a " + TypeExclusions + " or " + TypeRelevance, Types: []string{TypeExclusions, TypeRelevance}}
+	// ScoreArtifact is from-artifacts --score-key.
+	ScoreArtifact = Expect{Want: "a " + TypeEvaluation, Types: []string{TypeEvaluation}}
+)
+
+var endpointTypes = []string{TypeEmbedding, TypeEmbeddingShard, TypeCompressedEmbedding}
+
+// Expect is what a key argument must name.
+type Expect struct {
+	Want  string   // in words, for TypeError
+	Types []string // accepted artifact_type values
+	Side  string   // required side for endpoints, or ""
+}
+
+// check returns a TypeError unless md is a document of an accepted type.
+func (x Expect) check(key string, md []byte) error {
+	var c struct {
+		ArtifactType string `json:"artifact_type"`
+		Side         string `json:"side"`
+	}
+	_ = json.Unmarshal(md, &c)
+	for _, t := range x.Types {
+		if c.ArtifactType == t && (x.Side == "" || c.Side == x.Side) {
+			return nil
+		}
+	}
+	return &TypeError{Key: key, Type: describe(md), Want: x.Want}
+}
+
+// CheckType verifies key's metadata document and that it is of a type x
+// accepts. Commands run it on every key argument before any work.
+func (s *Store) CheckType(ctx context.Context, key string, x Expect) error {
+	md, _, err := s.ReadMetadata(ctx, key)
+	if err != nil {
+		return err
+	}
+	return x.check(key, md)
+}
+
+// WriteOption changes how a write commits.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct{ explicit bool }
+
+// ExplicitKey marks a write at a key the user chose (an --output-key):
+// besides the type rule every write follows, it refuses other content of
+// the same type; an identical rewrite stays allowed, so shard commands
+// stay idempotent.
+func ExplicitKey() WriteOption { return func(o *writeOptions) { o.explicit = true } }
+
+// CheckOutput tells whether a write of an artifact of type typ may commit
+// at key, without writing: the key is free, or holds an artifact of the
+// same type (a cache refresh or an idempotent rewrite). A key whose
+// manifest exists but whose metadata cannot be read is refused at an
+// explicit key (it may be anything) and replaced elsewhere (a repair).
+// Commands run it before computing anything, so a refusal costs nothing.
+func (s *Store) CheckOutput(ctx context.Context, key, typ string, opts ...WriteOption) error {
+	_, err := s.occupant(ctx, key, typ, writeOpts(opts).explicit)
+	return err
+}
+
+// occupant returns the manifest committed at key (nil when the key is
+// free) after checking that an artifact of type typ may replace it.
+func (s *Store) occupant(ctx context.Context, key, typ string, explicit bool) (*Manifest, error) {
+	m, err := s.Manifest(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		if explicit {
+			return nil, err
+		}
+		return nil, nil // a damaged key at a derived name is repaired
+	}
+	md, _, err := s.ReadMetadata(ctx, key)
+	if err != nil {
+		if explicit {
+			return nil, &OccupiedError{Key: key, Type: "damaged artifact", Why: fmt.Sprintf("(%v)", err)}
+		}
+		return m, nil
+	}
+	if got := typeOf(md); got != typ {
+		return nil, &OccupiedError{Key: key, Type: describe(md)}
+	}
+	return m, nil
+}
+
+// guardCommit is the last check before a manifest is committed: the type
+// rule, and for explicit keys that the new generation equals the committed
+// one when there is one.
+// On a refusal the data files this write added (named in next, not in the
+// committed generation) are removed, so a refused write leaves nothing.
+func (s *Store) guardCommit(ctx context.Context, key, typ string, next *Manifest, o writeOptions) error {
+	prev, err := s.occupant(ctx, key, typ, o.explicit)
+	if err == nil && prev != nil && o.explicit {
+		var a, b []byte
+		if a, err = prev.Encode(); err == nil {
+			b, err = next.Encode()
+		}
+		if err != nil {
+			return &Error{Key: key, Msg: "encode manifest", Err: err}
+		}
+		if !bytes.Equal(a, b) {
+			err = &OccupiedError{Key: key, Type: typ, Why: "with other content"}
+		}
+	}
+	if err != nil {
+		keep := map[string]bool{}
+		if prev != nil {
+			for _, f := range prev.Files() {
+				keep[f] = true
+			}
+		}
+		for _, f := range next.Files() {
+			if !keep[f] {
+				_ = s.st.Delete(ctx, key+"/"+f)
+			}
+		}
+	}
+	return err
+}
+
+func writeOpts(opts []WriteOption) writeOptions {
+	var o writeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
