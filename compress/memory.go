@@ -36,9 +36,32 @@ func checkMemory(ctx context.Context, cfg Config, query, gallery matrix.Matrix) 
 		fit = memory.Bytes(2, k, d, 8) // the matrix and its transpose
 	case MethodSparseRandomProjection:
 		fit = memory.Bytes(d, 48) // per-column entry lists (two slice headers each)
+	case MethodPrefixTruncate, MethodQuantize:
+		return memory.Check(ctx, "Compression "+cfg.Method+" (outputs)", outputBytes(cfg, query, gallery, k))
 	default:
-		return nil // prefix truncation and quantisation allocate what they output
+		return nil
 	}
 	out := memory.Bytes(memory.Sum(n, nq), k, 8)
 	return memory.Check(ctx, "Compression "+cfg.Method+" (fit and outputs)", memory.Sum(fit, out))
+}
+
+// outputBytes is what prefix truncation and quantisation hold: their outputs
+// (float32 codes for quantisation; float64 rows plus their final element
+// type for a dense prefix) or, for CSR inputs, at most the input's entries
+// with their indices.
+func outputBytes(cfg Config, query, gallery matrix.Matrix, k int64) int64 {
+	var total int64
+	for _, m := range []matrix.Matrix{query, gallery} {
+		rows := int64(m.Rows())
+		if c, ok := m.(*matrix.CSR); ok {
+			total = memory.Sum(total, memory.Bytes(int64(c.NNZ()), 16), memory.Bytes(rows+1, 8))
+			continue
+		}
+		if cfg.Method == MethodQuantize {
+			total = memory.Sum(total, memory.Bytes(rows, int64(m.Cols()), 4))
+			continue
+		}
+		total = memory.Sum(total, memory.Bytes(rows, k, int64(8+outputDType(cfg, m).Size())))
+	}
+	return total
 }

@@ -29,7 +29,7 @@ func reportBytes(t *testing.T, ds *retrieval.Dataset, cfg retrieval.Config, dept
 		t.Fatal(err)
 	}
 	var q bytes.Buffer
-	if err := report.TRECQrels(&q, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleRelevance()); err != nil {
+	if err := report.TRECQrels(context.Background(), &q, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleOf); err != nil {
 		t.Fatal(err)
 	}
 	return append(out, q.Bytes()...)

@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -376,7 +378,7 @@ func TestTRECWhitespaceIDs(t *testing.T) {
 			run := &results.Run{QueryIDs: tc.qids, GalleryIDs: tc.gids, Candidates: [][]results.RankedCandidate{{{Index: 0, Score: 1}}}}
 			check("run", TRECRun(&buf, run, "t"), &buf)
 			buf.Reset()
-			check("qrels", TRECQrels(&buf, tc.qids, tc.gids, [][]retrieval.Positive{{{Index: 0, Grade: 1}}}), &buf)
+			check("qrels", TRECQrels(context.Background(), &buf, tc.qids, tc.gids, lists([][]retrieval.Positive{{{Index: 0, Grade: 1}}})), &buf)
 		})
 	}
 }
@@ -390,7 +392,7 @@ func TestTRECQrels(t *testing.T) {
 		{{Index: 1, Grade: 1e-300}, {Index: 2, Grade: 3}},
 	}
 	var buf bytes.Buffer
-	if err := TRECQrels(&buf, qids, gids, eligible); err != nil {
+	if err := TRECQrels(context.Background(), &buf, qids, gids, lists(eligible)); err != nil {
 		t.Fatal(err)
 	}
 	want := "q0 0 g0 1\nq0 0 g2 2.5\nq2 0 g1 1e-300\nq2 0 g2 3\n"
@@ -398,10 +400,26 @@ func TestTRECQrels(t *testing.T) {
 		t.Errorf("qrels =\n%s\nwant\n%s", buf.String(), want)
 	}
 	buf.Reset()
-	err := TRECQrels(&buf, []string{"#q"}, gids, [][]retrieval.Positive{{{Index: 0, Grade: 1}}})
+	err := TRECQrels(context.Background(), &buf, []string{"#q"}, gids, lists([][]retrieval.Positive{{{Index: 0, Grade: 1}}}))
 	if err == nil || !strings.Contains(err.Error(), "comment") {
 		t.Errorf("'#' query ID: err = %v", err)
 	}
+	// A cancelled write stops between queries.
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	err = TRECQrels(ctx, io.Discard, qids, gids, func(q int) []retrieval.Positive {
+		if calls++; calls == 2 {
+			cancel()
+		}
+		return eligible[q]
+	})
+	if !errors.Is(err, context.Canceled) || calls != 2 {
+		t.Errorf("cancelled after query 1: err = %v after %d queries", err, calls)
+	}
+}
+
+func lists(eligible [][]retrieval.Positive) func(int) []retrieval.Positive {
+	return func(q int) []retrieval.Positive { return eligible[q] }
 }
 
 func TestRunFileName(t *testing.T) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -143,23 +144,30 @@ func appendScore(b []byte, s float64, bits int) []byte {
 
 // TRECQrels writes the eligible relevance as TREC qrels lines
 // "<query_id> 0 <gallery_id> <grade>" (SPEC §5.6): queries in order, each
-// query's eligible positives in the given (ascending gallery) order, grades
-// formatted as JSON numbers. Every line is checked before anything is
-// written.
-func TRECQrels(w io.Writer, queryIDs, galleryIDs []string, eligible [][]retrieval.Positive) error {
-	if len(eligible) > len(queryIDs) {
-		return fmt.Errorf("TREC qrels: %d positive lists for %d queries", len(eligible), len(queryIDs))
-	}
+// query's eligible positives (eligible(q)) in their ascending gallery order,
+// grades formatted as JSON numbers. It streams one query at a time, so
+// label-derived relevance (up to Q·G pairs) is never held whole, and stops
+// at ctx's cancellation between queries. A bad record stops the write
+// with an error naming it; callers write to a staged file (SPEC §6.1).
+func TRECQrels(ctx context.Context, w io.Writer, queryIDs, galleryIDs []string, eligible func(q int) []retrieval.Positive) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
 	var recs []qrels.Record
-	for q, ps := range eligible {
-		for _, p := range ps {
+	for q, qid := range queryIDs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		recs = recs[:0]
+		for _, p := range eligible(q) {
 			if p.Index < 0 || p.Index >= len(galleryIDs) {
-				return fmt.Errorf("TREC qrels: gallery index %d out of range [0, %d)", p.Index, len(galleryIDs))
+				return fmt.Errorf("TREC qrels: query %s: gallery index %d out of range [0, %d)", msgfmt.Quote(qid), p.Index, len(galleryIDs))
 			}
-			recs = append(recs, qrels.Record{QueryID: queryIDs[q], GalleryID: galleryIDs[p.Index], Grade: p.Grade})
+			recs = append(recs, qrels.Record{QueryID: qid, GalleryID: galleryIDs[p.Index], Grade: p.Grade})
+		}
+		if err := qrels.WriteQrels(bw, recs); err != nil {
+			return err
 		}
 	}
-	return qrels.WriteQrels(w, recs)
+	return bw.Flush()
 }
 
 // checkTRECID rejects IDs that would break the whitespace-separated format.

@@ -601,9 +601,15 @@ func (d *Dataset) IdentityKey() string {
 func (d *Dataset) EligibleRelevance() [][]Positive {
 	out := make([][]Positive, len(d.queryIDs))
 	for q := range out {
-		out[q] = EligiblePositives(d.rawPositives(q), d.exclusions[q])
+		out[q] = d.EligibleOf(q)
 	}
 	return out
+}
+
+// EligibleOf is query q's eligible positives (SPEC §4.3), ascending by
+// gallery index; label-derived relevance builds the list on demand.
+func (d *Dataset) EligibleOf(q int) []Positive {
+	return EligiblePositives(d.rawPositives(q), d.exclusions[q])
 }
 
 // RawRelevance and RawExclusions expose the internal per-query lists without

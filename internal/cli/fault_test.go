@@ -117,19 +117,6 @@ func TestFaultInjection(t *testing.T) {
 		{"4 bench with absurd sizes", func(t *testing.T, e faultEnv) []string {
 			return []string{"bench", "--queries", "1000000000", "--gallery", "1000000000", "--dim", "1000000", "--calibrate", "0"}
 		}, 1, "memory budget"},
-		{"4 label pairs over budget", func(t *testing.T, e faultEnv) []string {
-			ql := writeFile(t, e.dir, "ql.txt", "cat\ncat\n")
-			gl := writeFile(t, e.dir, "gl.txt", "cat\ncat\ndog\n")
-			return []string{"retrieval", "run", "--queries", e.q, "--gallery", e.g, "--query-labels", ql, "--gallery-labels", gl,
-				"--max-memory-bytes", "60", "--json", e.p("old.json")}
-		}, 1, "Label-derived relevance (4 pairs) is estimated to require 64 bytes, exceeding the memory budget of 60 bytes"},
-		{"4 label pairs over budget (run file)", func(t *testing.T, e faultEnv) []string {
-			writeFile(t, e.dir, "ql.txt", "cat\ncat\n")
-			writeFile(t, e.dir, "gl.txt", "cat\ncat\ndog\n")
-			spec := writeFile(t, e.dir, "run.yaml", "version: 1\ndataset:\n  queries: {path: q.npy}\n  gallery: {path: g.npy}\n  labels: {queries: ql.txt, gallery: gl.txt}\n"+
-				"memory: {max_memory_bytes: 60}\nextractors:\n  - {name: t, type: precomputed}\noutputs: {json: old.json}\n")
-			return []string{"retrieval", "run", "--spec", spec}
-		}, 1, "Label-derived relevance (4 pairs) is estimated to require 64 bytes, exceeding the memory budget of 60 bytes"},
 		// 5. Precomputed tables must match the endpoint.
 		{"5 precomputed table longer than the endpoint", func(t *testing.T, e faultEnv) []string {
 			writeNPY(t, e.dir, "g4.npy", [][]float64{{1, 0}, {0.7, 0.7}, {0, 1}, {1, 1}})

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/vertebrae-eval/vertebrae/memory"
 )
@@ -42,21 +41,4 @@ func benchMemory(ctx context.Context, fl *benchFlags) (context.Context, func(), 
 	}
 	ctx, restore := withMemoryGuard(ctx, limit)
 	return ctx, restore, nil
-}
-
-// checkLabelPairs checks the relevance that label-derived relevance expands
-// to (one positive per query–gallery pair sharing a label, SPEC §2.7)
-// against the budget before it is built: 10⁵ queries and 10⁶ gallery items
-// in 10 classes are 10¹⁰ pairs.
-func checkLabelPairs(ctx context.Context, queryLabels, galleryLabels []string) error {
-	count := make(map[string]int64, 64)
-	for _, l := range galleryLabels {
-		count[l]++
-	}
-	var pairs int64
-	for _, l := range queryLabels {
-		pairs = memory.Sum(pairs, count[l])
-	}
-	const positive = 16 // gallery index + grade
-	return memory.Check(ctx, "Label-derived relevance ("+strconv.FormatInt(pairs, 10)+" pairs)", memory.Bytes(pairs, positive))
 }

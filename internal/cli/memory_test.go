@@ -109,3 +109,29 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// Label-derived relevance is charged what it holds (a class per row), not
+// 16 bytes per pair it implies: a one-class run of 300 × 300 (90,000 pairs,
+// 1.44 MB at 16 bytes a pair) runs under a 1 MB budget, and --write-qrels
+// streams every pair without holding them.
+func TestLabelRunChargedWhatItHolds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 300
+	rows := make([][]float64, n)
+	labels := strings.Repeat("same\n", n)
+	for i := range rows {
+		rows[i] = []float64{float64(i%17) + 1, float64(i%5) - 2, 1}
+	}
+	writeNPY(t, dir, "e.npy", rows)
+	writeFile(t, dir, "l.txt", labels)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	code, _, stderr := run(t, "retrieval", "run", "--queries", p("e.npy"), "--gallery", p("e.npy"), "--query-labels", p("l.txt"),
+		"--gallery-labels", p("l.txt"), "--max-memory-bytes", "1MB", "--json", p("out.json"), "--write-qrels", p("out.qrels"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := strings.Count(mustRead(t, p("out.qrels")), "\n"); got != n*n {
+		t.Errorf("qrels has %d lines, want %d", got, n*n)
+	}
+}

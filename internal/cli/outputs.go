@@ -159,7 +159,7 @@ func (o *outputFlags) emit(ctx context.Context, b *results.Benchmark, ds *retrie
 	}
 	if o.writeQrels != "" {
 		set.Add("--write-qrels", o.writeQrels, func(w io.Writer) error {
-			return report.TRECQrels(w, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleRelevance())
+			return report.TRECQrels(ctx, w, ds.QueryIDs(), ds.GalleryIDs(), ds.EligibleOf)
 		})
 	}
 	figureFiles, err := o.figures.files(b)
