@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/stats"
 )
@@ -416,6 +417,12 @@ func runTasks(ctx context.Context, blocks []*block, o Options) error {
 	threads := o.Threads
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
+	}
+	// Each running bootstrap holds its B resampled means (SPEC §6.1: checked
+	// before any is allocated; --bootstrap 2e9 would ask for 16 GB apiece).
+	if err := memory.Check(ctx, fmt.Sprintf("Bootstrap intervals (%d resamples, %d at a time)", o.Bootstrap, min(threads, len(tasks))),
+		memory.Bytes(int64(o.Bootstrap), 8, int64(max(1, min(threads, len(tasks)))))); err != nil {
+		return err
 	}
 	errs := make([]error, len(tasks)) // by rank
 	next := make(chan int)

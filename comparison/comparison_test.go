@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"math"
 	"slices"
 	"testing"
@@ -220,5 +221,22 @@ func BenchmarkCompute10k(b *testing.B) {
 		if _, err := Compute(context.Background(), bm, Options{Threads: 1}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The bootstrap means are charged before they are allocated: B float64 per
+// concurrently running interval (SPEC §6.1; --bootstrap 2e9 used to die
+// with a runtime out-of-memory dump).
+func TestComputeChecksTheBudget(t *testing.T) {
+	t.Parallel()
+	opt := Options{Bootstrap: 1000, Permutations: 100, Threads: 2}
+	need := int64(1000 * 8 * 2)
+	_, err := Compute(memory.WithLimit(context.Background(), need-1), bench(threeResults()...), opt)
+	var be *memory.BudgetError
+	if !errors.As(err, &be) || be.Required != need {
+		t.Fatalf("budget %d: %v, want a BudgetError requiring %d", need-1, err, need)
+	}
+	if _, err := Compute(memory.WithLimit(context.Background(), need), bench(threeResults()...), opt); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -108,6 +109,9 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	if fl.nnz < 0 || fl.nnz > fl.dim {
 		return usagef("--nnz must lie in [0, --dim]")
 	}
+	if fl.nnz > 0 && fl.dim > math.MaxInt32 {
+		return usagef("--dim must be at most %d for a sparse problem (CSR column indices are int32), got %d", math.MaxInt32, fl.dim)
+	}
 	if fl.nnz > 0 && fl.storage != "" {
 		return usagef("--storage applies to dense problems only (sparse values are float32)")
 	}
@@ -123,8 +127,12 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	var p rank.Problem
 	if fl.nnz > 0 {
 		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, store32, fl.seed)
-		p.Queries = synthSparse(fl.queries, fl.dim, fl.nnz, fl.seed+1)
-		p.Gallery = synthSparse(fl.gallery, fl.dim, fl.nnz, fl.seed+2)
+		if p.Queries, err = synthSparse(fl.queries, fl.dim, fl.nnz, fl.seed+1); err != nil {
+			return err
+		}
+		if p.Gallery, err = synthSparse(fl.gallery, fl.dim, fl.nnz, fl.seed+2); err != nil {
+			return err
+		}
 	} else {
 		p = synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, store32, fl.seed)
 	}
@@ -331,7 +339,7 @@ func writeProblem(ctx context.Context, dir string, p rank.Problem, stdout io.Wri
 
 // synthSparse builds an n×d CSR matrix with nnz random columns per row and
 // Gaussian float32 values.
-func synthSparse(n, d, nnz int, seed uint64) *matrix.CSR {
+func synthSparse(n, d, nnz int, seed uint64) (*matrix.CSR, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))
 	indptr := make([]int64, n+1)
 	indices := make([]int32, 0, n*nnz)
@@ -353,8 +361,7 @@ func synthSparse(n, d, nnz int, seed uint64) *matrix.CSR {
 		}
 		indptr[i+1] = int64(len(indices))
 	}
-	m, _ := matrix.NewCSR32(n, d, indptr, indices, vals)
-	return m
+	return matrix.NewCSR32(n, d, indptr, indices, vals)
 }
 
 func rate(flops, secs float64) string {

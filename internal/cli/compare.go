@@ -18,6 +18,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -79,6 +80,13 @@ func (c *compareFlags) options(cmd *cobra.Command, cfg retrieval.Config) (compar
 			}
 			o.Metrics = append(o.Metrics, m)
 		}
+	}
+	// 0 would silently mean the default in the library options.
+	if c.bootstrap < 1 {
+		return o, usagef("--bootstrap must be >= 1, got %d", c.bootstrap)
+	}
+	if c.permutations < 1 {
+		return o, usagef("--permutations must be >= 1, got %d", c.permutations)
 	}
 	if c.alpha == 0 { // 0 would silently mean the default
 		return o, usagef("--alpha must lie in (0, 1), got 0")
@@ -292,6 +300,14 @@ func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths
 		return err
 	}
 	merged.Comparison = nil
+	// The statistics are sized by the flags: checked against the machine's
+	// budget (SPEC §7.2) like every other input-sized allocation.
+	limit, err := memory.Resolve(memory.Default())
+	if err != nil {
+		return err
+	}
+	ctx, restore := withMemoryGuard(ctx, limit)
+	defer restore()
 	if len(merged.ExtractorResults) >= 2 {
 		if merged.Comparison, err = comparison.Compute(ctx, merged, opts); err != nil {
 			return err

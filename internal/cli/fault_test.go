@@ -117,6 +117,18 @@ func TestFaultInjection(t *testing.T) {
 		{"4 bench with absurd sizes", func(t *testing.T, e faultEnv) []string {
 			return []string{"bench", "--queries", "1000000000", "--gallery", "1000000000", "--dim", "1000000", "--calibrate", "0"}
 		}, 1, "memory budget"},
+		{"4 sparse bench wider than int32 columns", func(t *testing.T, e faultEnv) []string {
+			return []string{"bench", "--queries", "10", "--gallery", "10", "--dim", "3000000000", "--nnz", "5", "--calibrate", "0"}
+		}, 2, "--dim must be at most 2147483647 for a sparse problem"},
+		{"4 bootstrap past any budget", func(t *testing.T, e faultEnv) []string {
+			return e.runArgs("--bootstrap", "2000000000", "--json", e.p("old.json"))
+		}, 2, "--bootstrap must lie in [1, 100000000], got 2000000000"},
+		{"9 bootstrap 0 is not the default", func(t *testing.T, e faultEnv) []string {
+			return e.runArgs("--bootstrap", "0", "--json", e.p("old.json"))
+		}, 2, "--bootstrap must lie in [1, 100000000], got 0"},
+		{"9 an int flag says what is wrong", func(t *testing.T, e faultEnv) []string {
+			return e.runArgs("--threads", "two", "--json", e.p("old.json"))
+		}, 2, `invalid argument "two" for "--threads" flag: not a whole number`},
 		// 5. Precomputed tables must match the endpoint.
 		{"5 precomputed table longer than the endpoint", func(t *testing.T, e faultEnv) []string {
 			writeNPY(t, e.dir, "g4.npy", [][]float64{{1, 0}, {0.7, 0.7}, {0, 1}, {1, 1}})

@@ -97,7 +97,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{Msg: err.Error()} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	retrievalCmd := &cobra.Command{
@@ -116,7 +116,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		if err := kernel.EnvErr(); err != nil {
 			return &UsageError{Msg: err.Error()}
 		}
-		return nil
+		return checkFlagRanges(cmd)
 	}
 	return root
 }
