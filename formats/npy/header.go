@@ -16,8 +16,11 @@ import (
 // an I/O error), so callers can test with errors.Is while the rendered
 // message keeps the fragments SPEC §6.4.1 asks for.
 var (
-	ErrMalformed        = errors.New("malformed npy file")
-	ErrTruncated        = errors.New("truncated npy file")
+	ErrMalformed = errors.New("malformed npy file")
+	ErrTruncated = errors.New("truncated npy file")
+	// ErrTrailing: bytes after the data the header declares (a file that
+	// was appended to, or a header whose shape is too small).
+	ErrTrailing         = errors.New("trailing bytes after the npy data")
 	ErrUnsupportedDType = errors.New("unsupported dtype")
 )
 

@@ -55,7 +55,9 @@ func viewMatrix(path string, data []byte) (*matrix.Dense, bool, error) {
 		m, err := DecodeMatrix(path, data) // reports "truncated"
 		return m, false, err
 	}
-	body = body[:size]
+	if len(body) > size {
+		return nil, false, fileError(path, trailing(h, size, len(body)))
+	}
 	rows, cols := h.Shape[0], h.Shape[1]
 	n := rows * cols
 	if n == 0 || uintptr(unsafe.Pointer(&body[0]))%uintptr(et.Size) != 0 {

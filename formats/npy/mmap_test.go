@@ -2,6 +2,7 @@ package npy
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,22 @@ func TestMapMatrix(t *testing.T) {
 	}
 	if _, _, err := MapMatrix(filepath.Join(dir, "missing.npy")); err == nil || !strings.Contains(err.Error(), "missing.npy") {
 		t.Fatalf("missing: %v", err)
+	}
+}
+
+// A mapped file with bytes after its data is refused, as a decoded one is.
+func TestMapMatrixRefusesTrailingBytes(t *testing.T) {
+	t.Parallel()
+	m, _ := matrix.NewDense32(2, 2, []float32{1, 2, 3, 4})
+	var buf bytes.Buffer
+	if err := WriteDense(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "extra.npy")
+	if err := os.WriteFile(p, append(buf.Bytes(), 0, 0, 0, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := MapMatrix(p); !errors.Is(err, ErrTrailing) || !strings.Contains(err.Error(), "extra.npy") {
+		t.Fatalf("err = %v, want ErrTrailing naming the file", err)
 	}
 }

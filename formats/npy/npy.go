@@ -164,6 +164,9 @@ func checkData(h Header, body []byte) (ElemType, int, error) {
 		return ElemType{}, 0, fmt.Errorf("%w: shape %s of %s needs %d data bytes, only %d present",
 			ErrTruncated, h.ShapeString(), h.Descr, need, len(body))
 	}
+	if need < len(body) {
+		return ElemType{}, 0, trailing(h, need, len(body))
+	}
 	return et, n, nil
 }
 
@@ -496,4 +499,9 @@ func writeElems[T any](w io.Writer, data []T, size int, put func([]byte, T)) err
 		data = data[k:]
 	}
 	return nil
+}
+
+func trailing(h Header, need, have int) error {
+	return fmt.Errorf("%w: shape %s of %s needs %d data bytes, the file holds %d (%d more)",
+		ErrTrailing, h.ShapeString(), h.Descr, need, have, have-need)
 }

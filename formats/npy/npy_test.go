@@ -258,8 +258,6 @@ func TestDecodeHandBuilt(t *testing.T) {
 			[]int{0, 5}, matrix.Float32, [][]float64{}},
 		{"zero rows fortran", rawNPY(1, dict("<f4", true, "(0, 5)"), nil),
 			[]int{0, 5}, matrix.Float32, [][]float64{}},
-		{"trailing bytes ignored", rawNPY(1, dict("<f4", false, "(1, 1)"), enc(le, []float32{3, 99})),
-			[]int{1, 1}, matrix.Float32, [][]float64{{3}}},
 		{"non-finite kept", rawNPY(1, dict("<f8", false, "(1, 2)"), enc(le, []float64{math.Inf(1), 1})),
 			[]int{1, 2}, matrix.Float64, [][]float64{{math.Inf(1), 1}}},
 	}
@@ -379,6 +377,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 1.1", append(append([]byte(magic), 1, 1), good[8:]...), "malformed", "malformed"},
 		{"header cut", good[:30], "truncated", "truncated"},
 		{"data cut", good[:len(good)-1], "truncated", "truncated"},
+		{"bytes after the data", rawNPY(1, dict("<f4", false, "(1, 1)"), enc(le, []float32{3, 99})), "trailing bytes after the npy data", "trailing bytes after the npy data"},
 		{"header not a dict", rawNPY(1, "['<f4', False, (1, 1)]", nil), "malformed", "malformed"},
 		{"missing key", rawNPY(1, "{'descr': '<f4', 'shape': (1, 1)}", nil), "malformed", "malformed"},
 		{"extra key", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), 'x': 1}", nil), "malformed", "malformed"},

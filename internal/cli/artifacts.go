@@ -539,7 +539,7 @@ func newCompressArtifactCmd(stdout io.Writer) *cobra.Command {
 func readConfigFile(path, section string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("%s: cannot read config: %v", path, err)}
+		return nil, fmt.Errorf("%s: cannot read config: %w", path, err) // an input error (exit 1), like any unreadable input
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(data, &m); err != nil {

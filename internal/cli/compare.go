@@ -274,6 +274,9 @@ func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths
 			return fmt.Errorf("read report: %w", err)
 		}
 		b, err := results.ReadReport(data)
+		if err == nil {
+			err = b.Verify()
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}

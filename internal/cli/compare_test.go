@@ -185,6 +185,16 @@ func TestCompareRefusals(t *testing.T) {
 		{"protocol", []string{a, otherK}, 1, "protocol fingerprint"},
 		{"duplicate", []string{a, b, a}, 1, "duplicate extractor result name"},
 		{"no per-query", []string{a, noPQ}, 1, "per-query values"},
+		{"metric above 1", []string{a, tamper(t, b, "big.json", func(fw map[string]any) {
+			fw["metrics"].(map[string]any)["mrr"] = 1.5
+		})}, 1, `big.json: extractor_results[0] ("blurry") forward: metric mrr = 1.5 is impossible`},
+		{"negative count", []string{a, tamper(t, b, "neg.json", func(fw map[string]any) {
+			fw["metadata"].(map[string]any)["n_queries"] = -3
+		})}, 1, "negative count (n_queries -3"},
+		{"per-query mean", []string{a, tamper(t, b, "mean.json", func(fw map[string]any) {
+			col := fw["per_query"].(map[string]any)["metrics"].(map[string]any)["mrr"].([]any)
+			col[0] = 1 - col[0].(float64)/2
+		})}, 1, "metric mrr = "},
 	} {
 		code, _, stderr := run(t, append([]string{"retrieval", "compare", "--quiet"}, c.files...)...)
 		if code != c.code || !strings.Contains(stderr, c.frag) {
@@ -296,4 +306,20 @@ func TestCompareReproducesRunComparison(t *testing.T) {
 	if comparisonOf(t, again) != comparisonOf(t, data) {
 		t.Fatal("compare of the run's report gives another comparison than the run")
 	}
+}
+
+// tamper rewrites the first result's forward score result of report src
+// into dir/name.
+func tamper(t *testing.T, src, name string, edit func(forward map[string]any)) string {
+	t.Helper()
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(mustRead(t, src)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	edit(rep["extractor_results"].([]any)[0].(map[string]any)["forward"].(map[string]any))
+	out, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, filepath.Dir(src), name, string(out))
 }

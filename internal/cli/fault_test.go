@@ -129,6 +129,12 @@ func TestFaultInjection(t *testing.T) {
 		{"9 an int flag says what is wrong", func(t *testing.T, e faultEnv) []string {
 			return e.runArgs("--threads", "two", "--json", e.p("old.json"))
 		}, 2, `invalid argument "two" for "--threads" flag: not a whole number`},
+		{"9 --plots and --html on one path", func(t *testing.T, e faultEnv) []string {
+			return e.runArgs("--plots", e.p("same"), "--html", e.p("same"))
+		}, 2, "names the same path as --html"},
+		{"9 missing --config file is an input error", func(t *testing.T, e faultEnv) []string {
+			return []string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--config", e.p("missing.yaml"), "--store", e.p("store")}
+		}, 1, "missing.yaml: cannot read config"},
 		// 5. Precomputed tables must match the endpoint.
 		{"5 precomputed table longer than the endpoint", func(t *testing.T, e faultEnv) []string {
 			writeNPY(t, e.dir, "g4.npy", [][]float64{{1, 0}, {0.7, 0.7}, {0, 1}, {1, 1}})

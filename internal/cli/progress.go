@@ -80,12 +80,13 @@ func (p *progress) reportUnit(owner, unit string, done, total int64) {
 	}
 	const width = 24
 	filled := int(width * done / total)
-	eta := "?"
+	speed := "" // no rate yet (no time has passed): say nothing rather than "0/s ETA ?"
 	if rate > 0 {
-		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+		eta := (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second)
+		speed = fmt.Sprintf(" %.0f %s/s ETA %s", rate, unit, eta)
 	}
-	fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %d/%d %.0f %s/s ETA %s\x1b[K", owner,
-		strings.Repeat("#", filled), strings.Repeat("-", width-filled), 100*done/total, done, total, rate, unit, eta)
+	fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %d/%d%s\x1b[K", owner,
+		strings.Repeat("#", filled), strings.Repeat("-", width-filled), 100*done/total, done, total, speed)
 	if done == total {
 		fmt.Fprintln(p.w)
 	}

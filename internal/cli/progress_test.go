@@ -27,6 +27,10 @@ func TestProgress(t *testing.T) {
 	if !strings.Contains(out, "\rq [############------------]  50% 20/40 20 rows/s ETA 1s") || strings.HasSuffix(out, "\n") {
 		t.Errorf("bar mode: %q", out)
 	}
+	// The first frame has no rate yet: it shows none (not "0 rows/s ETA ?").
+	if first := "\rq [######------------------]  25% 10/40\x1b[K"; !strings.HasPrefix(out, first) || strings.Contains(out, " 0 rows/s") {
+		t.Errorf("first frame: %q, want %q", out, first)
+	}
 }
 
 // TestProgressClockStartsBeforeFirstBatch: the encoder's start signal

@@ -148,6 +148,13 @@ func (s *Set) check() ([]target, error) {
 		return nil, err
 	}
 	for i, t := range ts {
+		// A directory target and any other target on one path (--plots P
+		// --html P) would collide at commit time; refuse it up front.
+		for _, u := range ts[:i] {
+			if (t.dir || u.dir) && t.key == u.key {
+				return nil, &TargetError{Flag: t.flag, Path: t.path, Msg: fmt.Sprintf("names the same path as %s %s", u.flag, u.path)}
+			}
+		}
 		if t.dir {
 			if t.info != nil && !t.info.IsDir() {
 				return nil, &TargetError{Flag: t.flag, Path: t.path, Msg: "exists and is not a directory (several results are written as one file each into a directory)"}
