@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"fmt"
+	"github.com/vertebrae-eval/vertebrae/internal/stale"
 	"io"
 	"os"
 
@@ -23,13 +24,24 @@ type RowAssembler struct {
 	filled     int
 }
 
+// mergePrefix names the staging files of merges.
+const mergePrefix = "vertebrae-merge-"
+
 // NewRowAssembler creates the temporary file (in dir, "" = the OS default)
 // for a rows × cols endpoint of element type dt.
 func NewRowAssembler(dir string, rows, cols int, dt matrix.DType) (*RowAssembler, error) {
 	if rows < 1 || cols < 1 || dt.Size() == 0 {
 		return nil, fmt.Errorf("row assembler: cannot assemble a %d×%d %s array", rows, cols, dt)
 	}
-	f, err := os.CreateTemp(dir, "vertebrae-merge-*.bin")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	// Endpoint-sized files of killed merges (older than this run, no live
+	// owner) go first; this one stays locked while it is in use.
+	if _, err := stale.Remove(dir, mergePrefix); err != nil {
+		return nil, fmt.Errorf("row assembler: remove what an interrupted merge left in %s: %w", dir, err)
+	}
+	f, err := stale.CreateFile(dir, mergePrefix+"*.bin")
 	if err != nil {
 		return nil, fmt.Errorf("row assembler: %w", err)
 	}

@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/atomicfile"
+	"github.com/vertebrae-eval/vertebrae/internal/stale"
 )
 
 // Preparer turns one npm package into one directory under the models
@@ -141,7 +142,7 @@ func (e *MissingTarballError) Error() string {
 // moved into place and the manifest rewritten (atomically), so a failed
 // build leaves the models directory as it was. Entries of models not
 // prepared this time are kept.
-func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, error) {
+func Prepare(ctx context.Context, dir, from string, names []string) (_ *Manifest, retErr error) {
 	var todo []Preparer
 	if len(names) == 0 {
 		todo = Registry
@@ -159,8 +160,22 @@ func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, 
 			return nil, &MissingTarballError{Package: p.Package, Path: tb}
 		}
 	}
+	created := false
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		created = true
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
+	}
+	defer func() {
+		if created && retErr != nil {
+			os.Remove(dir) // only when empty: a failed first prepare leaves no directory
+		}
+	}()
+	// Staging directories of a killed prepare (older than this run, no
+	// live owner) are removed before anything is built.
+	if _, err := stale.Remove(dir, ".prepare-"); err != nil {
+		return nil, fmt.Errorf("models: remove what an interrupted prepare left: %w", err)
 	}
 	m, err := ReadManifest(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -174,6 +189,7 @@ func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, 
 	var staged []stagedDir
 	defer func() {
 		for _, st := range staged {
+			st.release()
 			os.RemoveAll(st.work)
 		}
 	}()
@@ -207,6 +223,7 @@ func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, 
 // stagedDir is a model directory built aside in work.
 type stagedDir struct {
 	work, stage string
+	release     func() // the lock that tells a later run this one is alive
 	entry       Entry
 }
 
@@ -216,11 +233,11 @@ func prepareOne(ctx context.Context, dir, from string, p Preparer) (stagedDir, e
 	if err != nil {
 		return stagedDir{}, fmt.Errorf("models: %w", err)
 	}
-	work, err := os.MkdirTemp(dir, ".prepare-"+p.Name+"-")
+	work, release, err := stale.MkdirTemp(dir, ".prepare-"+p.Name+"-")
 	if err != nil {
 		return stagedDir{}, fmt.Errorf("models: %w", err)
 	}
-	st := stagedDir{work: work, stage: filepath.Join(work, p.Name)}
+	st := stagedDir{work: work, stage: filepath.Join(work, p.Name), release: release}
 	src := filepath.Join(work, "src")
 	if err := untar(ctx, tb, src); err != nil {
 		return st, fmt.Errorf("models: %s: %w", tb, err)

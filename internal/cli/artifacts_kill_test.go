@@ -151,4 +151,84 @@ extractors:
 	if meta.ArtifactType != artifact.TypeEmbeddingShard || meta.NSamples != rows {
 		t.Errorf("metadata %+v", meta)
 	}
+
+	// The kill left the upload's temporary file; the re-run (a later
+	// process) removes it, because its owner is dead.
+	if n := countNamed(t, storeDir, local.TempPrefix); n == 0 {
+		t.Error("the kill left no temporary file: the test did not kill a write")
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rerun := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	rerun(args...)
+	rerun("retrieval", "embed-shard", "--plan", planPath, "--extractor", "tables", "--side", "query", "--shard-index", "0", "--store", storeDir)
+	if n := countNamed(t, storeDir, local.TempPrefix); n != 0 {
+		t.Errorf("%d temporary files left in the store after the re-run", n)
+	}
+
+	// A merge killed while it assembles the endpoint leaves an
+	// endpoint-sized staging file in TMPDIR; the next merge removes it.
+	mergeArgs := []string{"retrieval", "merge", "--plan", planPath, "--extractor", "tables", "--side", "gallery", "--store", storeDir}
+	killedMerge := false
+	for attempt := 0; attempt < 4 && !killedMerge; attempt++ {
+		cmd := exec.Command(bin, mergeArgs...)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for !killedMerge {
+			select {
+			case <-done:
+				t.Logf("attempt %d: the merge finished before it was seen staging", attempt)
+			default:
+			}
+			if countNamed(t, tmp, "vertebrae-merge-") > 0 {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				killedMerge = true
+				<-done
+				break
+			}
+			if cmd.ProcessState != nil {
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	if !killedMerge {
+		t.Fatal("the merge was never observed staging")
+	}
+	if n := countNamed(t, tmp, "vertebrae-merge-"); n != 1 {
+		t.Fatalf("%d merge staging files after the kill, want 1", n)
+	}
+	rerun(mergeArgs...)
+	if n := countNamed(t, tmp, "vertebrae-merge-"); n != 0 {
+		t.Errorf("%d merge staging files left after the re-run", n)
+	}
+	if n := countNamed(t, storeDir, local.TempPrefix); n != 0 {
+		t.Errorf("%d temporary files left in the store after the merge", n)
+	}
+}
+
+// countNamed counts the files below dir whose names start with prefix.
+func countNamed(t *testing.T, dir, prefix string) int {
+	t.Helper()
+	n := 0
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasPrefix(info.Name(), prefix) {
+			n++
+		}
+		return nil
+	})
+	return n
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vertebrae-eval/vertebrae/internal/stale"
 	"io"
 	"io/fs"
 	"iter"
@@ -117,7 +118,7 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	if err := s.mkdirAll(dir, name); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, TempPrefix+"*")
+	f, err := stale.CreateFile(dir, TempPrefix+"*") // locked while this Put lives
 	if err != nil {
 		return fmt.Errorf("local store: put %s: %w", name, err)
 	}
@@ -164,6 +165,11 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	}
 	if err := fsyncDir(dir); err != nil {
 		return fmt.Errorf("local store: put %s: fsync directory: %w", name, err)
+	}
+	// A re-run after a kill cleans up: temporary files in this directory
+	// that are older than this process and whose Put is dead go.
+	if _, err := stale.Remove(dir, TempPrefix); err != nil {
+		return fmt.Errorf("local store: put %s: remove stale temporary files: %w", name, err)
 	}
 	return nil
 }
