@@ -369,7 +369,7 @@ func TestEncodeErrors(t *testing.T) {
 			name: "out of order object", flags: []string{"-format", "object", "-swap-index"},
 			want: []string{"output line 1", `"index" is 5, expected 4`}, is: ErrMalformed,
 		},
-		{name: "trailing bytes after npy", flags: []string{"-format", "npy", "-trailing"}, want: []string{"5 unexpected bytes after the .npy array"}, is: ErrMalformed},
+		{name: "trailing bytes after npy", flags: []string{"-format", "npy", "-trailing"}, want: []string{"stdout: trailing bytes after the npy data", "(5 more)"}, is: ErrMalformed},
 		{name: "npy expected", cfg: Config{Output: OutputNPY}, want: []string{"stdout is not a .npy stream"}, is: ErrMalformed},
 		{name: "jsonl expected", cfg: Config{Output: OutputJSONL}, flags: []string{"-format", "npy"}, want: []string{"stdout is a .npy stream"}, is: ErrMalformed},
 		{
