@@ -50,51 +50,34 @@ func (e *OccupiedError) Error() string {
 
 func (e *OccupiedError) Unwrap() error { return ErrOccupied }
 
-// typeOf is the artifact_type of a metadata document ("" when it has none).
-func typeOf(md []byte) string {
-	var c struct {
-		ArtifactType string `json:"artifact_type"`
-	}
-	if json.Unmarshal(md, &c) != nil {
-		return ""
-	}
-	return c.ArtifactType
+// docHeader is what every type check reads of a metadata document.
+type docHeader struct {
+	ArtifactType string `json:"artifact_type"`
+	Side         string `json:"side"`
 }
+
+func headerOf(md []byte) docHeader {
+	var h docHeader
+	_ = json.Unmarshal(md, &h) // an undecodable document has no type
+	return h
+}
+
+// typeOf is the artifact_type of a metadata document ("" when it has none).
+func typeOf(md []byte) string { return headerOf(md).ArtifactType }
 
 // describe names an artifact for messages: its type, with the side for
 // endpoint embeddings ("gallery-side retrieval_embedding").
 func describe(md []byte) string {
-	var c struct {
-		ArtifactType string `json:"artifact_type"`
-		Side         string `json:"side"`
-	}
-	if json.Unmarshal(md, &c) != nil || c.ArtifactType == "" {
+	h := headerOf(md)
+	switch h.ArtifactType {
+	case "":
 		return "document without an artifact_type"
-	}
-	switch c.ArtifactType {
 	case TypeEmbedding, TypeEmbeddingShard, TypeCompressedEmbedding:
-		if c.Side != "" {
-			return c.Side + "-side " + c.ArtifactType
+		if h.Side != "" {
+			return h.Side + "-side " + h.ArtifactType
 		}
 	}
-	return c.ArtifactType
-}
-
-// ArtifactType verifies key's metadata document and returns its
-// artifact_type and, for endpoints, its side ("" otherwise).
-func (s *Store) ArtifactType(ctx context.Context, key string) (typ, side string, err error) {
-	md, _, err := s.ReadMetadata(ctx, key)
-	if err != nil {
-		return "", "", err
-	}
-	var c struct {
-		ArtifactType string `json:"artifact_type"`
-		Side         string `json:"side"`
-	}
-	if err := json.Unmarshal(md, &c); err != nil {
-		return "", "", keyErr(key, ErrInvalidMetadata, fmt.Sprintf("metadata document: %v", err))
-	}
-	return c.ArtifactType, c.Side, nil
+	return h.ArtifactType
 }
 
 // Kinds of key arguments: each names the artifact types it accepts.
@@ -124,13 +107,9 @@ type Expect struct {
 
 // check returns a TypeError unless md is a document of an accepted type.
 func (x Expect) check(key string, md []byte) error {
-	var c struct {
-		ArtifactType string `json:"artifact_type"`
-		Side         string `json:"side"`
-	}
-	_ = json.Unmarshal(md, &c)
+	h := headerOf(md)
 	for _, t := range x.Types {
-		if c.ArtifactType == t && (x.Side == "" || c.Side == x.Side) {
+		if h.ArtifactType == t && (x.Side == "" || h.Side == x.Side) {
 			return nil
 		}
 	}

@@ -164,7 +164,7 @@ func TRECQrels(ctx context.Context, w io.Writer, queryIDs, galleryIDs []string, 
 			recs = append(recs, qrels.Record{QueryID: qid, GalleryID: galleryIDs[p.Index], Grade: p.Grade})
 		}
 		if err := qrels.WriteQrels(bw, recs); err != nil {
-			return err
+			return fmt.Errorf("TREC qrels: query %s: %w", msgfmt.Quote(qid), err)
 		}
 	}
 	return bw.Flush()
