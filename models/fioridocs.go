@@ -16,6 +16,7 @@ const FioriDocs = "fiori-docs"
 var fioriDocs = Preparer{
 	Name:         FioriDocs,
 	Package:      "@sap-ux/fiori-docs-embeddings@1.2.6",
+	Integrity:    "sha512-WzpLG3fyszNQe0xqH4oIUhdUPxfRjlbTSxJmsRabYiudctj1/M67Nsy8REC0DOO20DE2+/u8opO1ZLXdIWsfBA==",
 	Licence:      "Apache-2.0",
 	LicenceFiles: []string{"LICENSE"},
 	About:        "778 SAP Fiori documentation chunks (records.jsonl) with their all-MiniLM-L6-v2 embeddings (384-d, computed by the package authors)",

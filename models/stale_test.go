@@ -5,6 +5,7 @@ package models
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,8 +69,10 @@ func TestPrepareRemovesWhatAKilledPrepareLeft(t *testing.T) {
 	from := t.TempDir()
 	p, _ := Lookup("use-lite")
 	os.WriteFile(filepath.Join(from, TarballName(p.Package)), []byte("not a tarball"), 0o644)
-	if _, err := Prepare(context.Background(), dir, from, []string{"use-lite"}); err == nil {
-		t.Fatal("a corrupt tarball prepared")
+	_, err = Prepare(context.Background(), dir, from, []string{"use-lite"})
+	var ie *IntegrityError
+	if !errors.As(err, &ie) {
+		t.Fatalf("a corrupt tarball: %v", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left behind: %v", entries)

