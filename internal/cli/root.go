@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
@@ -44,6 +45,12 @@ func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Spri
 // Main runs the CLI with args and returns the process exit code. SIGINT and
 // SIGTERM cancel the run (exit 130).
 func Main(args []string, stdout, stderr io.Writer) int {
+	l, err := logger(os.Getenv(EnvLog), stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "vertebrae: %v\n", err)
+		return ExitUsage
+	}
+	slog.SetDefault(l)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return Run(ctx, args, stdout, stderr)

@@ -11,7 +11,12 @@
 //
 // (s3blob also knows disable_https, profile, anonymous, fips, dualstack,
 // request_checksum_calculation, response_checksum_validation, ssetype,
-// kmskeyid, ...; unknown parameters are an error). Credentials come from
+// kmskeyid, ...; unknown parameters are an error). The parameters
+// timeout, idle_timeout, max_attempts and max_backoff are this package's
+// ([Network]): a stalled server fails an operation in bounded time, with
+// an error naming the object, the store and its endpoint. A missing
+// bucket is [ErrBucketNotFound], never store.ErrNotExist. The AWS SDK's
+// log lines go to log/slog. Credentials come from
 // the SDKs' usual environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
 // AWS_PROFILE, instance roles; GOOGLE_APPLICATION_CREDENTIALS or the
 // metadata server), never from the URI: a URI with user information is
@@ -35,15 +40,24 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	gcaws "gocloud.dev/aws"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
-	_ "gocloud.dev/blob/s3blob" // s3://
+	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/gcp"
 
@@ -54,8 +68,11 @@ import (
 // prefix. It is safe for concurrent use.
 type Store struct {
 	bucket        *blob.Bucket
-	desc          string // scheme://bucket/prefix, for errors (no query)
-	abortByCancel bool   // the driver aborts a write only by a cancelled context (gcsblob)
+	desc          string // scheme://bucket/prefix (no query)
+	where         string // desc and the endpoint, for errors
+	bucketName    string
+	abortByCancel bool        // the driver aborts a write only by a cancelled context (gcsblob)
+	bucketSeen    atomic.Bool // the bucket answered a request: a NotFound is the object's
 }
 
 var _ store.Store = (*Store)(nil)
@@ -92,12 +109,17 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 		}
 		desc += "/" + prefix
 	}
-	bu := url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: u.RawQuery}
+	q := u.Query()
+	netw, err := networkFromQuery(q)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", desc, err)
+	}
 	var b *blob.Bucket
+	var endpoint string
 	if u.Scheme == "gs" {
-		b, err = openGCS(ctx, &bu)
+		b, endpoint, err = openGCS(ctx, u.Host, q, netw)
 	} else {
-		b, err = blob.OpenBucket(ctx, bu.String())
+		b, endpoint, err = openS3(ctx, u.Host, q, netw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", desc, err)
@@ -105,7 +127,79 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
-	return &Store{bucket: b, desc: desc, abortByCancel: u.Scheme == "gs"}, nil
+	return &Store{bucket: b, desc: desc, where: desc + " at " + endpoint, bucketName: u.Host, abortByCancel: u.Scheme == "gs"}, nil
+}
+
+// openS3 opens an s3:// bucket as gocloud's s3blob URL opener does (the
+// same query parameters), with the client's network, retries and logging
+// set here: gocloud's opener has no way to set them.
+func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.Bucket, string, error) {
+	var opts s3blob.Options
+	var s3opts []func(*s3.Options)
+	if q.Has("ssetype") {
+		v := q.Get("ssetype")
+		q.Del("ssetype")
+		found := false
+		for _, t := range s3types.ServerSideEncryptionAes256.Values() {
+			if strings.EqualFold(string(t), v) {
+				opts.EncryptionType, found = t, true
+			}
+		}
+		if !found {
+			return nil, "", fmt.Errorf("query parameter ssetype=%q: not a server-side encryption type (AES256, aws:kms, aws:kms:dsse)", v)
+		}
+	}
+	if q.Has("kmskeyid") {
+		opts.KMSEncryptionID = q.Get("kmskeyid")
+		q.Del("kmskeyid")
+	}
+	for _, key := range []string{"accelerate", "disable_https", "use_path_style", "s3ForcePathStyle"} {
+		if !q.Has(key) {
+			continue
+		}
+		v, err := strconv.ParseBool(q.Get(key))
+		if err != nil {
+			return nil, "", fmt.Errorf("query parameter %s=%q: want true or false", key, q.Get(key))
+		}
+		q.Del(key)
+		switch key {
+		case "accelerate":
+			s3opts = append(s3opts, func(o *s3.Options) { o.UseAccelerate = v })
+		case "disable_https":
+			s3opts = append(s3opts, func(o *s3.Options) { o.EndpointOptions.DisableHTTPS = v })
+		default:
+			s3opts = append(s3opts, func(o *s3.Options) { o.UsePathStyle = v })
+		}
+	}
+	endpoint := q.Get("endpoint")
+	cfg, err := gcaws.V2ConfigFromURLParams(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg.HTTPClient = &http.Client{Transport: n.transport()}
+	base := cfg.Retryer
+	cfg.Retryer = func() aws.Retryer {
+		var r aws.Retryer = retry.NewStandard()
+		if base != nil {
+			r = base()
+		}
+		r = retry.AddWithMaxAttempts(r, n.MaxAttempts)
+		return retry.AddWithMaxBackoffDelay(r, n.MaxBackoff)
+	}
+	cfg.Logger = sdkLogger
+	cfg.ClientLogMode = 0
+	opts.RequestChecksumCalculation = cfg.RequestChecksumCalculation
+	b, err := s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, s3opts...), bucket, &opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if endpoint == "" {
+		endpoint = "AWS S3"
+		if cfg.Region != "" {
+			endpoint += " region " + cfg.Region
+		}
+	}
+	return b, endpoint, nil
 }
 
 // openGCS opens a gs:// bucket. gocloud's default gs:// opener, when it
@@ -115,43 +209,81 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 // metadata server is asked only by the Google library's own credential
 // search (last, as on GCE it must be). STORAGE_EMULATOR_HOST (a local GCS
 // emulator) and anonymous=true need no credentials.
-func openGCS(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
-	q := u.Query()
+func openGCS(ctx context.Context, bucket string, q url.Values, n Network) (*blob.Bucket, string, error) {
 	opener := &gcsblob.URLOpener{}
+	endpoint := "Google Cloud Storage"
 	switch {
 	case os.Getenv("STORAGE_EMULATOR_HOST") != "":
-		opener.Client = gcp.NewAnonymousHTTPClient(gcp.DefaultTransport())
+		endpoint = os.Getenv("STORAGE_EMULATOR_HOST")
+		opener.Client = gcp.NewAnonymousHTTPClient(n.transport())
 	case q.Get("anonymous") == "true" || q.Get("access_id") == "-":
 		// gcsblob makes the unauthenticated client itself.
 	default:
 		creds, err := gcp.DefaultCredentials(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("no Google Cloud credentials (set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or run on GCP; anonymous=true for public buckets): %w", err)
+			return nil, "", fmt.Errorf("no Google Cloud credentials (set GOOGLE_APPLICATION_CREDENTIALS, run `gcloud auth application-default login`, or run on GCP; anonymous=true for public buckets): %w", err)
 		}
 		ts := gcp.CredentialsTokenSource(creds)
-		client, err := gcp.NewHTTPClient(gcp.DefaultTransport(), ts)
+		client, err := gcp.NewHTTPClient(n.transport(), ts)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		opener.Client, opener.TokenSource = client, ts
 	}
-	return opener.OpenBucketURL(ctx, u)
+	u := &url.URL{Scheme: "gs", Host: bucket, RawQuery: q.Encode()}
+	b, err := opener.OpenBucketURL(ctx, u)
+	return b, endpoint, err
 }
 
 // New wraps an open bucket (desc names it in errors). The store owns the
 // bucket: Close closes it. Writes are aborted by cancelling their context,
 // which is safe for every gocloud driver.
 func New(b *blob.Bucket, desc string) *Store {
-	return &Store{bucket: b, desc: desc, abortByCancel: true}
+	return &Store{bucket: b, desc: desc, where: desc, abortByCancel: true}
 }
 
 func (s *Store) String() string { return s.desc }
 
-func (s *Store) wrap(op, name string, err error) error {
+// ErrBucketNotFound reports that the store's bucket does not exist (as
+// distinct from a missing object, store.ErrNotExist); test with errors.Is.
+var ErrBucketNotFound = errors.New("bucket not found")
+
+// wrap names the store, its endpoint, the operation and the object in a
+// driver error. A NotFound is a missing object only once the bucket is
+// known to exist: S3 answers a HEAD on a missing bucket with a bare 404,
+// so the first NotFound is checked by listing the bucket.
+func (s *Store) wrap(ctx context.Context, op, name string, err error) error {
 	if gcerrors.Code(err) == gcerrors.NotFound {
+		if !s.bucketSeen.Load() && s.bucketMissing(ctx, err) {
+			return fmt.Errorf("%s: %s %s: %w: %q (create it, or check the bucket name, region and endpoint)", s.where, op, name, ErrBucketNotFound, s.bucketName)
+		}
 		return fmt.Errorf("%s: %s: %w (%v)", s.desc, name, store.ErrNotExist, err)
 	}
-	return fmt.Errorf("%s: %s %s: %w", s.desc, op, name, err)
+	var it *IdleTimeoutError
+	if errors.As(err, &it) {
+		return fmt.Errorf("%s: %s %s: the store stopped answering: %w", s.where, op, name, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %s %s: %w", s.desc, op, name, err)
+	}
+	return fmt.Errorf("%s: %s %s: %w", s.where, op, name, err)
+}
+
+// bucketMissing reports whether a NotFound error err means the bucket is
+// missing; it remembers a bucket that exists.
+func (s *Store) bucketMissing(ctx context.Context, err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket" {
+		return true
+	}
+	ok, lerr := s.bucket.IsAccessible(ctx)
+	if lerr != nil {
+		return false // unknown: report the object's error
+	}
+	if ok {
+		s.bucketSeen.Store(true)
+	}
+	return !ok
 }
 
 // contentType is what an object is served as; set explicitly so gocloud
@@ -167,7 +299,11 @@ func contentType(name string) string {
 // context is cancelled: the upload notices at its next read and aborts
 // itself (which, for a multipart upload, needs a live context to delete
 // the parts); only a request stuck on the network is cut off after this.
-const abortGrace = 10 * time.Second
+//
+// Half a second: an interrupted command must exit within a second even
+// when the server is stalled; against a live server the abort is sent
+// within milliseconds.
+const abortGrace = 500 * time.Millisecond
 
 // Put implements store.Store: one upload, committed only when exactly size
 // bytes were read and ctx is still live.
@@ -202,10 +338,10 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) e
 	if cr.err != nil {
 		// The reader's own error says what happened; the driver's says only
 		// that the upload failed.
-		return fmt.Errorf("%s: put %s: %w", s.desc, name, cr.err)
+		return fmt.Errorf("%s: put %s: %w", s.where, name, cr.err)
 	}
 	if err != nil {
-		return s.wrap("put", name, err)
+		return s.wrap(ctx, "put", name, err)
 	}
 	return nil
 }
@@ -268,9 +404,10 @@ func (s *Store) Get(ctx context.Context, name string) (io.ReadCloser, error) {
 	}
 	r, err := s.bucket.NewReader(ctx, name, nil)
 	if err != nil {
-		return nil, s.wrap("get", name, err)
+		return nil, s.wrap(ctx, "get", name, err)
 	}
-	return r, nil
+	s.bucketSeen.Store(true)
+	return &objectReader{ReadCloser: r, s: s, name: name}, nil
 }
 
 // Stat implements store.Store.
@@ -280,8 +417,9 @@ func (s *Store) Stat(ctx context.Context, name string) (int64, error) {
 	}
 	a, err := s.bucket.Attributes(ctx, name)
 	if err != nil {
-		return 0, s.wrap("stat", name, err)
+		return 0, s.wrap(ctx, "stat", name, err)
 	}
+	s.bucketSeen.Store(true)
 	return a.Size, nil
 }
 
@@ -299,7 +437,10 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 				return
 			}
 			if err != nil {
-				yield("", fmt.Errorf("%s: list %q: %w", s.desc, prefix, err))
+				if gcerrors.Code(err) == gcerrors.NotFound {
+					err = fmt.Errorf("%w: %q (create it, or check the bucket name, region and endpoint): %v", ErrBucketNotFound, s.bucketName, err)
+				}
+				yield("", fmt.Errorf("%s: list %q: %w", s.where, prefix, err))
 				return
 			}
 			if obj.IsDir {
@@ -323,9 +464,30 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("%s: %w", s.desc, err)
 	}
 	if err := s.bucket.Delete(ctx, name); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return s.wrap("delete", name, err)
+		return s.wrap(ctx, "delete", name, err)
 	}
 	return nil
+}
+
+// objectReader names the store, its endpoint and the object in a read
+// error (a stall in the middle of a download, for example).
+type objectReader struct {
+	io.ReadCloser
+	s    *Store
+	name string
+	err  error
+}
+
+func (r *objectReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = r.s.wrap(context.Background(), "read", r.name, err)
+		return n, r.err
+	}
+	return n, err
 }
 
 // As exposes the driver's types (gocloud's escape hatch, e.g. **s3.Client

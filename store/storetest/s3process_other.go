@@ -1,0 +1,5 @@
+//go:build !unix
+
+package storetest
+
+func (p *S3Process) resume() {}
