@@ -29,7 +29,6 @@ const (
 	DefaultBootstrap    = 10000
 	DefaultPermutations = 10000
 	DefaultAlpha        = 0.05
-	DefaultMaxResults   = 10
 	ConfidenceLevel     = 0.95
 )
 
@@ -47,13 +46,16 @@ const (
 
 // Options are the comparison settings. The zero value means the SPEC §13
 // defaults (randomization test, α = 0.05, BCa, 10,000 resamples and sign
-// vectors, seed 0, every result against every other, at most 10 results).
+// vectors, seed 0, every result against every other, every result).
 type Options struct {
 	// Metrics are compared besides the primary metric (--compare-metrics).
 	Metrics []string
 	// Baseline, when set, compares every result against this one only.
 	Baseline string
-	// MaxResults caps the "all" family; 0 = DefaultMaxResults.
+	// MaxResults, when > 0, caps the "all" family at the MaxResults
+	// best-ranked results (n results make n(n−1)/2 pairs); the settings
+	// record the cap and name the results left out, which the reports
+	// state. 0 (the default) compares every result.
 	MaxResults   int
 	Test         string  // "" = randomization
 	Alpha        float64 // 0 = 0.05
@@ -76,9 +78,6 @@ var ErrNoPerQuery = errors.New("significance needs per-query values")
 
 // withDefaults fills zero fields and validates the rest.
 func (o Options) withDefaults() (Options, error) {
-	if o.MaxResults == 0 {
-		o.MaxResults = DefaultMaxResults
-	}
 	if o.Test == "" {
 		o.Test = TestRandomization
 	}
@@ -105,8 +104,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, &OptionError{"--bootstrap must be >= 1"}
 	case o.Permutations < 1:
 		return o, &OptionError{"--permutations must be >= 1"}
-	case o.MaxResults < 2:
-		return o, &OptionError{"the comparison needs at least 2 results"}
+	case o.MaxResults < 0 || o.MaxResults == 1:
+		return o, &OptionError{fmt.Sprintf("the comparison cap must be 0 (every result) or at least 2 results, got %d", o.MaxResults)}
 	case o.Threads < 0:
 		return o, &OptionError{"--threads must be >= 0"}
 	}
@@ -143,6 +142,11 @@ func Compute(ctx context.Context, b *results.Benchmark, opt Options) (*results.C
 	order := comparisonOrder(b.ExtractorResults)
 	family := "all"
 	var baseline *string
+	var maxResults *int
+	var leftOut []string
+	if o.MaxResults > 0 && o.Baseline == "" {
+		maxResults = &o.MaxResults
+	}
 	if o.Baseline != "" {
 		family = "baseline"
 		name := o.Baseline
@@ -150,15 +154,18 @@ func Compute(ctx context.Context, b *results.Benchmark, opt Options) (*results.C
 		if !slices.ContainsFunc(order, func(r *results.ExtractorResult) bool { return r.Name == name }) {
 			return nil, &OptionError{fmt.Sprintf("--baseline %s is not a result of this report", msgfmt.Quote(name))}
 		}
-	} else if len(order) > o.MaxResults {
-		order = order[:o.MaxResults]
+	} else if maxResults != nil && len(order) > *maxResults {
+		for _, r := range order[*maxResults:] {
+			leftOut = append(leftOut, r.Name)
+		}
+		order = order[:*maxResults]
 	}
 	names := make([]string, len(order))
 	for i, r := range order {
 		names[i] = r.Name
 	}
 	cmp := &results.Comparison{Settings: results.ComparisonSettings{
-		Metrics: metricList, Family: family, Baseline: baseline, MaxResults: o.MaxResults, Results: names,
+		Metrics: metricList, Family: family, Baseline: baseline, MaxResults: maxResults, Results: names, LeftOut: leftOut,
 		Test: o.Test, Alpha: o.Alpha, ConfidenceLevel: ConfidenceLevel, CIMethod: o.CIMethod,
 		Bootstrap: o.Bootstrap, Permutations: o.Permutations, Seed: o.Seed, Adjustment: "holm",
 	}}
@@ -296,16 +303,18 @@ func (bl *block) summarise(ctx context.Context, i int, o Options) error {
 
 // pairCI fills pair k's interval; pairTests its tests and the rest (before
 // adjustment). Each pair has two streams of its own (interval,
-// randomization), labelled by both names in order. The two halves are
-// separate tasks so that the bootstraps, the longest tasks, can be handed
-// out first.
+// randomization), labelled by both names in comparison order whichever is
+// A (pairLabels), so a pair draws the same resamples and sign vectors in
+// every family: (A, B) and (B, A) get exactly negated intervals and equal
+// p-values. The two halves are separate tasks so that the bootstraps, the
+// longest tasks, can be handed out first.
 func (bl *block) pairCI(ctx context.Context, k int, o Options) error {
 	a, b := bl.pairs[k][0], bl.pairs[k][1]
 	d, err := stats.Differences(bl.cols[a], bl.cols[b])
 	if err != nil {
 		return err
 	}
-	ci, err := stats.BootstrapMeanSource(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.NewSource(o.Seed, "pair-ci", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	ci, err := stats.BootstrapMeanSource(ctx, d, ConfidenceLevel, o.Bootstrap, o.ciMethod(), stats.NewSource(o.Seed, bl.pairLabels(k, "pair-ci")...))
 	if err != nil {
 		return bl.pairErr(k, err)
 	}
@@ -323,7 +332,7 @@ func (bl *block) pairTests(ctx context.Context, k int, o Options) error {
 	if err != nil {
 		return bl.pairErr(k, err)
 	}
-	sf, err := stats.SignFlipTestSource(ctx, d, o.Permutations, stats.NewSource(o.Seed, "pair-randomization", bl.dir, bl.metric, bl.names[a], bl.names[b]))
+	sf, err := stats.SignFlipTestSource(ctx, d, o.Permutations, stats.NewSource(o.Seed, bl.pairLabels(k, "pair-randomization")...))
 	if err != nil {
 		return bl.pairErr(k, err)
 	}
@@ -334,6 +343,17 @@ func (bl *block) pairTests(ctx context.Context, k int, o Options) error {
 		pc.EffectSize = &es
 	}
 	return nil
+}
+
+// pairLabels labels the stream of pair k: the kind, the direction, the
+// metric and the two names in comparison order (the order of the "all"
+// family's pairs).
+func (bl *block) pairLabels(k int, kind string) []string {
+	a, b := bl.pairs[k][0], bl.pairs[k][1]
+	if a > b {
+		a, b = b, a
+	}
+	return []string{kind, bl.dir, bl.metric, bl.names[a], bl.names[b]}
 }
 
 func (bl *block) pairErr(k int, err error) error {

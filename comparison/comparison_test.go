@@ -7,6 +7,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/memory"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/metrics"
@@ -179,27 +180,141 @@ func TestComputeBidirectional(t *testing.T) {
 	}
 }
 
-// The "all" family compares the 10 best-ranked results; a baseline family
-// has no cap.
-func TestComputeMaxResults(t *testing.T) {
+// twelveResults are 12 results over 6 queries whose per-query ndcg@10 and
+// mrr are tie-heavy (multiples of ¼); result "A" is the worst, "L" the best.
+func twelveResults() []*results.ExtractorResult {
 	var rs []*results.ExtractorResult
 	for i := range 12 {
-		v := float64(i) / 12
-		rs = append(rs, result(string(rune('A'+i)), []float64{v, v + 0.01}, []float64{1, 1}))
+		// 2i + 1 quarters spread over the 6 queries, then one quarter
+		// moved between two queries: distinct means, ranked L … A.
+		quarters := make([]int, 6)
+		for q := range quarters {
+			quarters[q] = (2*i + 1) / 6
+			if q < (2*i+1)%6 {
+				quarters[q]++
+			}
+		}
+		if up, down := i%6, (i+3)%6; quarters[up] < 4 && quarters[down] > 0 {
+			quarters[up]++
+			quarters[down]--
+		}
+		nd, mrr := make([]float64, 6), make([]float64, 6)
+		for q := range nd {
+			nd[q] = float64(quarters[q]) / 4
+			mrr[q] = float64(1+(i*q)%4) / 4
+		}
+		rs = append(rs, result(string(rune('A'+i)), nd, mrr))
 	}
-	c, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50})
+	return rs
+}
+
+// By default the "all" family covers every result: 12 results give 66
+// pairs, every result has an interval and takes part in Holm's family; no
+// cap is recorded. An explicit cap names the results it leaves out; a
+// baseline family has no cap.
+func TestComputeEveryResult(t *testing.T) {
+	rs := twelveResults()
+	c, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 200, Permutations: 200, Metrics: []string{"mrr"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Settings.Results; len(got) != 10 || got[0] != "L" || got[9] != "C" || len(c.Blocks[0].Pairs) != 45 {
-		t.Errorf("all family: %v, %d pairs", got, len(c.Blocks[0].Pairs))
+	s := c.Settings
+	if len(s.Results) != 12 || s.Results[0] != "L" || s.Results[11] != "A" || s.MaxResults != nil || s.LeftOut != nil {
+		t.Errorf("all family: results %v, max_results %v, left_out %v", s.Results, s.MaxResults, s.LeftOut)
 	}
-	c, err = Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50, Baseline: "A"})
+	for _, bl := range c.Blocks {
+		if len(bl.Results) != 12 || len(bl.Pairs) != 66 {
+			t.Fatalf("%s: %d results, %d pairs; want 12 and 66", bl.Metric, len(bl.Results), len(bl.Pairs))
+		}
+		seen := map[[2]string]bool{}
+		for _, p := range bl.Pairs {
+			seen[[2]string{p.A, p.B}] = true
+			if p.RandomizationPAdjusted < p.RandomizationP {
+				t.Errorf("%s %s vs %s: Holm p %v below raw p %v", bl.Metric, p.A, p.B, p.RandomizationPAdjusted, p.RandomizationP)
+			}
+		}
+		for i, a := range s.Results {
+			if bl.Results[i].Name != a || bl.Results[i].CI.Low > bl.Results[i].Mean || bl.Results[i].CI.High < bl.Results[i].Mean {
+				t.Errorf("%s: summary %d %+v", bl.Metric, i, bl.Results[i])
+			}
+			for _, b := range s.Results[i+1:] {
+				if !seen[[2]string{a, b}] {
+					t.Errorf("%s: no pair %s vs %s", bl.Metric, a, b)
+				}
+			}
+		}
+	}
+	data, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Settings.Results) != 12 || len(c.Blocks[0].Pairs) != 11 {
+	if !strings.Contains(string(data), `"max_results":null`) || strings.Contains(string(data), "left_out") {
+		t.Errorf("settings JSON %s", data)
+	}
+
+	c, err = Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50, MaxResults: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Settings; len(got.Results) != 10 || got.Results[9] != "C" || *got.MaxResults != 10 ||
+		!slices.Equal(got.LeftOut, []string{"B", "A"}) || len(c.Blocks[0].Pairs) != 45 {
+		t.Errorf("capped family: %v, cap %v, left out %v, %d pairs", got.Results, got.MaxResults, got.LeftOut, len(c.Blocks[0].Pairs))
+	}
+	c, err = Compute(context.Background(), bench(rs...), Options{Bootstrap: 50, Permutations: 50, Baseline: "A", MaxResults: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Settings.Results) != 12 || len(c.Blocks[0].Pairs) != 11 || c.Settings.MaxResults != nil || c.Settings.LeftOut != nil {
 		t.Errorf("baseline family: %v, %d pairs", c.Settings.Results, len(c.Blocks[0].Pairs))
+	}
+	for _, bad := range []int{-1, 1} {
+		if err := (Options{MaxResults: bad}).Validate(); !errors.As(err, new(*OptionError)) {
+			t.Errorf("MaxResults %d: %v", bad, err)
+		}
+	}
+}
+
+// A pair draws the same resamples in every family, so the interval of
+// (B, A) in a baseline family is exactly the negated interval of (A, B) in
+// the "all" family and the p-values are equal (SPEC §13: B − A is the
+// negation of A − B, also with ties at the estimate).
+func TestComputePairAntisymmetric(t *testing.T) {
+	rs := twelveResults()
+	for _, ci := range []string{CIBCa, CIPercentile} {
+		all, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 400, Permutations: 400, CIMethod: ci, Metrics: []string{"mrr"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, base := range []string{"L", "F", "A"} {
+			bf, err := Compute(context.Background(), bench(rs...), Options{Bootstrap: 400, Permutations: 400, CIMethod: ci, Metrics: []string{"mrr"}, Baseline: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for bi, bl := range bf.Blocks {
+				for _, p := range bl.Pairs {
+					var q *results.PairComparison
+					for k := range all.Blocks[bi].Pairs {
+						if ap := &all.Blocks[bi].Pairs[k]; (ap.A == p.A && ap.B == p.B) || (ap.A == p.B && ap.B == p.A) {
+							q = ap
+						}
+					}
+					if q == nil {
+						t.Fatalf("pair %s vs %s missing from the all family", p.A, p.B)
+					}
+					want := q.CI
+					if q.A != p.A {
+						want = results.Interval{Low: -q.CI.High, High: -q.CI.Low}
+						if p.MeanDiff != -q.MeanDiff {
+							t.Errorf("%s %s vs %s: mean diff %v, all family %v", ci, p.A, p.B, p.MeanDiff, q.MeanDiff)
+						}
+					}
+					if p.CI != want || p.RandomizationP != q.RandomizationP || p.TTestP != q.TTestP {
+						t.Errorf("%s %s %s vs %s (baseline %s): CI %v p %v, all family gives %v p %v",
+							ci, bl.Metric, p.A, p.B, base, p.CI, p.RandomizationP, want, q.RandomizationP)
+					}
+				}
+			}
+		}
 	}
 }
 

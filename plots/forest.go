@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -90,7 +91,7 @@ func comparison(rs *resultSet) (*Figure, error) {
 		Caption: fmt.Sprintf("Mean per-query difference in %s (forward) of each result to %s, %s, "+
 			"with its %s %s bootstrap confidence interval. Filled markers: significant after Holm adjustment "+
 			"(%s test, α = %g); hollow: not significant.",
-			rs.primary, refWhat, label(ref), level, ciName(c.Settings.CIMethod), c.Settings.Test, c.Settings.Alpha),
+			rs.primary, refWhat, label(ref), level, ciName(c.Settings.CIMethod), c.Settings.Test, c.Settings.Alpha) + leftOut(c.Settings),
 		w: vg.Inch * 7.5, h: vg.Inch*1.3 + vg.Inch*0.42*vg.Length(len(rows)),
 	}
 	fig.draw = func(dc draw.Canvas) error {
@@ -123,6 +124,19 @@ func comparison(rs *resultSet) (*Figure, error) {
 		return nil
 	}
 	return fig, nil
+}
+
+// leftOut names, for a caption, the results an explicit cap left out of
+// the comparison ("" when every result is compared).
+func leftOut(s results.ComparisonSettings) string {
+	if len(s.LeftOut) == 0 {
+		return ""
+	}
+	names := make([]string, len(s.LeftOut))
+	for i, n := range s.LeftOut {
+		names[i] = label(n)
+	}
+	return fmt.Sprintf(" Not compared (the comparison was limited to the %d best-ranked results): %s.", len(s.Results), strings.Join(names, ", "))
 }
 
 func ciName(method string) string {

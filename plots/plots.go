@@ -97,8 +97,10 @@ func Render(b *results.Benchmark, formats []Format) ([]File, error) {
 
 // Figures lists the figures that apply to b: metrics_at_k,
 // per_query_<primary metric>, margins (when any query has a margin),
-// compression_frontier (when compression variants exist) and comparison
-// (when b holds a comparison section).
+// compression_frontier (when compression variants exist), comparison
+// (when b holds a comparison section) and comparison_matrix (when the
+// reports show the comparison as a pairwise matrix: an "all" family of more
+// than results.MatrixAbove results).
 func Figures(b *results.Benchmark) ([]Figure, error) {
 	rs, err := newResultSet(b)
 	if err != nil {
@@ -109,7 +111,7 @@ func Figures(b *results.Benchmark) ([]Figure, error) {
 	}
 	var figs []Figure
 	for _, build := range []func(*resultSet) (*Figure, error){
-		metricsAtK, perQuery, margins, compressionFrontier, comparison,
+		metricsAtK, perQuery, margins, compressionFrontier, comparison, comparisonMatrix,
 	} {
 		f, err := build(rs)
 		if err != nil {

@@ -81,8 +81,115 @@ func writeRankingLegend(buf *bytes.Buffer, c *results.Comparison, primary string
 	if s.Baseline != nil {
 		family = "each result against the baseline " + EscapeMarkdown(*s.Baseline)
 	}
-	fmt.Fprintf(buf, "\nSuperscripts: the keys of the results whose forward %s this result is significantly better than (%s, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.\n",
+	fmt.Fprintf(buf, "\nSuperscripts: the keys of the results whose forward %s this result is significantly better than (%s, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.",
 		EscapeMarkdown(primary), testName(s.Test), formatAlpha(s.Alpha), family, ciName(s.CIMethod), s.Bootstrap, s.Seed)
+	if note := leftOutNote(s, EscapeMarkdown); note != "" {
+		buf.WriteString(" " + note)
+	}
+	buf.WriteString("\n")
+}
+
+// leftOutNote names the results an explicit cap left out of the
+// comparison, and why ("" when every result is compared).
+func leftOutNote(s results.ComparisonSettings, esc func(string) string) string {
+	if len(s.LeftOut) == 0 {
+		return ""
+	}
+	names := make([]string, len(s.LeftOut))
+	for i, n := range s.LeftOut {
+		names[i] = esc(n)
+	}
+	limit := "a cap"
+	if s.MaxResults != nil {
+		limit = fmt.Sprintf("max_results = %d", *s.MaxResults)
+	}
+	return fmt.Sprintf("Not compared (no interval, no significance): %s; the comparison was limited to the %d best-ranked results (%s; n results make n(n − 1)/2 pairs).",
+		strings.Join(names, ", "), len(s.Results), limit)
+}
+
+// matrixNames are the block's results in ranked order (the order of the
+// key letters).
+func matrixNames(bl *results.MetricComparison, ranked []*results.ExtractorResult) []string {
+	in := make(map[string]bool, len(bl.Results))
+	for _, r := range bl.Results {
+		in[r.Name] = true
+	}
+	var names []string
+	for _, r := range ranked {
+		if in[r.Name] {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
+// Marks of a significant matrix cell: the row result is significantly
+// better (▲) or worse (▼) than the column result.
+const (
+	markBetter = "▲"
+	markWorse  = "▼"
+)
+
+// matrixCell formats one cell: the signed difference with 4 decimals and
+// the significance mark ("·" on the diagonal, "-" without a pair).
+func matrixCell(c results.MatrixCell, diag bool, name string) (text, mark string, err error) {
+	switch {
+	case diag:
+		return "·", "", nil
+	case !c.OK:
+		return "-", "", nil
+	}
+	text, err = fixed4(c.Diff, name, "mean_diff")
+	if err != nil {
+		return "", "", err
+	}
+	if c.Diff > 0 {
+		text = "+" + text
+	}
+	if c.Significant {
+		switch {
+		case c.Diff > 0:
+			mark = markBetter
+		case c.Diff < 0:
+			mark = markWorse
+		}
+	}
+	return text, mark, nil
+}
+
+// matrixNote explains a matrix: what a cell holds and what the marks mean.
+func matrixNote(s results.ComparisonSettings, bl *results.MetricComparison) string {
+	return fmt.Sprintf("Each cell: mean per-query difference row − column; %s the row result is significantly better, %s significantly worse (%s, Holm-adjusted p < %s over the %d pairs).",
+		markBetter, markWorse, testName(s.Test), formatAlpha(s.Alpha), len(bl.Pairs))
+}
+
+// writeMatrix renders block bl as a results × results table, rows and
+// columns in ranked order, columns headed by the key letters.
+func writeMatrix(buf *bytes.Buffer, s results.ComparisonSettings, bl *results.MetricComparison, ranked []*results.ExtractorResult, keys map[string]string) error {
+	names := matrixNames(bl, ranked)
+	m := bl.Matrix(names)
+	fmt.Fprintf(buf, "**%s, %s** (n = %d queries). %s\n\n", EscapeMarkdown(bl.Metric), bl.Direction, bl.NQueries, matrixNote(s, bl))
+	buf.WriteString("| key | extractor |")
+	for _, n := range names {
+		buf.WriteString(" " + keys[n] + " |")
+	}
+	buf.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(names)) + "\n")
+	for i, row := range names {
+		fmt.Fprintf(buf, "| %s | %s |", keys[row], EscapeMarkdown(row))
+		for j, col := range names {
+			text, mark, err := matrixCell(m[i][j], i == j, row+" vs "+col)
+			if err != nil {
+				return err
+			}
+			if mark != "" {
+				text += " " + mark
+			}
+			buf.WriteString(" " + text + " |")
+		}
+		buf.WriteString("\n")
+	}
+	buf.WriteString("\n")
+	return nil
 }
 
 func testName(t string) string {
@@ -101,8 +208,26 @@ func ciName(m string) string {
 
 func formatAlpha(a float64) string { return strconv.FormatFloat(a, 'g', -1, 64) }
 
-// writeComparison renders one table row per compared pair of every block.
-func writeComparison(buf *bytes.Buffer, c *results.Comparison) error {
+// writeComparison renders one table row per compared pair of every block;
+// an "all" family of more than results.MatrixAbove results is first shown
+// as one pairwise significance matrix per block.
+func writeComparison(buf *bytes.Buffer, c *results.Comparison, ranked []*results.ExtractorResult) error {
+	if note := leftOutNote(c.Settings, EscapeMarkdown); note != "" {
+		buf.WriteString(note + "\n\n")
+	}
+	matrices := 0
+	keys := rankingKeys(ranked)
+	for i := range c.Blocks {
+		if bl := &c.Blocks[i]; c.ShowsMatrix(bl) {
+			if err := writeMatrix(buf, c.Settings, bl, ranked, keys); err != nil {
+				return err
+			}
+			matrices++
+		}
+	}
+	if matrices > 0 {
+		buf.WriteString("Every pair, with its interval and p-values:\n\n")
+	}
 	p := "randomization p"
 	if c.Settings.Test == "ttest" {
 		p = "t-test p"

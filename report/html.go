@@ -50,6 +50,8 @@ type htmlView struct {
 	Ranking     []htmlRankRow
 	HasCI       bool   // the ranking shows keys, intervals and significance marks
 	SigNote     string // how the superscripts and intervals were computed
+	LeftOut     string // the results a cap left out of the comparison, and why
+	HasMatrix   bool   // some block is shown as a pairwise significance matrix
 	TestP       string // head of the chosen test's p-value column
 	Comparison  []htmlBlock
 	Compression []htmlCompressionRow
@@ -73,6 +75,25 @@ type htmlBlock struct {
 	Metric, Direction string
 	NQueries          int
 	Pairs             []htmlPairRow
+	Matrix            *htmlMatrix // more than results.MatrixAbove results, "all" family
+}
+
+// htmlMatrix is a pairwise significance matrix: rows and columns are the
+// compared results in ranked order, columns headed by their keys.
+type htmlMatrix struct {
+	Note string
+	Keys []string
+	Rows []htmlMatrixRow
+}
+
+type htmlMatrixRow struct {
+	Key, Name string
+	Cells     []htmlMatrixCell
+}
+
+type htmlMatrixCell struct {
+	Text, Mark string
+	Class      string // "better", "worse", "diag" or ""
 }
 
 type htmlPairRow struct {
@@ -426,8 +447,17 @@ func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.Extracto
 	v.SigNote = fmt.Sprintf("Superscripts: the keys of the results whose forward %s this result is significantly better than "+
 		"(%s, Holm-adjusted p < %s over %s). 95 %% CI: %s bootstrap interval of the mean, %d resamples, seed %d.",
 		v.Primary, testName(st.Test), formatAlpha(st.Alpha), family, ciName(st.CIMethod), st.Bootstrap, st.Seed)
-	for _, blk := range c.Blocks {
+	v.LeftOut = leftOutNote(st, func(s string) string { return s })
+	for bi := range c.Blocks {
+		blk := &c.Blocks[bi]
 		hb := htmlBlock{Metric: blk.Metric, Direction: blk.Direction, NQueries: blk.NQueries}
+		if c.ShowsMatrix(blk) {
+			m, err := htmlPairMatrix(st, blk, ranked, keys)
+			if err != nil {
+				return err
+			}
+			hb.Matrix, v.HasMatrix = m, true
+		}
 		for _, p := range blk.Pairs {
 			name := p.A + " vs " + p.B
 			row := htmlPairRow{A: p.A, B: p.B, Significant: p.Significant, Effect: "-"}
@@ -456,6 +486,35 @@ func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.Extracto
 		v.Comparison = append(v.Comparison, hb)
 	}
 	return nil
+}
+
+// htmlPairMatrix holds the cells of the Markdown matrix (writeMatrix).
+func htmlPairMatrix(st results.ComparisonSettings, blk *results.MetricComparison, ranked []*results.ExtractorResult, keys map[string]string) (*htmlMatrix, error) {
+	names := matrixNames(blk, ranked)
+	cells := blk.Matrix(names)
+	m := &htmlMatrix{Note: matrixNote(st, blk)}
+	for i, row := range names {
+		m.Keys = append(m.Keys, keys[row])
+		hr := htmlMatrixRow{Key: keys[row], Name: row}
+		for j, col := range names {
+			text, mark, err := matrixCell(cells[i][j], i == j, row+" vs "+col)
+			if err != nil {
+				return nil, err
+			}
+			cell := htmlMatrixCell{Text: text, Mark: mark}
+			switch {
+			case i == j:
+				cell.Class = "diag"
+			case mark == markBetter:
+				cell.Class = "better"
+			case mark == markWorse:
+				cell.Class = "worse"
+			}
+			hr.Cells = append(hr.Cells, cell)
+		}
+		m.Rows = append(m.Rows, hr)
+	}
+	return m, nil
 }
 
 func interval(in results.Interval, name string) (string, error) {

@@ -68,7 +68,7 @@ func MarkdownWithSummary(b *results.Benchmark, summary []SummaryEntry) ([]byte, 
 	}
 	if b.Comparison != nil && len(b.Comparison.Blocks) > 0 {
 		buf.WriteString("\n## Comparison\n\n")
-		if err := writeComparison(&buf, b.Comparison); err != nil {
+		if err := writeComparison(&buf, b.Comparison, ranked); err != nil {
 			return nil, err
 		}
 	}

@@ -23,10 +23,13 @@ type ComparisonSettings struct {
 	Family string `json:"family"`
 	// Baseline is the baseline result name, null for the "all" family.
 	Baseline *string `json:"baseline"`
-	// MaxResults caps the results of the "all" family (the best-ranked
-	// ones are compared); Results lists the compared names in order.
-	MaxResults int      `json:"max_results"`
+	// MaxResults is the cap on the results of the "all" family (the
+	// best-ranked ones are compared), null when every result is compared
+	// (the default). Results lists the compared names in order; LeftOut
+	// the results the cap left out, in ranked order (omitted when none).
+	MaxResults *int     `json:"max_results"`
 	Results    []string `json:"results"`
+	LeftOut    []string `json:"left_out,omitempty"`
 	// Test is the test whose Holm-adjusted p decides `significant`:
 	// "randomization" or "ttest".
 	Test  string  `json:"test"`
@@ -100,4 +103,47 @@ type PairComparison struct {
 	Significant bool `json:"significant"`
 	// EffectSize is mean(d)/sd(d); null when sd(d) = 0.
 	EffectSize *float64 `json:"effect_size"`
+}
+
+// MatrixAbove is the number of compared results above which the reports
+// show an "all" family as a pairwise significance matrix (results ×
+// results) rather than only as a list of its n(n−1)/2 pairs.
+const MatrixAbove = 6
+
+// ShowsMatrix reports whether block bl of c is shown as a pairwise
+// significance matrix: an "all" family of more than MatrixAbove results.
+func (c *Comparison) ShowsMatrix(bl *MetricComparison) bool {
+	return c.Settings.Baseline == nil && c.Settings.Family != "baseline" && len(bl.Results) > MatrixAbove
+}
+
+// MatrixCell is one cell of a pairwise matrix: the mean difference row −
+// column and whether the pair is significant; OK is false on the diagonal
+// and where the block holds no pair of the two results.
+type MatrixCell struct {
+	Diff        float64
+	Significant bool
+	OK          bool
+}
+
+// Matrix lays the block's pairs out as a names × names matrix: cell [i][j]
+// holds the difference names[i] − names[j] (a pair (B, A) negated).
+func (bl *MetricComparison) Matrix(names []string) [][]MatrixCell {
+	pos := make(map[string]int, len(names))
+	for i, n := range names {
+		pos[n] = i
+	}
+	m := make([][]MatrixCell, len(names))
+	for i := range m {
+		m[i] = make([]MatrixCell, len(names))
+	}
+	for _, p := range bl.Pairs {
+		i, ok1 := pos[p.A]
+		j, ok2 := pos[p.B]
+		if !ok1 || !ok2 || i == j {
+			continue
+		}
+		m[i][j] = MatrixCell{Diff: p.MeanDiff, Significant: p.Significant, OK: true}
+		m[j][i] = MatrixCell{Diff: 0 - p.MeanDiff, Significant: p.Significant, OK: true} // 0 − x: never −0
+	}
+	return m
 }

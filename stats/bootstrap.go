@@ -99,20 +99,31 @@ func BootstrapMeanIndices(x []float64, level float64, method CIMethod, idx [][]i
 }
 
 // bootstrap computes the interval. The resample means are exact sums
-// (fixedVec) divided by n, and "resample mean below the estimate" for the
-// BCa bias correction compares exact sums, so ties (frequent with discrete
-// metrics) are decided exactly.
+// (fixedVec) divided by n, and the comparison of each resample mean with
+// the estimate for the BCa bias correction compares exact sums, so ties
+// (frequent with discrete metrics) are decided exactly.
 //
 // Definitions (Efron & Tibshirani 1993, §14.3; as scipy.stats.bootstrap):
 // the quantile q of the B sorted resample means θ*_(0..B−1) is the linear
 // interpolation at position q·(B−1); percentile: q = α/2 and 1 − α/2 with
-// α = 1 − level; BCa: z0 = Φ⁻¹(#{θ* < θ̂}/B), acceleration a from the
-// jackknife means θ_(i) = (Σx − x_i)/(n − 1),
+// α = 1 − level; BCa: z0 = Φ⁻¹((#{θ* < θ̂} + #{θ* ≤ θ̂}) / 2B), the mid-rank
+// of the estimate among the resample means (ties at θ̂ count half, SPEC
+// §13, scipy's _percentile_of_score), acceleration a from the jackknife
+// means θ_(i) = (Σx − x_i)/(n − 1),
 // a = Σ(θ̄ − θ_(i))³ / (6 (Σ(θ̄ − θ_(i))²)^{3/2}) (0 when n < 2 or all
-// equal), q = Φ(z0 + (z0 + z)/(1 − a(z0 + z))) for z = Φ⁻¹(α/2),
-// Φ⁻¹(1 − α/2). When #{θ* < θ̂} is 0 or B, z0 would be infinite; the
-// proportion is clamped to [1/(2B), 1 − 1/(2B)]. A sample whose values are
+// equal), q = Φ(z0 + (z0 + z)/(1 − a(z0 + z))) for z = Φ⁻¹(α/2) and
+// z = −Φ⁻¹(α/2). When the mid-rank count is 0 or 2B, z0 would be
+// infinite; the count is clamped to [1, 2B − 1]. A sample whose values are
 // all equal has the degenerate interval [x_0, x_0].
+//
+// The computation is antisymmetric bit for bit: for −x and the same
+// resamples the interval is exactly [−High, −Low]. The resample means, the
+// mid-rank count (c becomes 2B − c), z0 (computed from the smaller tail),
+// a and the z values change sign exactly, and the upper bound is read off
+// from the top of the sorted means with the upper-tail probability
+// Φ(−(z0 + (z0 + z)/(1 − a(z0 + z)))), just as the lower bound of −x is read
+// off from the bottom. So the interval of a paired difference B − A is the
+// negated interval of A − B.
 func bootstrap(ctx context.Context, x []float64, level float64, B int, method CIMethod, next func(b int, dst []int)) (Interval, error) {
 	return bootstrapFrom(ctx, x, level, B, method, next, nil)
 }
@@ -141,7 +152,7 @@ func bootstrapFrom(ctx context.Context, x []float64, level float64, B int, metho
 		obsF += v
 	}
 	means := make([]float64, B)
-	below := 0
+	below, equal := 0, 0
 	idx := make([]int, n)
 	for b := 0; b < B; b++ {
 		if b%64 == 0 {
@@ -151,8 +162,11 @@ func bootstrapFrom(ctx context.Context, x []float64, level float64, B int, metho
 		}
 		if fv.exact && src != nil {
 			s := src.sumFixed(fv.v)
-			if s.cmp(obs) < 0 {
+			switch s.cmp(obs) {
+			case -1:
 				below++
+			case 0:
+				equal++
 			}
 			means[b] = fv.sumFloat(s) / float64(n)
 			continue
@@ -163,8 +177,11 @@ func bootstrapFrom(ctx context.Context, x []float64, level float64, B int, metho
 			for _, i := range idx {
 				s = s.add(fv.v[i])
 			}
-			if s.cmp(obs) < 0 {
+			switch s.cmp(obs) {
+			case -1:
 				below++
+			case 0:
+				equal++
 			}
 			means[b] = fv.sumFloat(s) / float64(n)
 		} else {
@@ -172,31 +189,50 @@ func bootstrapFrom(ctx context.Context, x []float64, level float64, B int, metho
 			for _, i := range idx {
 				s += x[i]
 			}
-			if s < obsF {
+			switch {
+			case s < obsF:
 				below++
+			case s == obsF:
+				equal++
 			}
 			means[b] = s / float64(n)
 		}
 	}
 	slices.Sort(means)
 	alpha := 1 - level
-	qlo, qhi := alpha/2, 1-alpha/2
+	// Tail probabilities: the lower bound lies at lower-tail probability
+	// tlo from the bottom, the upper bound at upper-tail probability thi
+	// from the top.
+	tlo, thi := alpha/2, alpha/2
 	if method == BCa {
 		total := obsF
 		if fv.exact {
 			total = fv.sumFloat(obs)
 		}
-		p0 := float64(below) / float64(B)
-		p0 = min(max(p0, 0.5/float64(B)), 1-0.5/float64(B))
-		z0 := mathext.NormalQuantile(p0)
+		z0 := midRankZ0(2*below+equal, B)
 		a := acceleration(x, total)
-		adj := func(q float64) float64 {
-			z := mathext.NormalQuantile(q)
-			return normalCDF(z0 + (z0+z)/(1-float64(a*(z0+z))))
+		arg := func(z float64) float64 {
+			return z0 + (z0+z)/(1-float64(a*(z0+z)))
 		}
-		qlo, qhi = adj(qlo), adj(qhi)
+		z := mathext.NormalQuantile(alpha / 2)
+		tlo, thi = normalCDF(arg(z)), normalCDF(-arg(-z))
 	}
-	return Interval{quantile(means, qlo), quantile(means, qhi)}, nil
+	return Interval{quantile(means, tlo), quantileFromTop(means, thi)}, nil
+}
+
+// midRankZ0 is the BCa bias correction Φ⁻¹(c/2B) for the mid-rank count
+// c = #{θ* < θ̂} + #{θ* ≤ θ̂} = 2·below + equal, with c clamped to
+// [1, 2B − 1] so that z0 stays finite. It is evaluated on the smaller tail
+// so that midRankZ0(2B − c, B) = −midRankZ0(c, B) exactly.
+func midRankZ0(c, B int) float64 {
+	c = min(max(c, 1), 2*B-1)
+	switch {
+	case c == B:
+		return 0
+	case c > B:
+		return -mathext.NormalQuantile(float64(2*B-c) / float64(2*B))
+	}
+	return mathext.NormalQuantile(float64(c) / float64(2*B))
 }
 
 // acceleration is the jackknife estimate of the BCa acceleration.
@@ -233,6 +269,21 @@ func quantile(sorted []float64, q float64) float64 {
 		return sorted[len(sorted)-1]
 	}
 	return sorted[lo] + float64((h-float64(lo))*(sorted[lo+1]-sorted[lo]))
+}
+
+// quantileFromTop is the quantile at 1 − t (t the upper-tail probability)
+// computed from the top: the mirror image of quantile, so that for the
+// negated values quantileFromTop(s, t) = −quantile(−s reversed, t) exactly.
+// It equals quantile(sorted, 1 − t) up to the rounding of 1 − t.
+func quantileFromTop(sorted []float64, t float64) float64 {
+	t = min(max(t, 0), 1)
+	top := len(sorted) - 1
+	h := t * float64(top)
+	lo := int(math.Floor(h))
+	if lo >= top {
+		return sorted[0]
+	}
+	return sorted[top-lo] + float64((h-float64(lo))*(sorted[top-lo-1]-sorted[top-lo]))
 }
 
 func allEqual(x []float64) bool {

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
 // golden holds reference values computed once by testdata/make_golden.py
-// with scipy/numpy (see that script for the definitions).
+// with scipy/numpy (see that script for the definitions). Regenerate with
+// Debian's python3-scipy and python3-numpy (scipy 1.10):
+//
+//	/usr/bin/python3 stats/testdata/make_golden.py > stats/testdata/golden.json
 type golden struct {
 	TTest []struct {
 		Name string
@@ -27,7 +31,7 @@ type golden struct {
 		Idx             [][]int
 		Level           float64
 		Percentile, BCa []float64
-		Below           int
+		Below, Equal    int
 	}
 }
 
@@ -79,9 +83,20 @@ func TestSignFlipExactGolden(t *testing.T) {
 }
 
 // BCa and percentile intervals equal the numpy implementation over the same
-// resample indices within 1e-12.
+// resample indices within 1e-12; the cases named "scipy …" are the output
+// of scipy.stats.bootstrap itself on tie-heavy samples, whose bootstrap
+// distributions have a point mass at the estimate (the mid-rank z0 of SPEC
+// §13). Negating the sample negates the interval exactly.
 func TestBootstrapGolden(t *testing.T) {
+	scipyTies := 0
 	for _, c := range loadGolden(t).Bootstrap {
+		if strings.HasPrefix(c.Name, "scipy ") && c.Equal > 0 {
+			scipyTies++
+		}
+		neg := make([]float64, len(c.X))
+		for i, v := range c.X {
+			neg[i] = -v
+		}
 		for _, m := range []struct {
 			method CIMethod
 			want   []float64
@@ -91,8 +106,18 @@ func TestBootstrapGolden(t *testing.T) {
 				t.Fatalf("%s: %v", c.Name, err)
 			}
 			if math.Abs(got.Low-m.want[0]) > 1e-12 || math.Abs(got.High-m.want[1]) > 1e-12 {
-				t.Errorf("%s %s: [%.17g, %.17g], numpy [%.17g, %.17g]", c.Name, m.method, got.Low, got.High, m.want[0], m.want[1])
+				t.Errorf("%s %s: [%.17g, %.17g], reference [%.17g, %.17g]", c.Name, m.method, got.Low, got.High, m.want[0], m.want[1])
+			}
+			ng, err := BootstrapMeanIndices(neg, c.Level, m.method, c.Idx)
+			if err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			if ng.Low != -got.High || ng.High != -got.Low {
+				t.Errorf("%s %s: interval of −x [%.17g, %.17g], want exactly [%.17g, %.17g]", c.Name, m.method, ng.Low, ng.High, -got.High, -got.Low)
 			}
 		}
+	}
+	if scipyTies < 2 {
+		t.Errorf("%d scipy cases with ties at the estimate, want at least 2", scipyTies)
 	}
 }

@@ -40,7 +40,7 @@ func (c *compareFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.metrics, "compare-metrics", "", "comma-separated metrics compared besides the primary metric (e.g. mrr,recall@10)")
 	f.StringVar(&c.baseline, "baseline", "", "compare every result against this one instead of every pair")
-	f.StringVar(&c.family, "compare", "all", "pairs compared: all (every pair of the best 10 results) or baseline (with --baseline)")
+	f.StringVar(&c.family, "compare", "all", "pairs compared: all (every pair of results; a results × results matrix past 6) or baseline (with --baseline)")
 	f.StringVar(&c.test, "test", comparison.TestRandomization, "test deciding significance: randomization or ttest")
 	f.Float64Var(&c.alpha, "alpha", comparison.DefaultAlpha, "significance level of the Holm-adjusted p-values")
 	f.IntVar(&c.bootstrap, "bootstrap", comparison.DefaultBootstrap, "bootstrap resamples of every confidence interval")

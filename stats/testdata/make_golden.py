@@ -13,7 +13,17 @@ Python.
 - bootstrap: an independent numpy implementation of the BCa and percentile
   intervals of the mean, over resample indices drawn here and stored, so the
   Go test feeds the same resamples. The bias-correction count compares exact
-  sums (Fraction), the rest is numpy float64.
+  sums (Fraction), the rest is numpy float64. z0 uses the mid-rank of the
+  estimate, (#below + #equal/2)/B, as scipy.stats.bootstrap does (SPEC §13);
+  the reference's BCa quantile levels are checked here against scipy's own
+  scipy.stats._resampling._bca_interval on the same bootstrap distribution
+  wherever float comparison decides the ties as exactly as Fraction does.
+- bootstrap cases named "scipy …": tie-heavy samples (a point mass of the
+  bootstrap distribution at the estimate) whose intervals are the output of
+  the public scipy.stats.bootstrap(method="BCa" and "percentile") with a
+  seeded numpy Generator; the stored indices are that Generator's draws
+  (scipy 1.10 draws them as rng.integers(0, n, (B, n)); the script asserts
+  that they reproduce scipy's bootstrap distribution bit for bit).
 """
 import itertools
 import json
@@ -101,11 +111,13 @@ def bootstrap_ref(x, idx, level):
     fr = [Fraction(float(v)) for v in x]
     obs = sum(fr)
     means = np.empty(B)
-    below = 0
+    below = equal = 0
     for b, row in enumerate(idx):
         s = sum(fr[i] for i in row)
         if s < obs:
             below += 1
+        elif s == obs:
+            equal += 1
         means[b] = float(s) / n
     srt = np.sort(means)
     alpha = 1 - level
@@ -116,13 +128,38 @@ def bootstrap_ref(x, idx, level):
     dd = jm - jack
     s2, s3 = np.sum(dd * dd), np.sum(dd ** 3)
     a = 0.0 if s2 == 0 else s3 / (6 * s2 ** 1.5)
-    p0 = min(max(below / B, 0.5 / B), 1 - 0.5 / B)
-    z0 = ndtri(p0)
-    def adj(q):
-        z = ndtri(q)
+    # Mid-rank (scipy's _percentile_of_score), clamped to [1, 2B - 1] / 2B.
+    c = min(max(2 * below + equal, 1), 2 * B - 1)
+    z0 = ndtri(c / (2 * B))
+    def adj(z):
         return ndtr(z0 + (z0 + z) / (1 - a * (z0 + z)))
-    bca = (quantile(srt, adj(alpha / 2)), quantile(srt, adj(1 - alpha / 2)))
-    return pct, bca, below
+    za = ndtri(alpha / 2)
+    q1, q2 = adj(za), adj(-za)
+    bca = (quantile(srt, q1), quantile(srt, q2))
+    return pct, bca, below, equal, means, (q1, q2)
+
+
+def check_against_scipy_bca(name, x, means, level, q):
+    """Asserts the reference's BCa quantile levels equal scipy's."""
+    from scipy.stats._resampling import _bca_interval
+    a1, a2, _ = _bca_interval((np.asarray(x),), np.mean, axis=-1, alpha=(1 - level) / 2,
+                              theta_hat_b=means[None, :], batch=None)
+    if abs(float(a1) - q[0]) > 1e-12 or abs(float(a2) - q[1]) > 1e-12:
+        raise SystemExit(f"{name}: BCa levels {q} differ from scipy's {(float(a1), float(a2))}")
+
+
+def exact_float_ties(x, idx):
+    """Float means decide "below"/"equal" as Fraction sums do."""
+    x = np.asarray(x, dtype=np.float64)
+    fr = [Fraction(float(v)) for v in x]
+    obs = sum(fr)
+    m = np.mean(x[idx], axis=-1)
+    th = np.mean(x)
+    for b, row in enumerate(idx):
+        s = sum(fr[i] for i in row)
+        if (s < obs) != (m[b] < th) or (s == obs) != (m[b] == th):
+            return False
+    return True
 
 
 def bootstrap_cases(rng):
@@ -138,9 +175,57 @@ def bootstrap_cases(rng):
     for name, x in vecs.items():
         n, B = len(x), 1000
         idx = rng.integers(0, n, size=(B, n))
-        pct, bca, below = bootstrap_ref(x, idx, 0.95)
+        pct, bca, below, equal, means, q = bootstrap_ref(x, idx, 0.95)
+        if exact_float_ties(x, idx):
+            check_against_scipy_bca(name, x, means, 0.95, q)
         cases.append({"name": name, "x": [float(v) for v in x], "idx": idx.tolist(), "level": 0.95,
-                      "percentile": list(pct), "bca": list(bca), "below": below})
+                      "percentile": list(pct), "bca": list(bca), "below": below, "equal": equal})
+    return cases
+
+
+def scipy_cases():
+    """Tie-heavy samples through the public scipy.stats.bootstrap."""
+    # Per-query differences of two results on a binary metric (hit rate):
+    # mean 0 and a large point mass at 0.
+    hit_diffs = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0] + [0.0] * 10
+    # Differences of mrr values 1, 1/2, 1/4, 0 (dyadic: float sums exact).
+    mrr = [1.0, 0.5, 0.25, 0.0]
+    mrr_a = [mrr[i] for i in [0, 0, 1, 2, 0, 3, 1, 0, 0, 2, 1, 0, 0, 3, 0, 1, 0, 0, 2, 0]]
+    mrr_b = [mrr[i] for i in [0, 1, 1, 2, 0, 3, 0, 0, 1, 2, 1, 0, 2, 3, 0, 1, 0, 0, 2, 1]]
+    mrr_diffs = [a - b for a, b in zip(mrr_a, mrr_b)]
+    vecs = [
+        ("scipy tie-heavy hit diffs n=16", hit_diffs, 101),
+        ("scipy tie-heavy mrr diffs n=20", mrr_diffs, 102),
+        ("scipy tie-heavy mrr n=20", mrr_a, 103),
+    ]
+    cases = []
+    for name, x, seed in vecs:
+        x = np.asarray(x, dtype=np.float64)
+        n, B, level = len(x), 1000, 0.95
+        out = {}
+        for method in ("BCa", "percentile"):
+            res = scipy.stats.bootstrap((x,), np.mean, n_resamples=B, confidence_level=level,
+                                        method=method, vectorized=True,
+                                        random_state=np.random.default_rng(seed))
+            out[method] = res
+        idx = np.random.default_rng(seed).integers(0, n, (B, n))
+        dist = out["BCa"].bootstrap_distribution
+        if not np.array_equal(np.mean(x[idx], axis=-1), dist):
+            raise SystemExit(f"{name}: the indices do not reproduce scipy's bootstrap distribution")
+        if not exact_float_ties(x, idx):
+            raise SystemExit(f"{name}: float ties differ from exact ties")
+        pct, bca, below, equal, means, q = bootstrap_ref(x, idx, level)
+        check_against_scipy_bca(name, x, means, level, q)
+        ci = out["BCa"].confidence_interval
+        pci = out["percentile"].confidence_interval
+        sp_bca = [float(ci.low), float(ci.high)]
+        sp_pct = [float(pci.low), float(pci.high)]
+        for got, want in ((bca, sp_bca), (pct, sp_pct)):
+            if max(abs(got[0] - want[0]), abs(got[1] - want[1])) > 1e-12:
+                raise SystemExit(f"{name}: reference {got} differs from scipy {want}")
+        cases.append({"name": name, "x": [float(v) for v in x], "idx": idx.tolist(), "level": level,
+                      "percentile": sp_pct, "bca": sp_bca, "below": below, "equal": equal,
+                      "scipy_seed": seed})
     return cases
 
 
@@ -151,7 +236,7 @@ def main():
         "scipy": scipy.__version__, "numpy": np.__version__,
         "ttest": ttest_cases(rng),
         "signflip": signflip_cases(rng),
-        "bootstrap": bootstrap_cases(rng),
+        "bootstrap": bootstrap_cases(rng) + scipy_cases(),
     }
     json.dump(out, sys.stdout, separators=(",", ":"))
     sys.stdout.write("\n")
