@@ -123,13 +123,11 @@ func Apply(ctx context.Context, cfg Config, query, gallery matrix.Matrix) (*Resu
 	md["compressed_dim"] = out.gallery.Cols()
 	md["output_sparse"] = out.gallery.Sparse()
 	md["dtype"] = out.gallery.DType().String()
-	resident := matrixBytes(out.gallery)
-	md["resident_bytes"] = resident
-	encoded := resident
-	if out.encodedBytes > 0 {
-		encoded = out.encodedBytes
-	}
-	md["compression_ratio"] = float64(matrixBytes(gallery)) / float64(max(encoded, 1))
+	// Gallery bytes as stored by the method against the float32 baseline,
+	// independent of the source's element type (see BaselineElementBytes).
+	encoded := encodedGalleryBytes(cfg, out.gallery)
+	md["resident_bytes"] = encoded
+	md["compression_ratio"] = float64(baselineBytes(gallery)) / float64(max(encoded, 1))
 	warnings := out.warnings
 	if warnings == nil {
 		warnings = []string{}
@@ -151,7 +149,6 @@ type output struct {
 	query, gallery matrix.Matrix
 	extras         map[string]any
 	warnings       []string
-	encodedBytes   int // quantize: estimated_encoded_bytes
 }
 
 // metadata returns the fields of SPEC §8.4 shared by every column of the
@@ -169,16 +166,6 @@ func metadata(enabled bool, method string, g matrix.Matrix) map[string]any {
 		"warnings":       []any{},
 		"fit_side":       FitSide,
 	}
-}
-
-// matrixBytes is the storage size of m: values for a dense matrix; values,
-// 4-byte column indices and 8-byte row pointers for a CSR matrix.
-func matrixBytes(m matrix.Matrix) int {
-	if c, ok := m.(*matrix.CSR); ok {
-		nnz := c.NNZ()
-		return nnz*c.DType().Size() + 4*nnz + 8*(c.Rows()+1)
-	}
-	return m.Rows() * m.Cols() * m.DType().Size()
 }
 
 // checkSamples enforces k ≤ n_gallery for the fitted decompositions.
@@ -452,7 +439,7 @@ func prefix(ctx context.Context, cfg Config, side string, m matrix.Matrix, k int
 
 func applyQuantize(ctx context.Context, cfg Config, query, gallery matrix.Matrix) (*output, error) {
 	precision := *cfg.Precision
-	n, d := gallery.Rows(), gallery.Cols()
+	n := gallery.Rows()
 	out := &output{extras: map[string]any{
 		"precision":     precision,
 		"encoded_dtype": precision,
@@ -466,11 +453,6 @@ func applyQuantize(ctx context.Context, cfg Config, query, gallery matrix.Matrix
 		}
 		if out.query, err = castFloat16(ctx, "query", query); err != nil {
 			return nil, err
-		}
-		// A CSR matrix keeps its index arrays next to the 2-byte codes.
-		out.encodedBytes = 2 * n * d
-		if c, ok := gallery.(*matrix.CSR); ok {
-			out.encodedBytes = 2*c.NNZ() + 4*c.NNZ() + 8*(n+1)
 		}
 	} else {
 		if query.Sparse() || gallery.Sparse() {
@@ -489,16 +471,13 @@ func applyQuantize(ctx context.Context, cfg Config, query, gallery matrix.Matrix
 		if out.query, err = q.apply(ctx, "query", query); err != nil {
 			return nil, err
 		}
-		// One byte per code plus the float64 parameters that reproduce the
-		// decoding: scale (int8) or min and range (uint8) per dimension.
-		params := 1
 		out.extras["quantization_mode"] = "symmetric_absmax"
 		if precision == PrecisionUint8 {
-			params = 2
 			out.extras["quantization_mode"] = "affine_minmax"
 		}
-		out.encodedBytes = n*d + 8*params*d
 	}
-	out.extras["estimated_encoded_bytes"] = out.encodedBytes
+	// The codes plus the parameters that reproduce the decoding; the same
+	// number as resident_bytes (see BaselineElementBytes).
+	out.extras["estimated_encoded_bytes"] = encodedGalleryBytes(cfg, out.gallery)
 	return out, nil
 }

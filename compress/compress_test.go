@@ -151,7 +151,7 @@ func TestPCALine(t *testing.T) {
 	if len(ratio) != 1 || math.Abs(ratio[0].(float64)-1) > 1e-12 || math.Abs(md["explained_variance_total"].(float64)-1) > 1e-12 || md["resolved_n_components"] != 1 {
 		t.Fatalf("variance metadata = %v", md)
 	}
-	if md["compressed_dim"] != 1 || md["dtype"] != "float64" || md["resident_bytes"] != 4*8 || md["compression_ratio"] != 2.0 {
+	if md["compressed_dim"] != 1 || md["dtype"] != "float64" || md["resident_bytes"] != 4*1*4 || md["compression_ratio"] != 2.0 {
 		t.Fatalf("metadata = %v", md)
 	}
 
@@ -493,10 +493,11 @@ func TestPrefix(t *testing.T) {
 			t.Fatalf("matryoshka: warnings %v", res.Warnings)
 		}
 	}
-	// Dense CSR bytes: input 2·(3 values)·8 + 4·... see matrixBytes.
+	// CSR bytes (float64 source, counted as float32): 5 values in, 2 out,
+	// 4-byte values and indices, 8-byte row pointers.
 	sp := csr(t, rows)
 	res := apply(t, cfgOf(MethodPrefixTruncate, 2), sp, sp)
-	in, out := 5*8+4*5+8*3, 2*8+4*2+8*3
+	in, out := 5*4+4*5+8*3, 2*4+4*2+8*3
 	if res.Metadata["resident_bytes"] != out || res.Metadata["compression_ratio"] != float64(in)/float64(out) {
 		t.Fatalf("bytes: %v", res.Metadata)
 	}
@@ -553,7 +554,7 @@ func TestQuantizeInt8(t *testing.T) {
 		t.Fatalf("metadata %v", md)
 	}
 	enc := 3*2 + 8*2
-	if md["estimated_encoded_bytes"] != enc || md["resident_bytes"] != 3*2*4 || md["compression_ratio"] != float64(3*2*8)/float64(enc) || md["dtype"] != "float32" {
+	if md["estimated_encoded_bytes"] != enc || md["resident_bytes"] != enc || md["compression_ratio"] != float64(3*2*4)/float64(enc) || md["dtype"] != "float32" {
 		t.Fatalf("bytes metadata %v", md)
 	}
 	if res.Gallery.DType() != matrix.Float32 || res.Query.DType() != matrix.Float32 {
@@ -597,7 +598,7 @@ func TestQuantizeFloat16(t *testing.T) {
 	// the halfway point itself and round down to 1.
 	near(t, "gallery", rowsOf(res.Gallery), [][]float64{{1 + math.Ldexp(1, -10), 0.333251953125}, {65504, -2.5}}, 0)
 	md := res.Metadata
-	if md["quantization_mode"] != "cast" || md["encoded_dtype"] != "float16" || md["estimated_encoded_bytes"] != 2*4 || md["compression_ratio"] != 4.0 {
+	if md["quantization_mode"] != "cast" || md["encoded_dtype"] != "float16" || md["estimated_encoded_bytes"] != 2*4 || md["resident_bytes"] != 2*4 || md["compression_ratio"] != 2.0 {
 		t.Fatalf("metadata %v", md)
 	}
 	for _, v := range []float64{65520, -70000, 1e300} {

@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/vertebrae-eval/vertebrae/compress"
 )
 
 // frontierPoint is one result on the compression frontier.
@@ -22,24 +24,36 @@ type frontierPoint struct {
 	base       string // extractor the variant belongs to
 }
 
-// compressionFrontier draws primary score against the gallery's resident
-// bytes (log scale), one marker per result: squares for uncompressed
-// results, triangles for compression variants, a thin line joining the
-// variants of one extractor. Only when some result is compressed.
-func compressionFrontier(rs *resultSet) (*Figure, error) {
-	var pts []frontierPoint
-	anyCompressed := false
+// frontierPoints are the points of the compression frontier, in run order,
+// and whether any result is a compression variant. A point's x is
+// compress.GalleryBytes, the "gallery bytes" of the report's compression
+// table (bytes as stored by the method; the float32 baseline for
+// uncompressed results, whatever the source dtype).
+func frontierPoints(rs *resultSet) (pts []frontierPoint, anyCompressed bool) {
 	for _, s := range rs.results {
 		md := s.r.CompressionMetadata
 		method, _ := md["method"].(string)
 		compressed := method != "" && method != "none"
 		anyCompressed = anyCompressed || compressed
-		bytes, ok := residentBytes(md, s.r.Forward.Metadata.NGallery)
+		nGallery := 0
+		if s.r.Forward != nil {
+			nGallery = s.r.Forward.Metadata.NGallery
+		}
+		bytes, ok := compress.GalleryBytes(md, nGallery)
 		if !ok {
 			continue
 		}
-		pts = append(pts, frontierPoint{s: s, bytes: bytes, score: s.r.PrimaryScore, compressed: compressed, base: variantBase(s.r.Name)})
+		pts = append(pts, frontierPoint{s: s, bytes: float64(bytes), score: s.r.PrimaryScore, compressed: compressed, base: variantBase(s.r.Name)})
 	}
+	return pts, anyCompressed
+}
+
+// compressionFrontier draws primary score against the gallery bytes (log
+// scale), one marker per result: squares for uncompressed results,
+// triangles for compression variants, a thin line joining the variants of
+// one extractor. Only when some result is compressed.
+func compressionFrontier(rs *resultSet) (*Figure, error) {
+	pts, anyCompressed := frontierPoints(rs)
 	if !anyCompressed || len(pts) == 0 {
 		return nil, nil
 	}
@@ -47,14 +61,16 @@ func compressionFrontier(rs *resultSet) (*Figure, error) {
 	fig := &Figure{
 		Name:  "compression_frontier",
 		Title: "Compression frontier",
-		Caption: "Primary score against the resident bytes of the gallery embeddings (log scale). " +
+		Caption: "Primary score against the gallery bytes of the compression table (log scale): the gallery as stored by each method " +
+			"(int8/uint8: 1-byte codes plus per-dimension parameters; float16: 2 bytes per value); uncompressed results count float32, " +
+			"4 bytes per value, whatever the source dtype. " +
 			"Squares: uncompressed results; triangles: compression variants; a grey line joins the variants of one extractor. " +
 			"Uncompressed sparse galleries have no byte count in the report and are left out.",
 		w: vg.Inch*6.5 + legendW, h: max(vg.Inch*4.2, legendHeight(len(rs.results)+2)),
 	}
 	fig.draw = func(dc draw.Canvas) error {
 		p := newPlot()
-		p.X.Label.Text = "gallery resident bytes (log scale)"
+		p.X.Label.Text = "gallery bytes as stored (log scale)"
 		p.Y.Label.Text = "primary score (" + rs.primary + ")"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = byteTicks{}
@@ -140,40 +156,6 @@ func drawFrontierLegend(dc draw.Canvas, w vg.Length, entries []series, pts []fro
 	}
 	l.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-w+vg.Points(8), 0, 0, -vg.Points(12)))
 	return nil
-}
-
-// residentBytes is the gallery's size: resident_bytes when compression
-// was applied, else rows × width × element size for a dense gallery.
-// Metadata read back from JSON holds float64 numbers, freshly built
-// metadata ints; both count.
-func residentBytes(md map[string]any, nGallery int) (float64, bool) {
-	if applied, _ := md["applied"].(bool); applied {
-		v, ok := number(md["resident_bytes"])
-		return v, ok && v > 0
-	}
-	if sparse, _ := md["output_sparse"].(bool); sparse {
-		return 0, false
-	}
-	dim, ok := number(md["compressed_dim"])
-	if !ok {
-		return 0, false
-	}
-	dtype, _ := md["dtype"].(string)
-	size := map[string]float64{"float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1}[dtype]
-	v := float64(nGallery) * dim * size
-	return v, v > 0
-}
-
-func number(v any) (float64, bool) {
-	switch t := v.(type) {
-	case int:
-		return float64(t), true
-	case int64:
-		return float64(t), true
-	case float64:
-		return t, true
-	}
-	return 0, false
 }
 
 // variantBase strips a SPEC §8.5 variant suffix "[…]".

@@ -76,7 +76,7 @@ func fakeBenchmark(t testing.TB) *results.Benchmark {
 		ExtractorResults: []*results.ExtractorResult{
 			fakeResult("alpha", 0.9, "none", 64, 0),
 			fakeResult("alpha[pca_16]", 0.85, "pca", 16, 1000*16*4),
-			fakeResult("alpha[quantize_int8]", 0.88, "quantize", 64, 1000*64),
+			fakeResult("alpha[quantize_int8]", 0.88, "quantize", 64, 1000*64+64*8),
 			fakeResult("beta", 0.7, "none", 32, 0),
 			fakeResult("a-very-long-backbone-name-from-a-model-hub/with-a-path-and-version-v2.1", 0.6, "none", 128, 0),
 		},
@@ -196,7 +196,7 @@ func checkSVG(t *testing.T, f File) {
 		"metrics_at_k.svg":         {"recall@k", "hit_rate@k", "ndcg@k", "precision@k", "k (log scale)", "alpha", "beta", label(long)},
 		"per_query_ndcg@10.svg":    {"ndcg@10 of a query", "alpha[pca_16]", label(long)},
 		"margins.svg":              {"retrieval margin (cosine score difference)", "beta"},
-		"compression_frontier.svg": {"gallery resident bytes (log scale)", "primary score (ndcg@10)", "uncompressed", "compressed variant", "alpha[quantize_int8]"},
+		"compression_frontier.svg": {"gallery bytes as stored (log scale)", "primary score (ndcg@10)", "uncompressed", "compressed variant", "alpha[quantize_int8]"},
 		"comparison.svg":           {"difference to alpha", "beta", label(long)},
 	}
 	for _, l := range wantLabels[f.Name] {
@@ -317,16 +317,6 @@ func TestLabelAndHelpers(t *testing.T) {
 		if got := variantBase(c.in); got != c.want {
 			t.Errorf("variantBase(%q) = %q", c.in, got)
 		}
-	}
-	// Uncompressed dense galleries: rows × width × element size.
-	if v, ok := residentBytes(map[string]any{"applied": false, "compressed_dim": 49, "dtype": "float32"}, 5000); !ok || v != 980000 {
-		t.Errorf("resident %v %v", v, ok)
-	}
-	if _, ok := residentBytes(map[string]any{"applied": false, "output_sparse": true, "compressed_dim": 49.0, "dtype": "float32"}, 5000); ok {
-		t.Error("sparse gallery has no byte count")
-	}
-	if v, ok := residentBytes(map[string]any{"applied": true, "resident_bytes": 320000.0}, 5000); !ok || v != 320000 {
-		t.Errorf("resident %v %v", v, ok)
 	}
 	// Colours follow run order, as in the figures.
 	c := Colors(fakeBenchmark(t))

@@ -238,12 +238,7 @@ func compressionRow(r *results.ExtractorResult) (htmlCompressionRow, error) {
 	if d, ok := asInt(md["compressed_dim"]); ok {
 		row.Dim = strconv.Itoa(d)
 	}
-	if n, ok := asInt(md["resident_bytes"]); ok && applied {
-		row.Bytes = strconv.Itoa(n)
-	}
-	if x, ok := md["compression_ratio"].(float64); ok && applied {
-		row.Ratio = strconv.FormatFloat(x, 'f', 2, 64)
-	}
+	row.Bytes, row.Ratio = galleryBytesCells(r)
 	var err error
 	row.Score, err = fixed4(r.PrimaryScore, r.Name, "primary_score")
 	return row, err

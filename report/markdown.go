@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/metrics"
@@ -263,8 +264,12 @@ func hasCompression(ranked []*results.ExtractorResult) bool {
 }
 
 // writeCompression renders the quality-versus-bytes table: every ranked
-// result with its compressed width, gallery bytes and compression ratio
-// (uncompressed and skipped variants show their input width and "-").
+// result with its compressed width, gallery bytes and compression ratio.
+// Gallery bytes are compress.GalleryBytes, the numbers of the compression
+// frontier: the bytes as stored by the method, and for uncompressed and
+// skipped variants the float32 baseline rows × width × 4 (ratio 1.00),
+// whatever the source dtype; "-" when there is no byte count (an
+// uncompressed sparse gallery).
 func writeCompression(buf *bytes.Buffer, ranked []*results.ExtractorResult) error {
 	buf.WriteString("| extractor | method | applied | dim | gallery bytes | ratio | primary score |\n")
 	buf.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
@@ -276,13 +281,7 @@ func writeCompression(buf *bytes.Buffer, ranked []*results.ExtractorResult) erro
 		if d, ok := asInt(md["compressed_dim"]); ok {
 			dim = strconv.Itoa(d)
 		}
-		bytesCell, ratio := "-", "-"
-		if v, ok := asInt(md["resident_bytes"]); ok && applied {
-			bytesCell = strconv.Itoa(v)
-		}
-		if v, ok := md["compression_ratio"].(float64); ok && applied {
-			ratio = strconv.FormatFloat(v, 'f', 2, 64)
-		}
+		bytesCell, ratio := galleryBytesCells(r)
 		score, err := fixed4(r.PrimaryScore, r.Name, "primary_score")
 		if err != nil {
 			return err
@@ -290,6 +289,23 @@ func writeCompression(buf *bytes.Buffer, ranked []*results.ExtractorResult) erro
 		fmt.Fprintf(buf, "| %s | %s | %t | %s | %s | %s | %s |\n", EscapeMarkdown(r.Name), EscapeMarkdown(method), applied, dim, bytesCell, ratio, score)
 	}
 	return nil
+}
+
+// galleryBytesCells formats a result's gallery bytes and compression ratio
+// (compress.GalleryBytes and compress.Ratio), "-" when unknown.
+func galleryBytesCells(r *results.ExtractorResult) (bytesCell, ratio string) {
+	bytesCell, ratio = "-", "-"
+	nGallery := 0
+	if r.Forward != nil {
+		nGallery = r.Forward.Metadata.NGallery
+	}
+	if v, ok := compress.GalleryBytes(r.CompressionMetadata, nGallery); ok {
+		bytesCell = strconv.Itoa(v)
+	}
+	if v, ok := compress.Ratio(r.CompressionMetadata, nGallery); ok {
+		ratio = strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return bytesCell, ratio
 }
 
 func asInt(v any) (int, bool) {
