@@ -3,7 +3,6 @@ package artifact
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -131,8 +130,8 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 		return err // before encoding: a refused key costs nothing
 	}
 	var a *ArrayEntry
-	if mv, ok := s.st.(store.Mover); ok {
-		a, err = s.putDataOnce(ctx, mv, key, src)
+	if ln, ok := s.st.(store.LateNamer); ok {
+		a, err = s.putDataOnce(ctx, ln, key, src)
 	} else {
 		a, err = s.putDataTwice(ctx, key, src)
 	}
@@ -161,16 +160,11 @@ func newArrayEntry(src Source, sum string, size, nnz int64) *ArrayEntry {
 	return a
 }
 
-// putDataOnce streams src into the store once, hashing it on the way, under
-// a staging name, and moves it to the name its digest gives. A failure
-// removes the staging object; a crash leaves it unreferenced (no manifest
-// names it), never a damaged generation.
-func (s *Store) putDataOnce(ctx context.Context, mv store.Mover, key string, src Source) (*ArrayEntry, error) {
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, &Error{Key: key, Msg: "staging name", Err: err}
-	}
-	staging := key + "/staging-" + hex.EncodeToString(nonce[:])
+// putDataOnce streams src into the store once, hashing it on the way, and
+// names the object by the digest once the last byte is written. A failure
+// or a crash leaves no object (the store's temporary file goes with the
+// failure, or with the next write into the key after a crash).
+func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string, src Source) (*ArrayEntry, error) {
 	h, cw := sha256.New(), &countWriter{}
 	var nnz int64
 	pr, pw := io.Pipe()
@@ -185,19 +179,28 @@ func (s *Store) putDataOnce(ctx context.Context, mv store.Mover, key string, src
 		pw.CloseWithError(err)
 		encoded <- err
 	}()
-	err := s.st.Put(ctx, staging, pr, -1)
-	pr.CloseWithError(io.ErrClosedPipe) // unblock the encoder if Put stopped early
-	if encErr := <-encoded; err == nil {
+	var a *ArrayEntry
+	var encErr error
+	received := false
+	err := ln.PutNamed(ctx, key, pr, -1, func() (string, error) {
+		// The reader reached EOF, so the encoder has finished: its error
+		// and nnz are final.
+		encErr, received = <-encoded, true
+		if encErr != nil {
+			return "", encErr
+		}
+		a = newArrayEntry(src, hex.EncodeToString(h.Sum(nil)), cw.n, nnz)
+		return a.Filename, nil
+	})
+	pr.CloseWithError(io.ErrClosedPipe) // unblock the encoder if the write stopped early
+	if !received {
+		encErr = <-encoded
+	}
+	if err == nil {
 		err = encErr
 	}
 	if err != nil {
-		_ = s.st.Delete(ctx, staging)
 		return nil, &Error{Key: key, Msg: "write array", Err: err}
-	}
-	a := newArrayEntry(src, hex.EncodeToString(h.Sum(nil)), cw.n, nnz)
-	if err := mv.Move(ctx, staging, key+"/"+a.Filename); err != nil {
-		_ = s.st.Delete(ctx, staging)
-		return nil, &Error{Key: key, Msg: "write " + a.Filename, Err: err}
 	}
 	return a, nil
 }

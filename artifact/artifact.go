@@ -188,12 +188,24 @@ func (s *Store) ReadJSON(ctx context.Context, key string, dst any) (*Manifest, e
 
 // countingHash counts and hashes what passes through it.
 type countingHash struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+	ctx context.Context
+	r   io.Reader
+	h   hash.Hash
+	n   int64
 }
 
+// verifyBlock bounds one read (and its hashing) of a verified object, so a
+// consumer reading a whole array at once notices a cancelled context
+// within a few milliseconds.
+const verifyBlock = 4 << 20
+
 func (c *countingHash) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) > verifyBlock {
+		p = p[:verifyBlock]
+	}
 	n, err := c.r.Read(p)
 	c.h.Write(p[:n])
 	c.n += int64(n)
@@ -227,7 +239,7 @@ func (s *Store) verified(ctx context.Context, key, name string, size int64, sum 
 		return &Error{Key: key, Msg: "read " + name, Err: err}
 	}
 	defer rc.Close()
-	ch := &countingHash{r: rc, h: sha256.New()}
+	ch := &countingHash{ctx: ctx, r: rc, h: sha256.New()}
 	cerr := consume(ch)
 	if _, err := io.Copy(io.Discard, ch); err != nil && cerr == nil {
 		cerr = err

@@ -480,7 +480,7 @@ func newStore(t *testing.T, kind string) store.Store {
 	return st
 }
 
-// noMove hides a store's Move, as an object store has none, so the
+// noMove hides a store's PutNamed, as an object store has none, so the
 // two-pass write path runs.
 type noMove struct{ store.Store }
 
@@ -497,15 +497,15 @@ func (f failing) Batches(ctx context.Context, yield func(matrix.Matrix) error) e
 	})
 }
 
-// On stores that can rename (local, mem) the data are streamed once under a
-// staging name and moved to their digest's name: the committed file is
-// named by the SHA-256 of its bytes, reads verify, and a source failing
-// mid-stream leaves no object behind.
+// On stores that name an object after writing it (local, mem) the data are
+// streamed once and named by their digest: the committed file is named by
+// the SHA-256 of its bytes, reads verify, and a source failing mid-stream
+// leaves no object behind.
 func TestSinglePassWrite(t *testing.T) {
 	for _, name := range []string{"mem", "local"} {
 		st := newStore(t, name)
-		if _, ok := st.(store.Mover); !ok {
-			t.Fatalf("%s store has no Move", name)
+		if _, ok := st.(store.LateNamer); !ok {
+			t.Fatalf("%s store has no PutNamed", name)
 		}
 		s := New(st)
 		src := generated{70_000, 16} // two batches of DefaultBatchBytes

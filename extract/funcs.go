@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -105,7 +106,8 @@ type Precomputed struct {
 	Query, Gallery matrix.Matrix
 	RecipeValues   map[string]any
 
-	digestOnce sync.Once
+	digestMu   sync.Mutex
+	digestDone bool
 	digests    map[string]any // SPEC §2.9 digests of the tables, nil if unavailable
 }
 
@@ -119,13 +121,7 @@ func (p *Precomputed) Recipe() map[string]any {
 	r := map[string]any{"name": p.ExtractorName, "extractor_type": "precomputed"}
 	// The tables' content is the recipe's identity (SPEC §9.5); hashing
 	// them once keeps repeated Recipe calls cheap.
-	p.digestOnce.Do(func() {
-		q, qerr := digestOrNil(p.Query)
-		g, gerr := digestOrNil(p.Gallery)
-		if qerr == nil && gerr == nil && q != nil && g != nil {
-			p.digests = map[string]any{"query": q, "gallery": g}
-		}
-	})
+	_ = p.HashTables(context.Background()) // fails only with its context
 	if p.digests != nil {
 		r["table_digests"], r["cache_safe"] = p.digests, true
 	}
@@ -135,11 +131,34 @@ func (p *Precomputed) Recipe() map[string]any {
 	return r
 }
 
-func digestOrNil(m matrix.Matrix) (map[string]any, error) {
+// HashTables computes the tables' digests that Recipe carries, unless
+// done already; it returns ctx's error (and leaves them to a later call)
+// once ctx is done. Hashing gigabytes of tables takes seconds: a caller
+// with a context hashes them here, interruptibly, before asking for the
+// recipe.
+func (p *Precomputed) HashTables(ctx context.Context) error {
+	p.digestMu.Lock()
+	defer p.digestMu.Unlock()
+	if p.digestDone {
+		return nil
+	}
+	q, qerr := digestOrNil(ctx, p.Query)
+	g, gerr := digestOrNil(ctx, p.Gallery)
+	if err := ctx.Err(); err != nil && (errors.Is(qerr, err) || errors.Is(gerr, err)) {
+		return err
+	}
+	if qerr == nil && gerr == nil && q != nil && g != nil {
+		p.digests = map[string]any{"query": q, "gallery": g}
+	}
+	p.digestDone = true
+	return nil
+}
+
+func digestOrNil(ctx context.Context, m matrix.Matrix) (map[string]any, error) {
 	if m == nil {
 		return nil, nil
 	}
-	return retrieval.EmbeddingDigest(m)
+	return retrieval.EmbeddingDigestContext(ctx, m)
 }
 
 // checkRows applies SPEC §9.4 before any batch: a table must have exactly

@@ -3,8 +3,10 @@
 package formats
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Error is an input-file error. It renders as "<path>:<line>: <msg>" for text
@@ -47,4 +49,21 @@ func LineErrorf(path string, line int, format string, args ...any) error {
 func IsInputError(err error) bool {
 	var fe *Error
 	return errors.As(err, &fe)
+}
+
+// ContextReader returns a reader of r whose every Read first checks ctx and
+// fails with ctx's error once ctx is done: a parser reading through it (in
+// blocks of its buffer size) stops soon after an interrupt.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

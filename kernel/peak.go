@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"math"
 	"time"
 )
@@ -17,17 +18,27 @@ func PeakName() string {
 // independent register-resident FMAs for about d. It is the denominator
 // `vertebrae bench` reports its kernels against.
 func PeakGFLOPS(float32Lanes bool, d time.Duration) float64 {
+	peak, _ := PeakGFLOPSContext(context.Background(), float32Lanes, d)
+	return peak
+}
+
+// PeakGFLOPSContext is PeakGFLOPS that stops with ctx's error once ctx is
+// done (checked between rounds of well under a millisecond).
+func PeakGFLOPSContext(ctx context.Context, float32Lanes bool, d time.Duration) (float64, error) {
 	const iters = 1 << 16
 	peak := 0.0
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		flops := peakLoop(PeakName(), float32Lanes, iters)
 		if s := time.Since(start).Seconds(); s > 0 {
 			peak = math.Max(peak, flops/s/1e9)
 		}
 	}
-	return peak
+	return peak, nil
 }
 
 // peakGeneric runs iters rounds of 8 independent scalar FMA chains.

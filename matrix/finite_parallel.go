@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,12 +14,21 @@ import (
 // read-only storage only the first of them reads the values (see
 // Dense.finite).
 func FirstNonFiniteParallel(m Matrix, threads int) (row, col int, ok bool) {
+	row, col, ok, _ = FirstNonFiniteParallelContext(context.Background(), m, threads)
+	return row, col, ok
+}
+
+// FirstNonFiniteParallelContext is FirstNonFiniteParallel that returns
+// ctx's error once ctx is done (checked before each chunk of at most 4096
+// rows of a dense matrix).
+func FirstNonFiniteParallelContext(ctx context.Context, m Matrix, threads int) (row, col int, ok bool, err error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	d, isDense := m.(*Dense)
-	if !isDense || threads <= 1 || d.Rows() < 2 || d.knownFinite() {
-		return FirstNonFinite(m)
+	if !isDense || threads <= 1 && ctx.Done() == nil || d.Rows() < 2 || d.knownFinite() {
+		row, col, ok = FirstNonFinite(m)
+		return row, col, ok, ctx.Err()
 	}
 	chunk := max(1, min(4096, d.Rows()/(4*threads)))
 	chunks := (d.Rows() + chunk - 1) / chunk
@@ -30,6 +40,9 @@ func FirstNonFiniteParallel(m Matrix, threads int) (row, col int, ok bool) {
 		go func() {
 			defer wg.Done()
 			for c := int(next.Add(1) - 1); c < chunks; c = int(next.Add(1) - 1) {
+				if ctx.Err() != nil {
+					return
+				}
 				lo := c * chunk
 				r, cc, b := FirstNonFinite(d.RowSlice(lo, min(lo+chunk, d.Rows())))
 				rows[c], cols[c], hit[c] = lo+r, cc, b
@@ -37,11 +50,14 @@ func FirstNonFiniteParallel(m Matrix, threads int) (row, col int, ok bool) {
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, 0, false, err // some chunks may be unscanned
+	}
 	for c := range hit {
 		if hit[c] {
-			return rows[c], cols[c], true
+			return rows[c], cols[c], true, nil
 		}
 	}
 	d.markFinite()
-	return 0, 0, false
+	return 0, 0, false, nil
 }

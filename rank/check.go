@@ -28,8 +28,13 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	// The passes over whole endpoints (scan, norms) are not split; ctx is
+	// checked between them.
 	scans, err := check(p, o, threads)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
@@ -50,8 +55,14 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1])
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := checkMemory(ctx, p, o, threads); err != nil { // before any input-sized scratch (SPEC §6.1)

@@ -204,8 +204,14 @@ func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
 	}
 	rows := make([]T, n*d)
 	parallelChunks(n, normChunk, s.pr.threads, func(_, lo, hi int) {
+		if ctx.Err() != nil {
+			return // the pass that follows sees ctx too and stops
+		}
 		copy(rows[lo*d:hi*d], produce(g, lo, hi, rows[lo*d:hi*d], make([]float64, d)))
 	})
+	if ctx.Err() != nil {
+		return // some rows are missing: keep reading the source
+	}
 	c := &source{m: g.m, rows: g.rows, cols: d, prec: g.prec}
 	switch r := any(rows).(type) {
 	case []float64:

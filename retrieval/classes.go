@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"context"
 	"unicode/utf8"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
@@ -128,7 +129,7 @@ func (c *Classes) EligibleCount(q int, excl []int) int {
 // byte-exactly), keeping the label strings. Relevance artifacts that store
 // labels (§10.6) are read back through it.
 func ClassesFromLabels(queryLabels, galleryLabels []string) (*Classes, error) {
-	return classesFromLabels(queryLabels, galleryLabels, len(queryLabels), len(galleryLabels))
+	return classesFromLabels(context.Background(), queryLabels, galleryLabels, len(queryLabels), len(galleryLabels))
 }
 
 // ReverseEligible reports for every gallery row whether it has an eligible
@@ -156,7 +157,7 @@ func (c *Classes) ReverseEligible(exclusions [][]int) []bool {
 
 // classesFromLabels assigns class ids to labels (first appearance, gallery
 // then query) after the §2.7 checks.
-func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
+func classesFromLabels(ctx context.Context, ql, gl []string, nq, ng int) (*Classes, error) {
 	if len(ql) != nq || len(gl) != ng {
 		return nil, invalid("labels must align with their input collections; got %d query labels for %d rows and %d gallery labels for %d rows", len(ql), nq, len(gl), ng)
 	}
@@ -172,6 +173,11 @@ func classesFromLabels(ql, gl []string, nq, ng int) (*Classes, error) {
 		return k
 	}
 	check := func(side string, i int, l string) error {
+		if i%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if l == "" {
 			return invalid("%s labels must be non-empty UTF-8 strings; index %d is empty", side, i)
 		}

@@ -4,6 +4,7 @@
 package retrieval
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -40,6 +41,7 @@ type DatasetInputs struct {
 
 	materialiseLabels  bool
 	backgroundIdentity bool
+	ctx                context.Context // nil: never cancelled
 }
 
 // Option adjusts dataset construction.
@@ -66,6 +68,15 @@ func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.mater
 // caller must keep the endpoints' storage (file mappings) alive until
 // WaitIdentity returns.
 func WithBackgroundIdentity() Option { return func(in *DatasetInputs) { in.backgroundIdentity = true } }
+
+// WithContext makes construction stop with ctx's error once ctx is done:
+// the long loops (finite checks, IDs, labels, records, the identity hash)
+// check it every checkEvery rows or each block.
+func WithContext(ctx context.Context) Option { return func(in *DatasetInputs) { in.ctx = ctx } }
+
+// checkEvery is how many rows the construction loops handle between
+// context checks.
+const checkEvery = 4096
 
 // WithIdentity sets the identity policy.
 func WithIdentity(id Identity) Option { return func(in *DatasetInputs) { in.Identity = id } }
@@ -109,6 +120,10 @@ func NewLeaveOneOutDataset(items Items, ids, labels []string, opts ...Option) (*
 }
 
 func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) {
+	ctx := in.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	// (1) identity present.
 	if in.Identity.mode == "" {
 		return nil, invalid("dataset identity is required")
@@ -117,10 +132,10 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 		return nil, invalid("relevance is required")
 	}
 	// (2) endpoint inputs.
-	if err := checkEndpoint("Query", in.Queries, in.QueryIDs); err != nil {
+	if err := checkEndpoint(ctx, "Query", in.Queries, in.QueryIDs); err != nil {
 		return nil, err
 	}
-	if err := checkEndpoint("Gallery", in.Gallery, in.GalleryIDs); err != nil {
+	if err := checkEndpoint(ctx, "Gallery", in.Gallery, in.GalleryIDs); err != nil {
 		return nil, err
 	}
 	qe, qok := in.Queries.(EmbeddingItems)
@@ -130,11 +145,11 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	nq, ng := in.Queries.Len(), in.Gallery.Len()
 	// (3) IDs, query side then gallery side; (4) alignment.
-	qids, err := checkIDs("query", in.QueryIDs, nq)
+	qids, err := checkIDs(ctx, "query", in.QueryIDs, nq)
 	if err != nil {
 		return nil, err
 	}
-	gids, err := checkIDs("gallery", in.GalleryIDs, ng)
+	gids, err := checkIDs(ctx, "gallery", in.GalleryIDs, ng)
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +168,10 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	case csrRelevance:
 		d.positives, err = csrToPositives(r.s, qids, gids)
 	case recordRelevance:
-		d.positives, err = recordsToPositives(r.recs, qids, gids)
+		d.positives, err = recordsToPositives(ctx, r.recs, qids, gids)
 	case labelRelevance:
 		labelForm = true
-		d.labelled, err = classesFromLabels(r.query, r.gallery, nq, ng)
+		d.labelled, err = classesFromLabels(ctx, r.query, r.gallery, nq, ng)
 		d.labels = d.labelled
 		if err == nil && in.materialiseLabels {
 			d.positives, d.labels = d.labels.Materialise(), nil
@@ -165,6 +180,9 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 		err = invalid("unsupported relevance form %T", rel)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	// (6) exclusions.
@@ -204,6 +222,9 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	if err := d.checkEligiblePositives(); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	d.queries = cloneItems(in.Queries)
 	d.gallery = cloneItems(in.Gallery)
 	if leaveOneOut {
@@ -217,12 +238,12 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 		// on (scoring), and the key's readers wait for it.
 		d.key = &pendingKey{done: make(chan struct{})}
 		go func() {
-			d.key.key, d.key.err = in.Identity.resolve(d)
+			d.key.key, d.key.err = in.Identity.resolve(context.Background(), d)
 			close(d.key.done)
 		}()
 		return d, nil
 	}
-	key, err := in.Identity.resolve(d)
+	key, err := in.Identity.resolve(ctx, d)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +273,7 @@ func cloneItems(it Items) Items {
 	return it
 }
 
-func checkEndpoint(side string, it Items, ids []string) error {
+func checkEndpoint(ctx context.Context, side string, it Items, ids []string) error {
 	if it == nil {
 		return invalid("%s inputs are required", side)
 	}
@@ -278,7 +299,11 @@ func checkEndpoint(side string, it Items, ids []string) error {
 	if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 		return invalid("%s embeddings must be a 2D array with at least one row and one column", side)
 	}
-	if r, c, bad := matrix.FirstNonFiniteParallel(e.m, 0); bad {
+	r, c, bad, err := matrix.FirstNonFiniteParallelContext(ctx, e.m, 0)
+	if err != nil {
+		return err
+	}
+	if bad {
 		id := strconv.Itoa(r)
 		if r < len(ids) {
 			id = ids[r]
@@ -288,7 +313,7 @@ func checkEndpoint(side string, it Items, ids []string) error {
 	return nil
 }
 
-func checkIDs(side string, ids []string, n int) ([]string, error) {
+func checkIDs(ctx context.Context, side string, ids []string, n int) ([]string, error) {
 	if ids == nil {
 		out := rowNumberIDs(n)
 		if n == 0 {
@@ -301,6 +326,11 @@ func checkIDs(side string, ids []string, n int) ([]string, error) {
 	}
 	seen := make(map[string]int, len(ids))
 	for i, id := range ids {
+		if i%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		if id == "" || !utf8.ValidString(id) {
 			return nil, invalid("%s IDs must be non-empty UTF-8 strings; index %d is %s", side, i, msgfmt.Quote(id))
 		}
@@ -384,9 +414,12 @@ func csrToPositives(s SparseRelevance, qids, gids []string) ([][]Positive, error
 	return out, nil
 }
 
-func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error) {
+func recordsToPositives(ctx context.Context, recs []Record, qids, gids []string) ([][]Positive, error) {
 	qi, gi := indexIDs(qids), indexIDs(gids)
-	if err := unknownIDs(len(recs), func(n int) (string, string, string) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := unknownIDs(ctx, len(recs), func(n int) (string, string, string) {
 		return recs[n].Origin, recs[n].QueryID, recs[n].GalleryID
 	}, qi, gi, "record", "Relevance record references an unknown query or gallery ID"); err != nil {
 		return nil, err
@@ -395,6 +428,11 @@ func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error
 	type pair struct{ q, g int }
 	seen := make(map[pair]string, len(recs))
 	for n, r := range recs {
+		if n%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		where := r.Origin
 		if where == "" {
 			where = fmt.Sprintf("record %d", n)
@@ -420,11 +458,16 @@ func recordsToPositives(recs []Record, qids, gids []string) ([][]Positive, error
 // unknownIDs reports every ID of n (query ID, gallery ID) pairs that is not
 // in the dataset: the first offending entry by its origin, then up to 10
 // unknown IDs per side (SPEC §1.3 preview lists).
-func unknownIDs(n int, pairAt func(int) (origin, q, g string), qi, gi idIndex, what, fragment string) error {
+func unknownIDs(ctx context.Context, n int, pairAt func(int) (origin, q, g string), qi, gi idIndex, what, fragment string) error {
 	var badQ, badG []string
 	seenQ, seenG := map[string]bool{}, map[string]bool{}
 	first := -1
 	for k := 0; k < n; k++ {
+		if k%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		_, q, g := pairAt(k)
 		_, okq := qi.find(q)
 		_, okg := gi.find(g)
@@ -467,7 +510,7 @@ func resolveExclusions(pairs []Pair, qids, gids []string) ([][]int, int, error) 
 		return out, 0, nil
 	}
 	qi, gi := indexIDs(qids), indexIDs(gids)
-	if err := unknownIDs(len(pairs), func(n int) (string, string, string) {
+	if err := unknownIDs(context.Background(), len(pairs), func(n int) (string, string, string) {
 		return pairs[n].Origin, pairs[n].QueryID, pairs[n].GalleryID
 	}, qi, gi, "exclusion", "Exclusion references an unknown query or gallery ID"); err != nil {
 		return nil, 0, err

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -94,7 +95,7 @@ func (id Identity) deferrable(d *Dataset) bool {
 	return true
 }
 
-func (id Identity) resolve(d *Dataset) (string, error) {
+func (id Identity) resolve(ctx context.Context, d *Dataset) (string, error) {
 	if id.err != nil {
 		return "", invalid("dataset identity: %v", id.err)
 	}
@@ -109,7 +110,7 @@ func (id Identity) resolve(d *Dataset) (string, error) {
 			return "", invalid("manifest dataset identity needs a non-empty dataset_id")
 		}
 	case "content":
-		snap, err := d.contentSnapshot()
+		snap, err := d.contentSnapshot(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -126,7 +127,7 @@ func (id Identity) resolve(d *Dataset) (string, error) {
 	return key, nil
 }
 
-func (d *Dataset) contentSnapshot() (map[string]any, error) {
+func (d *Dataset) contentSnapshot(ctx context.Context) (map[string]any, error) {
 	// The two digests are independent: the gallery's is computed on another
 	// goroutine, and a leave-one-out dataset (one collection as both
 	// endpoints) hashes its rows once.
@@ -136,9 +137,9 @@ func (d *Dataset) contentSnapshot() (map[string]any, error) {
 	if sameEmbeddings(d.queries, d.gallery) {
 		close(done)
 	} else {
-		go func() { gd, gerr = endpointDigest(d.gallery); close(done) }()
+		go func() { gd, gerr = endpointDigest(ctx, d.gallery); close(done) }()
 	}
-	qd, err := endpointDigest(d.queries)
+	qd, err := endpointDigest(ctx, d.queries)
 	<-done
 	if err != nil {
 		return nil, err
@@ -224,7 +225,7 @@ func sameEmbeddings(a, b Items) bool {
 }
 
 // endpointDigest implements the endpoint digests of SPEC §2.9.
-func endpointDigest(it Items) (map[string]any, error) {
+func endpointDigest(ctx context.Context, it Items) (map[string]any, error) {
 	e, ok := it.(EmbeddingItems)
 	if !ok {
 		if cd, ok := it.(interface {
@@ -237,19 +238,32 @@ func endpointDigest(it Items) (map[string]any, error) {
 	if e.digest != nil {
 		return e.digest.get(), nil
 	}
+	var err error // only ctx's: hash writers never fail
 	digest := func(write func(io.Writer) error) string {
+		if err != nil {
+			return ""
+		}
 		h := sha256.New()
-		_ = write(h) // hash writers never fail
+		if err = write(ctxHash{ctx, h}); err != nil {
+			return ""
+		}
 		return hex.EncodeToString(h.Sum(nil))
 	}
+	var out map[string]any
 	switch m := e.m.(type) {
 	case *matrix.Dense:
-		return map[string]any{"kind": "dense", "dtype": m.DType().String(),
-			"shape": []any{m.Rows(), m.Cols()}, "sha256": digest(m.WriteLE)}, nil
+		out = map[string]any{"kind": "dense", "dtype": m.DType().String(),
+			"shape": []any{m.Rows(), m.Cols()}, "sha256": digest(m.WriteLE)}
 	case *matrix.CSR:
-		return map[string]any{"kind": "csr", "dtype": m.DType().String(), "shape": []any{m.Rows(), m.Cols()},
+		out = map[string]any{"kind": "csr", "dtype": m.DType().String(), "shape": []any{m.Rows(), m.Cols()},
 			"data_sha256": digest(m.WriteDataLE), "indices_sha256": digest(m.WriteIndicesLE),
-			"indptr_sha256": digest(m.WriteIndptrLE)}, nil
+			"indptr_sha256": digest(m.WriteIndptrLE)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out != nil {
+		return out, nil
 	}
 	return nil, invalid("content identity unavailable for matrix type %T", e.m)
 }

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -125,7 +126,7 @@ func TestLabelFormHashesLinearText(t *testing.T) {
 		}
 		rows := int64(ds.NumQueries() + ds.NumGallery())
 		limit := 24*rows + 4096
-		snap, err := ds.contentSnapshot()
+		snap, err := ds.contentSnapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

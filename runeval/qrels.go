@@ -1,6 +1,7 @@
 package runeval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -40,12 +41,23 @@ type Qrels struct {
 // ReadQrels reads a text qrels file (trec, tsv, csv or jsonl; "" picks the
 // format from the extension, SPEC §6.4.3) and prepares it with NewQrels.
 func ReadQrels(path string, f qrels.Format) (*Qrels, error) {
-	recs, err := qrels.ReadRecords(path, f)
+	return ReadQrelsContext(context.Background(), path, f)
+}
+
+// ReadQrelsContext is ReadQrels that stops with ctx's error once ctx is
+// done: a qrels file of tens of millions of lines takes a minute to read
+// and prepare.
+func ReadQrelsContext(ctx context.Context, path string, f qrels.Format) (*Qrels, error) {
+	recs, err := qrels.ReadRecordsContext(ctx, path, f)
 	if err != nil {
 		return nil, err
 	}
-	return NewQrels(path, recs)
+	return NewQrelsContext(ctx, path, recs)
 }
+
+// checkEvery is how many records (or identity entries) NewQrelsContext
+// handles between context checks.
+const checkEvery = 4096
 
 // NewQrels prepares records read from the qrels file at path (path names the
 // file in messages). A repeated (query, document) pair fails, whatever its
@@ -55,6 +67,12 @@ func ReadQrels(path string, f qrels.Format) (*Qrels, error) {
 // otherwise never used. Grades are assumed finite and non-negative, as the
 // qrels readers guarantee; any other grade fails.
 func NewQrels(path string, recs []qrels.Record) (*Qrels, error) {
+	return NewQrelsContext(context.Background(), path, recs)
+}
+
+// NewQrelsContext is NewQrels that stops with ctx's error once ctx is
+// done.
+func NewQrelsContext(ctx context.Context, path string, recs []qrels.Record) (*Qrels, error) {
 	q := &Qrels{path: path, index: make(map[string]int32)}
 	type pair struct {
 		q   int32
@@ -65,6 +83,11 @@ func NewQrels(path string, recs []qrels.Record) (*Qrels, error) {
 	// Positives per qrels query, collected as record indices.
 	var perQuery [][]int
 	for i, r := range recs {
+		if i%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		if !(r.Grade >= 0) || math.IsInf(r.Grade, 1) { // also catches NaN
 			return nil, formats.LineErrorf(path, r.Line, "Relevance grades must be finite and non-negative; got %v for query %s, gallery %s",
 				r.Grade, msgfmt.Quote(r.QueryID), msgfmt.Quote(r.GalleryID))
@@ -91,6 +114,9 @@ func NewQrels(path string, recs []qrels.Record) (*Qrels, error) {
 	q.evalOf = make([]int32, len(q.allIDs))
 	q.posStart = []int{0}
 	for qi, ps := range perQuery {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if len(ps) == 0 {
 			q.evalOf[qi] = -1
 			continue
@@ -105,32 +131,49 @@ func NewQrels(path string, recs []qrels.Record) (*Qrels, error) {
 		q.posStart = append(q.posStart, len(q.posDoc))
 	}
 	// The identity covers exactly what scoring uses: evaluated queries in
-	// order and their positives (ID-sorted within a query).
-	rel := make([]any, 0, len(q.posDoc))
+	// order and their positives (ID-sorted within a query), the triples
+	// [e, doc, grade] written as they are hashed rather than built as
+	// values (tens of millions of them).
+	evalOfPos := make([]int32, len(q.posDoc))
 	for e := range q.ids {
 		for j := q.posStart[e]; j < q.posStart[e+1]; j++ {
-			rel = append(rel, []any{e, q.posDoc[j], q.posGrade[j]})
+			evalOfPos[j] = int32(e)
 		}
 	}
+	rel := canonjson.Array{N: len(q.posDoc), Elem: func(j int, w canonjson.Writer) error {
+		if j%checkEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		w.WriteByte('[')
+		w.WriteString(canonjson.FormatNumber(float64(evalOfPos[j])))
+		w.WriteByte(',')
+		if err := canonjson.EncodeString(w, q.posDoc[j]); err != nil {
+			return err
+		}
+		w.WriteByte(',')
+		g := q.posGrade[j]
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			return fmt.Errorf("canonjson: non-finite number %v", g)
+		}
+		w.WriteString(canonjson.FormatNumber(g))
+		return w.WriteByte(']')
+	}}
 	key, err := canonjson.Hash(map[string]any{
 		"identity_schema": 2,
 		"kind":            "trec_qrels",
-		"query_ids":       stringsAny(q.ids),
+		"query_ids":       canonjson.Strings(q.ids),
 		"relevance":       rel,
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("qrels identity: %w", err)
 	}
 	q.identityKey = key
 	return q, nil
-}
-
-func stringsAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }
 
 // NumQueries is the number of evaluated queries (qrels queries with at

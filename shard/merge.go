@@ -60,7 +60,7 @@ func Merge(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint)
 			}
 			parts[i] = m
 		}
-		m, err := GatherRows(parts, ep.NSamples, func(r int) (int, int) { return r % n, r / n })
+		m, err := GatherRows(ctx, parts, ep.NSamples, func(r int) (int, int) { return r % n, r / n })
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -80,7 +80,7 @@ func Merge(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint)
 		_, err := st.StreamArray(ctx, sh.OutputKey, func(b matrix.Matrix) error {
 			d, ok := b.(*matrix.Dense)
 			if !ok {
-				return fmt.Errorf("shard batch is not dense")
+				return fmt.Errorf("a batch is %T, not dense like shard 0", b)
 			}
 			idx := make([]int, d.Rows())
 			for j := range idx {
@@ -91,13 +91,13 @@ func Merge(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint)
 		})
 		if err != nil {
 			cleanup()
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, fmt.Errorf("merge shard %d of %d (artifact %s) into %s: %w", i, n, sh.OutputKey, ep.OutputKey, err)
 		}
 	}
 	src, err := asm.Source()
 	if err != nil {
 		cleanup()
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, fmt.Errorf("merge the %d shards of %s: %w", n, ep.OutputKey, err)
 	}
 	return meta, src, nil, cleanup, nil
 }

@@ -48,15 +48,18 @@ func (e *UnsupportedURIError) Error() string {
 	return fmt.Sprintf("Unsupported artifact store URI %q (use a path, file://, s3://, gs:// or mem://)", e.URI)
 }
 
-// Mover is implemented by stores that rename an object atomically and
-// cheaply (local disk, memory). The artifact layer then streams a data file
-// once, hashing it on the way, under a staging name, and moves it to the
-// name its digest gives; stores without it get the data twice (a hashing
-// pass, then the upload), since an object-store "rename" is a second copy.
-type Mover interface {
-	// Move renames the object from to the name to, replacing any object
-	// there; after it returns, from no longer exists and to survives a
-	// crash. Both names are in one store; a missing from matches
-	// ErrNotExist.
-	Move(ctx context.Context, from, to string) error
+// LateNamer is implemented by stores that can name an object after its
+// bytes are written (local disk, memory). The artifact layer then streams a
+// data file once, hashing it on the way, and names it by its digest, with
+// no intermediate object that a killed process could leave behind; stores
+// without it get the data twice (a hashing pass, then the upload), since an
+// object-store "rename" is a second copy.
+type LateNamer interface {
+	// PutNamed writes the object prefix + "/" + name() with exactly size
+	// bytes read from r (size < 0: to EOF), calling name once, after the
+	// last byte was read; name returns one name component (no '/'). It is
+	// atomic like Put, replaces an object of that name, and leaves nothing
+	// when it fails; a process killed during it leaves at most a temporary
+	// entry that a later Put or PutNamed under the same prefix removes.
+	PutNamed(ctx context.Context, prefix string, r io.Reader, size int64, name func() (string, error)) error
 }

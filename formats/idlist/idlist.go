@@ -6,6 +6,7 @@ package idlist
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,11 +29,18 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // object per line whose "_id" (BEIR's queries.jsonl and corpus.jsonl) or
 // "id" field holds the ID, or a bare JSON string or integer.
 func ReadIDs(path string) ([]string, error) {
-	f, err := openFile(path)
+	return ReadIDsContext(context.Background(), path)
+}
+
+// ReadIDsContext is ReadIDs that stops with ctx's error (wrapped in a
+// *formats.Error) once ctx is done.
+func ReadIDsContext(ctx context.Context, path string) ([]string, error) {
+	file, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer file.Close()
+	f := formats.ContextReader(ctx, file)
 	switch normExt(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson":
 		return ParseJSONIDs(path, f)
@@ -140,6 +148,12 @@ func ParseIDs(path string, r io.Reader) ([]string, error) {
 // the syntax: .txt or .jsonl/.ndjson. .npy label files are read by the array
 // readers.
 func ReadLabels(path string) ([]string, error) {
+	return ReadLabelsContext(context.Background(), path)
+}
+
+// ReadLabelsContext is ReadLabels that stops with ctx's error (wrapped in
+// a *formats.Error) once ctx is done.
+func ReadLabelsContext(ctx context.Context, path string) ([]string, error) {
 	ext := filepath.Ext(path)
 	if err := checkLabelExt(path, ext); err != nil {
 		return nil, err
@@ -149,7 +163,7 @@ func ReadLabels(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseLabels(path, ext, f)
+	return ParseLabels(path, ext, formats.ContextReader(ctx, f))
 }
 
 // ParseLabels parses a label stream in the syntax named by ext (".txt",

@@ -2,6 +2,7 @@ package qrels
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"path/filepath"
 	"strings"
@@ -18,12 +19,18 @@ type Pair struct {
 // ReadExclusions reads an exclusion file (SPEC §6.4.5); the extension picks
 // the syntax: .csv, .jsonl/.ndjson, anything else white-space separated.
 func ReadExclusions(path string) ([]Pair, error) {
+	return ReadExclusionsContext(context.Background(), path)
+}
+
+// ReadExclusionsContext is ReadExclusions that stops with ctx's error
+// (wrapped in a *formats.Error) once ctx is done.
+func ReadExclusionsContext(ctx context.Context, path string) ([]Pair, error) {
 	file, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	return ParseExclusions(path, file)
+	return ParseExclusions(path, formats.ContextReader(ctx, file))
 }
 
 // ParseExclusions parses an exclusion stream; path selects the syntax by its

@@ -10,6 +10,7 @@ package qrels
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -83,6 +84,12 @@ func ParseFormat(s string) (Format, error) {
 
 // ReadRecords reads a text qrels file. An empty f means FormatFromPath(path).
 func ReadRecords(path string, f Format) ([]Record, error) {
+	return ReadRecordsContext(context.Background(), path, f)
+}
+
+// ReadRecordsContext is ReadRecords that stops with ctx's error (wrapped
+// in a *formats.Error) once ctx is done.
+func ReadRecordsContext(ctx context.Context, path string, f Format) ([]Record, error) {
 	if f == "" {
 		var err error
 		if f, err = FormatFromPath(path); err != nil {
@@ -97,7 +104,7 @@ func ReadRecords(path string, f Format) ([]Record, error) {
 		return nil, err
 	}
 	defer file.Close()
-	return ParseRecords(path, f, file)
+	return ParseRecords(path, f, formats.ContextReader(ctx, file))
 }
 
 // ParseRecords parses a text qrels stream; path is used in messages only.

@@ -126,15 +126,17 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	t0 := time.Now()
 	var p rank.Problem
 	if fl.nnz > 0 {
-		p = synthProblem(fl.queries, fl.gallery, 0, fl.positives, store32, fl.seed)
-		if p.Queries, err = synthSparse(fl.queries, fl.dim, fl.nnz, fl.seed+1); err != nil {
+		if p, err = synthProblem(ctx, fl.queries, fl.gallery, 0, fl.positives, store32, fl.seed); err != nil {
 			return err
 		}
-		if p.Gallery, err = synthSparse(fl.gallery, fl.dim, fl.nnz, fl.seed+2); err != nil {
+		if p.Queries, err = synthSparse(ctx, fl.queries, fl.dim, fl.nnz, fl.seed+1); err != nil {
 			return err
 		}
-	} else {
-		p = synthProblem(fl.queries, fl.gallery, fl.dim, fl.positives, store32, fl.seed)
+		if p.Gallery, err = synthSparse(ctx, fl.gallery, fl.dim, fl.nnz, fl.seed+2); err != nil {
+			return err
+		}
+	} else if p, err = synthProblem(ctx, fl.queries, fl.gallery, fl.dim, fl.positives, store32, fl.seed); err != nil {
+		return err
 	}
 	if fl.write != "" {
 		return writeProblem(ctx, fl.write, p, stdout)
@@ -183,7 +185,10 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	med := median(secs)
 	fmt.Fprintf(stdout, "median: %.3f s%s, peak RSS %s\n", med, rate(flops, med), peakRSS())
 	if fl.calibrate > 0 && flops > 0 {
-		ceiling := kernel.PeakGFLOPS(fl.precision == "float32", fl.calibrate)
+		ceiling, err := kernel.PeakGFLOPSContext(ctx, fl.precision == "float32", fl.calibrate)
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(stdout, "FMA ceiling (%s, one core, %s): %.1f GFLOP/s; this run: %.1f%% of %d × ceiling\n",
 			kernel.PeakName(), fl.precision, ceiling, 100*flops/med/1e9/(ceiling*float64(threads)), threads)
 	}
@@ -192,28 +197,41 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 
 // synthProblem builds random Gaussian embeddings stored in the working
 // precision and `positives` random relevant rows per query (with d = 0 only
-// the IDs and relevance).
-func synthProblem(nq, ng, d, positives int, store32 bool, seed uint64) rank.Problem {
+// the IDs and relevance). It returns ctx's error once ctx is done.
+func synthProblem(ctx context.Context, nq, ng, d, positives int, store32 bool, seed uint64) (rank.Problem, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	mk := func(n int) matrix.Matrix {
+	mk := func(n int) (matrix.Matrix, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err // before allocating hundreds of MB
+		}
 		if store32 {
 			v := make([]float32, n*d)
 			for i := range v {
+				if i%synthCheckEvery == 0 && ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
 				v[i] = float32(r.NormFloat64())
 			}
-			m, _ := matrix.NewDense32(n, d, v)
-			return m
+			return matrix.NewDense32(n, d, v)
 		}
 		v := make([]float64, n*d)
 		for i := range v {
+			if i%synthCheckEvery == 0 && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			v[i] = r.NormFloat64()
 		}
-		m, _ := matrix.NewDense64(n, d, v)
-		return m
+		return matrix.NewDense64(n, d, v)
 	}
 	p := rank.Problem{Relevance: make([][]retrieval.Positive, nq)}
 	if d > 0 {
-		p.Queries, p.Gallery = mk(nq), mk(ng)
+		var err error
+		if p.Queries, err = mk(nq); err != nil {
+			return p, err
+		}
+		if p.Gallery, err = mk(ng); err != nil {
+			return p, err
+		}
 	}
 	p.QueryIDs = make([]string, nq)
 	for i := range p.QueryIDs {
@@ -234,8 +252,12 @@ func synthProblem(nq, ng, d, positives int, store32 bool, seed uint64) rank.Prob
 	for i := range p.GalleryIDs {
 		p.GalleryIDs[i] = strconv.Itoa(i)
 	}
-	return p
+	return p, ctx.Err()
 }
+
+// synthCheckEvery is how many values the synthetic generators draw between
+// context checks.
+const synthCheckEvery = 1 << 16
 
 // writePhases renders one run's phases (SPEC §5 bench output): wall times
 // of prepare, positives, the gallery pass and the merge; inside the pass the
@@ -339,13 +361,16 @@ func writeProblem(ctx context.Context, dir string, p rank.Problem, stdout io.Wri
 
 // synthSparse builds an n×d CSR matrix with nnz random columns per row and
 // Gaussian float32 values.
-func synthSparse(n, d, nnz int, seed uint64) (*matrix.CSR, error) {
+func synthSparse(ctx context.Context, n, d, nnz int, seed uint64) (*matrix.CSR, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))
 	indptr := make([]int64, n+1)
 	indices := make([]int32, 0, n*nnz)
 	vals := make([]float32, 0, n*nnz)
 	cols := make(map[int32]bool, nnz)
 	for i := 0; i < n; i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		clear(cols)
 		for len(cols) < nnz {
 			cols[int32(r.IntN(d))] = true

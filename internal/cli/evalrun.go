@@ -115,7 +115,7 @@ func evaluateRun(cmd *cobra.Command, fl *evalRunFlags, stdout, stderr io.Writer)
 	if err := fl.out.checkTargets(1); err != nil {
 		return err
 	}
-	q, err := runeval.ReadQrels(fl.qrels, qf)
+	q, err := runeval.ReadQrelsContext(cmd.Context(), fl.qrels, qf)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func readColumnar(ctx context.Context, path, column, idColumn string) (*columnar
 }
 
 // readRelevance reads a qrels file in any form of SPEC §6.4.3.
-func readRelevance(path, format string) (retrieval.Relevance, error) {
+func readRelevance(ctx context.Context, path, format string) (retrieval.Relevance, error) {
 	var f qrels.Format
 	var err error
 	if format != "" {
@@ -144,7 +144,7 @@ func readRelevance(path, format string) (retrieval.Relevance, error) {
 		}
 		return retrieval.CSRRelevance(retrieval.SparseRelevance{Rows: s.Rows, Cols: s.Cols, Indptr: s.Indptr, Indices: s.Indices, Data: s.Data}), nil
 	}
-	recs, err := qrels.ReadRecords(path, f)
+	recs, err := qrels.ReadRecordsContext(ctx, path, f)
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +159,9 @@ func readRelevance(path, format string) (retrieval.Relevance, error) {
 }
 
 // readLabels reads a label file (SPEC §6.4.4).
-func readLabels(path string) ([]string, error) {
+func readLabels(ctx context.Context, path string) ([]string, error) {
 	if strings.ToLower(filepath.Ext(path)) != ".npy" {
-		return idlist.ReadLabels(path)
+		return idlist.ReadLabelsContext(ctx, path)
 	}
 	a, err := npy.ReadArray(path)
 	if err != nil {
@@ -184,8 +184,8 @@ func readLabels(path string) ([]string, error) {
 }
 
 // readExclusions reads an exclusion file (SPEC §6.4.5).
-func readExclusions(path string) ([]retrieval.Pair, error) {
-	ps, err := qrels.ReadExclusions(path)
+func readExclusions(ctx context.Context, path string) ([]retrieval.Pair, error) {
+	ps, err := qrels.ReadExclusionsContext(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -346,7 +346,7 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 	var ids []string
 	var err error
 	if idsPath != "" {
-		if ids, err = idlist.ReadIDs(idsPath); err != nil {
+		if ids, err = idlist.ReadIDsContext(ctx, idsPath); err != nil {
 			return none, nil, err
 		}
 		if err := checkIDFile(side, idsPath, ids); err != nil {
@@ -397,15 +397,15 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	}
 	var excl []retrieval.Pair
 	if fl.exclusions != "" {
-		if excl, err = readExclusions(fl.exclusions); err != nil {
+		if excl, err = readExclusions(ctx, fl.exclusions); err != nil {
 			return nil, err
 		}
 	}
 	// Background identity: hashed while scoring runs; evaluatePairs waits
 	// for it before it releases the mappings.
-	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity()}
+	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity(), retrieval.WithContext(ctx)}
 	if fl.leaveOneOut {
-		labels, err := readLabels(fl.queryLabels)
+		labels, err := readLabels(ctx, fl.queryLabels)
 		if err != nil {
 			return nil, err
 		}
@@ -422,11 +422,11 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	}
 	var rel retrieval.Relevance
 	if fl.qrels != "" {
-		rel, err = readRelevance(fl.qrels, fl.qrelsFormat)
+		rel, err = readRelevance(ctx, fl.qrels, fl.qrelsFormat)
 	} else {
 		var ql, gl []string
-		if ql, err = readLabels(fl.queryLabels); err == nil {
-			if gl, err = readLabels(fl.galleryLabels); err == nil {
+		if ql, err = readLabels(ctx, fl.queryLabels); err == nil {
+			if gl, err = readLabels(ctx, fl.galleryLabels); err == nil {
 				// Label-derived relevance stays implicit (classes, a few
 				// bytes per row): nothing per pair is held or charged.
 				rel = retrieval.LabelRelevance(ql, gl)

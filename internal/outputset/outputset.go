@@ -33,6 +33,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/vertebrae-eval/vertebrae/internal/syncfile"
 )
 
 // Fill writes one output's content. It may stream: w is buffered.
@@ -236,7 +238,7 @@ func (s *Set) Commit(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("write %s: %w", t.path, err)
 		}
-		tmp, err := writeTemp(dir, filepath.Base(t.real), t)
+		tmp, err := writeTemp(ctx, dir, filepath.Base(t.real), t)
 		if tmp != "" {
 			temps = append(temps, tmp)
 		}
@@ -252,7 +254,7 @@ func (s *Set) Commit(ctx context.Context) (err error) {
 		return err
 	}
 	for _, t := range direct {
-		if err := writeDirect(t); err != nil {
+		if err := writeDirect(ctx, t); err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err // the path is named once, below
@@ -300,18 +302,23 @@ func (s *Set) Commit(ctx context.Context) (err error) {
 	return nil
 }
 
-func writeTemp(dir, base string, t target) (string, error) {
+func writeTemp(ctx context.Context, dir, base string, t target) (string, error) {
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return "", err
 	}
 	tmp := f.Name()
-	if err := fill(f, t.fill); err != nil {
+	if err := fill(ctx, f, t.fill); err != nil {
 		f.Close()
 		return tmp, err
 	}
 	// Sync before the rename so a crash cannot expose a renamed but
-	// partial file.
+	// partial file. The data goes back in chunks first, so an interrupt
+	// is not held up by one fsync of gigabytes.
+	if err := syncfile.Flush(ctx, f); err != nil {
+		f.Close()
+		return tmp, err
+	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		return tmp, err
@@ -327,27 +334,56 @@ func writeTemp(dir, base string, t target) (string, error) {
 	return tmp, f.Close()
 }
 
-func writeDirect(t target) error {
+func writeDirect(ctx context.Context, t target) error {
 	f, err := os.OpenFile(t.real, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	if err := fill(f, t.fill); err != nil {
+	if err := fill(ctx, f, t.fill); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-func fill(f *os.File, fn Fill) error {
+// fill runs fn into f through a buffer whose every flush first checks ctx,
+// so a cancelled commit stops within 64 KiB of output even when fn itself
+// never looks at ctx.
+func fill(ctx context.Context, f *os.File, fn Fill) error {
 	if fn == nil {
 		return nil
 	}
-	bw := bufio.NewWriterSize(f, 1<<16)
+	bw := bufio.NewWriterSize(ctxWriter{ctx, f}, 1<<16)
 	if err := fn(bw); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// ctxWriter fails every write once ctx is done; a large write (a whole
+// array passed through the buffer) goes in blocks of writeBlock bytes with
+// a check before each.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+const writeBlock = 4 << 20
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		if err := c.ctx.Err(); err != nil {
+			return n, err
+		}
+		m, err := c.w.Write(p[:min(len(p), writeBlock)])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[m:]
+	}
+	return n, nil
 }
 
 // mkdirs creates dir and its missing parents, returning those it created

@@ -93,6 +93,21 @@ func removeIfStale(p string, e fs.DirEntry) (bool, error) {
 	if err != nil || !info.ModTime().Before(start.Add(-unlockedGrace)) {
 		return false, nil // gone already, or possibly a run younger than this one
 	}
+	return removeUnlocked(p, e)
+}
+
+// RemoveUnlocked deletes the staged entry p (a file or a directory made
+// by this package) unless a live process holds its lock, whatever its
+// age; callers judge age themselves.
+func RemoveUnlocked(p string) (bool, error) {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return false, nil
+	}
+	return removeUnlocked(p, fs.FileInfoToDirEntry(info))
+}
+
+func removeUnlocked(p string, e fs.DirEntry) (bool, error) {
 	lockPath := p
 	if e.IsDir() {
 		lockPath = filepath.Join(p, LockName)

@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vertebrae-eval/vertebrae/internal/stale"
+	"github.com/vertebrae-eval/vertebrae/internal/syncfile"
 	"io"
 	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -64,8 +66,8 @@ type Store struct {
 }
 
 var (
-	_ store.Store = (*Store)(nil)
-	_ store.Mover = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.LateNamer = (*Store)(nil)
 )
 
 // Open returns the store rooted at dir (made absolute, so a later change of
@@ -105,16 +107,49 @@ func (s *Store) path(name string) (string, error) {
 	return filepath.Join(s.root, filepath.FromSlash(name)), nil
 }
 
+// renameWhileOpen: POSIX renames an open file; Windows does not (there the
+// stale package relies on age, not locks).
+const renameWhileOpen = runtime.GOOS != "windows"
+
 // Put implements store.Store.
-func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (err error) {
+func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) error {
 	p, err := s.path(name)
 	if err != nil {
 		return err
 	}
+	return s.put(ctx, filepath.Dir(p), name, r, size, func() (string, string, error) { return p, name, nil })
+}
+
+// PutNamed implements store.LateNamer: the bytes go to a temporary file in
+// the prefix's directory, which is renamed to the object once name gives
+// it, so a crash leaves only the locked temporary file.
+func (s *Store) PutNamed(ctx context.Context, prefix string, r io.Reader, size int64, name func() (string, error)) error {
+	dirPath, err := s.path(prefix)
+	if err != nil {
+		return err
+	}
+	return s.put(ctx, dirPath, prefix+"/…", r, size, func() (string, string, error) {
+		base, err := name()
+		if err != nil {
+			return "", "", err
+		}
+		full := prefix + "/" + base
+		if base == "" || strings.Contains(base, "/") {
+			return "", "", fmt.Errorf("local store: put %s: the name must be one component", full)
+		}
+		p, err := s.path(full)
+		return p, full, err
+	})
+}
+
+// put writes r to a locked temporary file in dir (made if missing) and
+// renames it to the file final names (its path and object name) once
+// every byte is on disk; logName names the object in errors until then.
+func (s *Store) put(ctx context.Context, dir, logName string, r io.Reader, size int64, final func() (path, name string, err error)) (err error) {
+	name := logName
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("local store: put %s: %w", name, err)
 	}
-	dir := filepath.Dir(p)
 	if err := s.mkdirAll(dir, name); err != nil {
 		return err
 	}
@@ -146,22 +181,40 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	if err := f.Chmod(0o644); err != nil {
 		return fmt.Errorf("local store: put %s: %w", name, err)
 	}
+	// The data goes back in chunks first, so an interrupt is not held up
+	// by one fsync of a large object.
+	if err := syncfile.Flush(ctx, f); err != nil {
+		return fmt.Errorf("local store: put %s: %w", name, err)
+	}
 	if err := fsyncFile(f); err != nil {
 		return fmt.Errorf("local store: put %s: fsync: %w", name, err)
 	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("local store: put %s: %w", name, err)
+	if !renameWhileOpen {
+		closed = true
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("local store: put %s: %w", name, err)
+		}
 	}
 	// The last point where a cancellation still leaves the old object.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("local store: put %s: %w", name, err)
+	}
+	p, name, err := final()
+	if err != nil {
+		return err
 	}
 	if err := rename(tmp, p); err != nil {
 		if fi, serr := os.Stat(p); serr == nil && fi.IsDir() {
 			return fmt.Errorf("local store: put %s: objects exist below this name (a name cannot also be a prefix directory)", name)
 		}
 		return fmt.Errorf("local store: put %s: %w", name, err)
+	}
+	if renameWhileOpen {
+		// Closed only now, so the temporary file stays locked until it is
+		// renamed: another process's stale.Remove never sees it unlocked.
+		// Its data is synced; a close error cannot lose it.
+		closed = true
+		_ = f.Close()
 	}
 	if err := fsyncDir(dir); err != nil {
 		return fmt.Errorf("local store: put %s: fsync directory: %w", name, err)
@@ -170,50 +223,6 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) (
 	// that are older than this process and whose Put is dead go.
 	if _, err := stale.Remove(dir, TempPrefix); err != nil {
 		return fmt.Errorf("local store: put %s: remove stale temporary files: %w", name, err)
-	}
-	return nil
-}
-
-// Move implements store.Mover: a rename within the root, then an fsync of
-// the destination's directory (and of the source's when it differs), so the
-// new name survives a crash.
-func (s *Store) Move(ctx context.Context, from, to string) error {
-	src, err := s.path(from)
-	if err != nil {
-		return err
-	}
-	dst, err := s.path(to)
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("local store: move %s: %w", from, err)
-	}
-	if fi, err := os.Lstat(src); err != nil {
-		if notExist(err) {
-			return fmt.Errorf("local store: move %s: %w", from, store.ErrNotExist)
-		}
-		return fmt.Errorf("local store: move %s: %w", from, err)
-	} else if fi.IsDir() {
-		return fmt.Errorf("local store: move %s: %w", from, store.ErrNotExist)
-	}
-	dir := filepath.Dir(dst)
-	if err := s.mkdirAll(dir, to); err != nil {
-		return err
-	}
-	if err := rename(src, dst); err != nil {
-		if fi, serr := os.Stat(dst); serr == nil && fi.IsDir() {
-			return fmt.Errorf("local store: move %s to %s: objects exist below this name (a name cannot also be a prefix directory)", from, to)
-		}
-		return fmt.Errorf("local store: move %s to %s: %w", from, to, err)
-	}
-	if err := fsyncDir(dir); err != nil {
-		return fmt.Errorf("local store: move %s to %s: fsync directory: %w", from, to, err)
-	}
-	if sd := filepath.Dir(src); sd != dir {
-		if err := fsyncDir(sd); err != nil {
-			return fmt.Errorf("local store: move %s to %s: fsync directory: %w", from, to, err)
-		}
 	}
 	return nil
 }
@@ -508,9 +517,11 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// RemoveStaleTemp deletes the temporary files that Puts killed mid-write
-// left behind, if they are older than minAge (a younger one may belong to a
-// Put still running in another process). It returns how many it removed.
+// RemoveStaleTemp deletes, anywhere in the store, the temporary files that
+// Puts killed mid-write left behind: those older than minAge whose writer
+// is dead (a live Put holds its file's lock). Every Put already does this
+// for its own directory; this sweeps the whole store. It returns how many
+// it removed.
 func (s *Store) RemoveStaleTemp(ctx context.Context, minAge time.Duration) (int, error) {
 	cutoff := time.Now().Add(-minAge)
 	removed := 0
@@ -537,10 +548,13 @@ func (s *Store) RemoveStaleTemp(ctx context.Context, minAge time.Duration) (int,
 		if fi.ModTime().After(cutoff) {
 			return nil
 		}
-		if err := os.Remove(p); err != nil && !notExist(err) {
+		ok, err := stale.RemoveUnlocked(p)
+		if err != nil {
 			return err
 		}
-		removed++
+		if ok {
+			removed++
+		}
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	stalefile "github.com/vertebrae-eval/vertebrae/internal/stale"
 	"io"
 	"io/fs"
 	"os"
@@ -204,6 +205,22 @@ func TestTempFilesAreNotObjects(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root(), "k", "manifest.json")); string(b) != "v1" {
 		t.Fatalf("RemoveStaleTemp touched the object: %q", b)
+	}
+	// An old temporary file whose Put is alive (its lock is held) stays.
+	if runtime.GOOS == "windows" {
+		return // no advisory locks there: age decides
+	}
+	live, err := stalefile.CreateFile(filepath.Join(s.Root(), "k"), local.TempPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	os.Chtimes(live.Name(), old, old)
+	if n, err := s.RemoveStaleTemp(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("RemoveStaleTemp removed %d (%v); a live Put's file must stay", n, err)
+	}
+	if _, err := os.Stat(live.Name()); err != nil {
+		t.Fatalf("live temp file removed: %v", err)
 	}
 }
 

@@ -24,8 +24,8 @@ type Store struct {
 func New() *Store { return &Store{objects: map[string][]byte{}} }
 
 var (
-	_ store.Store = (*Store)(nil)
-	_ store.Mover = (*Store)(nil)
+	_ store.Store     = (*Store)(nil)
+	_ store.LateNamer = (*Store)(nil)
 )
 
 // Put implements store.Store; the object becomes visible only once it has
@@ -93,19 +93,32 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[string, error
 	}
 }
 
-// Move implements store.Mover.
-func (s *Store) Move(ctx context.Context, from, to string) error {
+// PutNamed implements store.LateNamer.
+func (s *Store) PutNamed(ctx context.Context, prefix string, r io.Reader, size int64, name func() (string, error)) error {
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size))
+	}
+	n, err := io.Copy(&buf, r)
+	if err != nil {
+		return fmt.Errorf("mem store: put %s/…: %w", prefix, err)
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("mem store: put %s/…: read %d bytes, expected %d", prefix, n, size)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.objects[from]
-	if !ok {
-		return fmt.Errorf("mem store: %s: %w", from, store.ErrNotExist)
+	base, err := name()
+	if err != nil {
+		return fmt.Errorf("mem store: put %s/…: %w", prefix, err)
 	}
-	delete(s.objects, from)
-	s.objects[to] = b
+	if base == "" || strings.Contains(base, "/") {
+		return fmt.Errorf("mem store: put %s/%s: the name must be one component", prefix, base)
+	}
+	s.mu.Lock()
+	s.objects[prefix+"/"+base] = buf.Bytes()
+	s.mu.Unlock()
 	return nil
 }
 

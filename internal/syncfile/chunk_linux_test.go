@@ -1,0 +1,3 @@
+package syncfile
+
+func chunkSize() int { return chunk }
