@@ -67,6 +67,18 @@ func (b *Benchmark) Run(ctx context.Context) (*results.Benchmark, error) {
 					if enc, status, err = EncodeCached(ctx, b.Dataset, e, b.Embedding, budget, b.Cache, !e.NoCache); err != nil {
 						return nil, err
 					}
+					// Both endpoints are encoded: an extractor with
+					// persistent workers (command, persistent: true) ends
+					// them now, freeing the model before the next extractor,
+					// and a worker that does not exit 0 fails the run
+					// (SPEC §9.4).
+					if s, ok := e.Extractor.(interface{ Shutdown(context.Context) error }); ok {
+						if err := s.Shutdown(ctx); err != nil {
+							enc.Close()
+							enc = nil
+							return nil, fmt.Errorf("Extractor %s: %w", e.Extractor.Name(), err)
+						}
+					}
 				}
 				if side == "query" {
 					return enc.Query, nil

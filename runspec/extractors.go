@@ -229,7 +229,7 @@ var typeSpecs = map[string]typeSpec{
 		"command": {kind: optArgv}, "env": {kind: optStringMap}, "dir": pathOpt,
 		"modality": {kind: optModality}, "branches": {kind: optModalityMap},
 		"batch_size": posInt, "streaming_safe": {kind: optBool}, "timeout": duration,
-		"cache_identity": str,
+		"cache_identity": str, "persistent": {kind: optBool},
 	}, required: []string{"command"}},
 	TypeONNXDualEncoder: {opts: with(onnxCommon, map[string]optSpec{
 		"text_model": pathOpt, "vision_model": pathOpt, "text_output": str, "image_output": str,

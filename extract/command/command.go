@@ -18,6 +18,15 @@
 //   - stdout: either JSON Lines, one array of numbers (or {"embedding": [...]})
 //     per row in input order, or a single 2-D float .npy array (detected by its
 //     magic bytes unless Config.Output pins the format).
+//
+// With Config.Persistent (run-file `persistent: true`) the program is started
+// once per branch and kept for the whole run, so a model loads its weights
+// once: each batch is one request line {"batch": n, "rows": [row objects as
+// above]} on its stdin, answered by one line {"batch": n, "embeddings":
+// [[...], ...]} or {"batch": n, "error": "message"} on its stdout; n counts
+// the process's requests from 0. Close (or Shutdown) closes its stdin and
+// waits for it to exit 0. See persistent.go and docs/command-extractor.md;
+// worker/worker.py is a Python template (PythonWorkerTemplate).
 package command
 
 import (
@@ -27,6 +36,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -89,6 +99,14 @@ type Config struct {
 	// CacheIdentity, when non-blank, names the model behind the program and
 	// makes its outputs cache-safe (SPEC §9.5).
 	CacheIdentity string
+	// Persistent starts the program once per branch and keeps it for every
+	// batch (run-file `persistent: true`, SPEC §9.4) instead of once per
+	// batch; see the package documentation for the request/reply protocol.
+	// Timeout then bounds each batch's round trip (the first one includes
+	// the program's start-up) and the exit after Close. Batches for one
+	// branch are serialised on its process. Output must be "" / "auto" or
+	// "jsonl": replies are JSON lines. Call Close when done.
+	Persistent bool
 }
 
 // Item is one endpoint row. Only the fields that are set are sent; which one
@@ -101,11 +119,15 @@ type Item struct {
 }
 
 // Extractor runs a Config. It is safe for concurrent use: every batch gets
-// its own process.
+// its own process, or, when persistent, batches take turns on their branch's
+// process.
 type Extractor struct {
 	cfg       Config
 	output    string
 	batchSize int
+
+	mu      sync.Mutex         // guards workers
+	workers map[string]*worker // persistent mode: the live process per branch
 }
 
 // New validates cfg and returns an extractor. cfg's slices and map are
@@ -139,6 +161,9 @@ func New(cfg Config) (*Extractor, error) {
 	case OutputAuto, OutputJSONL, OutputNPY:
 	default:
 		return fail("unknown output format %q (want %q, %q or %q)", output, OutputJSONL, OutputNPY, OutputAuto)
+	}
+	if cfg.Persistent && output == OutputNPY {
+		return fail("output %q cannot be used with persistent: a persistent worker answers with JSON lines", OutputNPY)
 	}
 	if cfg.Timeout < 0 {
 		return fail("timeout must not be negative; got %v", cfg.Timeout)
@@ -186,12 +211,19 @@ func (e *Extractor) Branches() map[string]string { return maps.Clone(e.cfg.Branc
 // StreamingSafe reports whether outputs are independent of batch composition.
 func (e *Extractor) StreamingSafe() bool { return !e.cfg.BatchDependent }
 
-// BatchSize returns the effective number of rows per process.
+// Persistent reports whether one process serves every batch of a branch.
+func (e *Extractor) Persistent() bool { return e.cfg.Persistent }
+
+// BatchSize returns the effective number of rows per process (per request
+// when persistent).
 func (e *Extractor) BatchSize() int { return e.batchSize }
 
 // Recipe describes the extractor for identity hashing (SPEC §9.5). Env values
 // are left out because they may hold secrets; only the variable names appear.
-// The timeout is left out because it does not change outputs.
+// The timeout is left out because it does not change outputs, and so is
+// Persistent: it changes how rows reach the program (one long-lived process
+// instead of one per batch), never the embeddings, so switching it keeps the
+// cache identity and the cached endpoints.
 func (e *Extractor) Recipe() map[string]any {
 	argv := make([]any, len(e.cfg.Argv))
 	for i, a := range e.cfg.Argv {
@@ -247,7 +279,8 @@ func nullable(s string) any {
 
 // Encode embeds items, the endpoint rows [start, start+len(items)) of side
 // ("query" or "gallery"), in same-modality mode. Rows are sent to the program
-// in batches of at most BatchSize, one process per batch. JSON Lines output
+// in batches of at most BatchSize, one process per batch (or one request per
+// batch to the branch's persistent process). JSON Lines output
 // yields a float64 matrix (JSON numbers are binary64); .npy output keeps its
 // element type. An empty items slice yields a 0×0 matrix without running
 // anything.
@@ -285,7 +318,11 @@ func (e *Extractor) encode(ctx context.Context, branch, modality, side string, s
 	for lo := 0; lo < len(items); lo += e.batchSize {
 		hi := min(lo+e.batchSize, len(items))
 		b := batch{side: side, branch: branch, modality: modality, start: start + lo, items: items[lo:hi]}
-		m, err := e.run(ctx, b)
+		run := e.run
+		if e.cfg.Persistent {
+			run = e.runPersistent
+		}
+		m, err := run(ctx, b)
 		if err != nil {
 			return nil, err
 		}

@@ -161,3 +161,77 @@ func clip(b []byte) string {
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
+
+// maxReplyError bounds the part of an {"error": ...} reply quoted in errors.
+const maxReplyError = 2048
+
+// parseReply decodes a persistent worker's answer to batch n, either
+// {"batch": n, "embeddings": [[numbers], ...]} with one row per ID (a row may
+// also be {"embedding": [...]}, as in JSON Lines output) or {"batch": n,
+// "error": "message"}, which yields an error wrapping ErrWorkerReply. start is
+// the endpoint index of the first row. Numbers are parsed exactly as in the
+// per-batch JSON Lines output, so both modes give the same float64 bits.
+func parseReply(line []byte, n, start int, ids []string) (*matrix.Dense, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return nil, fmt.Errorf("%w: reply is not a JSON object: %s", ErrMalformed, clip(line))
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return nil, jsonError(line, err)
+	}
+	raw, ok := obj["batch"]
+	if !ok {
+		return nil, fmt.Errorf("%w: reply has no \"batch\" field: %s", ErrMalformed, clip(line))
+	}
+	var got int
+	if err := json.Unmarshal(raw, &got); err != nil || got != n {
+		return nil, fmt.Errorf("%w: reply is for batch %s, expected %d (one reply per request, in order)", ErrMalformed, clip(raw), n)
+	}
+	if raw, ok := obj["error"]; ok && !bytes.Equal(raw, []byte("null")) {
+		var msg string
+		if err := json.Unmarshal(raw, &msg); err != nil {
+			msg = string(raw)
+		}
+		msg = strings.ToValidUTF8(msg, "\uFFFD")
+		if len(msg) > maxReplyError {
+			msg = strings.ToValidUTF8(msg[:maxReplyError], "") + "..."
+		}
+		return nil, fmt.Errorf("%w: %s", ErrWorkerReply, msg)
+	}
+	raw, ok = obj["embeddings"]
+	if !ok {
+		return nil, fmt.Errorf("%w: reply has neither \"embeddings\" nor \"error\"", ErrMalformed)
+	}
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '[' {
+		return nil, fmt.Errorf("%w: \"embeddings\" must be an array of rows; got %s", ErrMalformed, clip(raw))
+	}
+	var rows []json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, jsonError(raw, err)
+	}
+	if len(rows) != len(ids) {
+		return nil, fmt.Errorf("returned %d embeddings for %d rows", len(rows), len(ids))
+	}
+	if len(rows) == 0 {
+		return matrix.NewDense64(0, 0, nil)
+	}
+	var data []float64
+	width := 0
+	for i, r := range rows {
+		vals, err := parseLine(bytes.TrimSpace(r), start+i, ids[i])
+		if err != nil {
+			return nil, fmt.Errorf("embeddings[%d]: %w", i, err)
+		}
+		if i == 0 {
+			width = len(vals)
+			// Each value takes at least two bytes ("0,"): the reply's
+			// size bounds the allocation.
+			data = make([]float64, 0, width*min(len(rows), 1+len(raw)/(2*width)))
+		} else if len(vals) != width {
+			return nil, fmt.Errorf("embeddings[%d]: %w: ragged rows: %d values, row 0 has %d", i, ErrMalformed, len(vals), width)
+		}
+		data = append(data, vals...)
+	}
+	return matrix.NewDense64(len(rows), width, data)
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -61,12 +62,7 @@ func (e *Extractor) run(ctx context.Context, b batch) (*matrix.Dense, error) {
 
 	cmd := exec.CommandContext(runCtx, e.cfg.Argv[0], e.cfg.Argv[1:]...)
 	cmd.Dir = e.cfg.Dir
-	// exec keeps the last of duplicate keys, so the protocol variables win.
-	cmd.Env = append(append(os.Environ(), e.cfg.Env...),
-		"VERTEBRAE_SIDE="+b.side,
-		"VERTEBRAE_BRANCH="+b.branch,
-		"VERTEBRAE_MODALITY="+modality,
-	)
+	cmd.Env = e.environ(b.side, b.branch, modality)
 	var stdout bytes.Buffer
 	stderr := &tailBuffer{max: stderrTailBytes}
 	cmd.Stdin = bytes.NewReader(stdin)
@@ -114,6 +110,28 @@ func (e *Extractor) run(ctx context.Context, b batch) (*matrix.Dense, error) {
 		return nil, fmt.Errorf("%s: %w%s", label, err, stderr.quote())
 	}
 	return m, nil
+}
+
+// environ is the program's environment: the parent's, then Config.Env, then
+// the protocol variables. exec keeps the last of duplicate keys, so the
+// protocol variables win. A persistent worker serves both sides, so side is
+// "" for it and VERTEBRAE_SIDE is removed rather than set (each row carries
+// its "side").
+func (e *Extractor) environ(side, branch, modality string) []string {
+	env := append(append(os.Environ(), e.cfg.Env...),
+		"VERTEBRAE_BRANCH="+branch,
+		"VERTEBRAE_MODALITY="+modality,
+	)
+	if side != "" {
+		return append(env, "VERTEBRAE_SIDE="+side)
+	}
+	kept := env[:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "VERTEBRAE_SIDE=") {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }
 
 // inputRow is one stdin line. value carries what the modality encodes; the
@@ -203,15 +221,22 @@ func encodeInput(b batch) ([]byte, string, error) {
 	return buf.Bytes(), modality, nil
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the last max bytes written to it. It is safe for
+// concurrent use: a persistent worker's stderr is copied into it while
+// errors quote it.
 type tailBuffer struct {
+	mu        sync.Mutex
 	buf       []byte
 	max       int
 	truncated bool
+	written   int64 // bytes written in all
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	n := len(p)
+	t.written += int64(n)
 	if len(p) >= t.max {
 		t.truncated = t.truncated || len(t.buf) > 0 || len(p) > t.max
 		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
@@ -225,10 +250,19 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// size returns the number of bytes written in all.
+func (t *tailBuffer) size() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.written
+}
+
 // tail returns at most the last stderrTailLines complete lines kept.
 func (t *tailBuffer) tail() (lines []string, truncated bool) {
+	t.mu.Lock()
 	s := strings.TrimRight(string(t.buf), "\r\n")
 	truncated = t.truncated
+	t.mu.Unlock()
 	if truncated {
 		// The first kept line is probably cut: drop it when more follow.
 		if i := strings.IndexByte(s, '\n'); i >= 0 {

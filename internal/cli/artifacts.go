@@ -429,6 +429,13 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A persistent command worker must exit 0 once its stdin is
+			// closed (SPEC §9.4) before the shard counts as written.
+			if s, ok := x.(interface{ Shutdown(context.Context) error }); ok {
+				if err := s.Shutdown(ctx); err != nil {
+					return err
+				}
+			}
 			if err := shard.Write(ctx, st, pe, ep, sh, x.Recipe(), m, ids); err != nil {
 				return err
 			}

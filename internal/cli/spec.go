@@ -148,7 +148,7 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 		var ids []string
 		var err error
 		if ep.IDs != "" {
-			if ids, err = idlist.ReadIDs(ep.IDs); err != nil {
+			if ids, err = idlist.ReadIDsContext(ctx, ep.IDs); err != nil {
 				return nil, nil, err
 			}
 			if err := checkIDFile(side, ep.IDs, ids); err != nil {
@@ -165,7 +165,7 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 			}
 			digests := digestcache.FromEnv()
 			snap := digestSnap(digests, ep.Path, ep.Tensor)
-			m, colIDs, err := readEndpoint(context.Background(), ep.Path, ep.Tensor, ep.IDColumn, closers)
+			m, colIDs, err := readEndpoint(ctx, ep.Path, ep.Tensor, ep.IDColumn, closers)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -211,13 +211,13 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 	}
 	var excl []retrieval.Pair
 	if d.Exclusions != "" {
-		if excl, err = readExclusions(d.Exclusions); err != nil {
+		if excl, err = readExclusions(ctx, d.Exclusions); err != nil {
 			return nil, tables, err
 		}
 	}
-	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithMetadata(d.Metadata)}
+	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithMetadata(d.Metadata), retrieval.WithContext(ctx)}
 	if d.Labels != nil && d.Labels.LeaveOneOut {
-		labels, err := readLabels(d.Labels.Queries)
+		labels, err := readLabels(ctx, d.Labels.Queries)
 		if err != nil {
 			return nil, tables, err
 		}
@@ -234,11 +234,11 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 	}
 	var rel retrieval.Relevance
 	if d.Qrels != nil {
-		rel, err = readRelevance(d.Qrels.Path, d.Qrels.Format)
+		rel, err = readRelevance(ctx, d.Qrels.Path, d.Qrels.Format)
 	} else {
 		var ql, gl []string
-		if ql, err = readLabels(d.Labels.Queries); err == nil {
-			if gl, err = readLabels(d.Labels.Gallery); err == nil {
+		if ql, err = readLabels(ctx, d.Labels.Queries); err == nil {
+			if gl, err = readLabels(ctx, d.Labels.Gallery); err == nil {
 				// Label-derived relevance stays implicit (classes, a few
 				// bytes per row): nothing per pair is held or charged.
 				rel = retrieval.LabelRelevance(ql, gl)
@@ -352,14 +352,14 @@ func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor
 	case runspec.TypePrecomputed:
 		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery}
 		if path := e.Str("queries"); path != "" {
-			m, _, err := readEndpoint(context.Background(), path, e.Str("queries_tensor"), "", closers)
+			m, _, err := readEndpoint(ctx, path, e.Str("queries_tensor"), "", closers)
 			if err != nil {
 				return nil, err
 			}
 			p.Query = m
 		}
 		if path := e.Str("gallery"); path != "" {
-			m, _, err := readEndpoint(context.Background(), path, e.Str("gallery_tensor"), "", closers)
+			m, _, err := readEndpoint(ctx, path, e.Str("gallery_tensor"), "", closers)
 			if err != nil {
 				return nil, err
 			}
@@ -367,6 +367,11 @@ func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor
 		}
 		if p.Query == nil || p.Gallery == nil {
 			return nil, e.Errorf("queries", "a precomputed extractor needs queries and gallery tables (options queries/gallery or dataset paths)")
+		}
+		// Its recipe carries the tables' digests: hashed here, where an
+		// interrupt can stop it, rather than on the first Recipe call.
+		if err := p.HashTables(ctx); err != nil {
+			return nil, err
 		}
 		return p, nil
 	case runspec.TypeOpenAI, runspec.TypeOllama, runspec.TypeTEI:
@@ -407,11 +412,15 @@ func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor
 			Name: e.Name, Argv: e.Strings("command"), Dir: e.Str("dir"), Env: env,
 			Modality: e.Str("modality"), Branches: e.StringMap("branches"), BatchSize: e.Int("batch_size", 0),
 			Timeout: e.Duration("timeout", command.DefaultTimeout), BatchDependent: !e.Bool("streaming_safe", true),
-			CacheIdentity: e.Str("cache_identity"),
+			CacheIdentity: e.Str("cache_identity"), Persistent: e.Bool("persistent", false),
 		})
 		if err != nil {
 			return nil, e.Errorf("command", "%v", err)
 		}
+		// A persistent worker still running when the command ends (an
+		// error, an interrupt) is stopped: stdin closed, or killed at once
+		// once ctx is done. The normal end is extract.Benchmark's Shutdown.
+		*closers = append(*closers, func() error { return x.Shutdown(ctx) })
 		return x.AsExtractor(), nil
 	case runspec.TypeONNXDualEncoder, runspec.TypeONNXText, runspec.TypeONNXImage:
 		return onnxExtractor(ctx, e, onnxLib, closers)
