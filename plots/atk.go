@@ -22,13 +22,18 @@ func metricsAtK(rs *resultSet) (*Figure, error) {
 	if len(ks) == 0 {
 		return nil, nil
 	}
-	legendW := legendWidth(rs.results)
+	items, err := resultItems(rs.ranked, true)
+	if err != nil {
+		return nil, err
+	}
+	legend := legendStrip{items: items, top: vg.Points(28)}
+	legendW := legend.width()
 	fig := &Figure{
 		Name:  "metrics_at_k",
 		Title: "Metrics at k",
 		Caption: "Mean recall@k, hit_rate@k, ndcg@k and precision@k over the queries (forward direction) " +
 			"against the cut-off k on a log scale; one line per result.",
-		w: vg.Inch*7.5 + legendW, h: max(vg.Inch*5.6, legendHeight(len(rs.results))),
+		w: vg.Inch*7.5 + legendW, h: max(vg.Inch*5.6, legend.height()),
 	}
 	fig.draw = func(dc draw.Canvas) error {
 		plots := make([][]*plot.Plot, 2)
@@ -82,7 +87,8 @@ func metricsAtK(rs *resultSet) (*Figure, error) {
 				plots[r][c].Draw(canvases[r][c])
 			}
 		}
-		return drawLegend(dc, legendW, rs.ranked, true)
+		legend.draw(dc)
+		return nil
 	}
 	return fig, nil
 }
@@ -117,32 +123,4 @@ func padRange(lo, hi, floor, ceil float64) (float64, float64) {
 		pad = max(math.Abs(hi)*0.05, 0.01)
 	}
 	return max(lo-pad, floor), min(hi+pad, ceil)
-}
-
-// drawLegend draws one entry per result (its line and marker when
-// withLine, else its marker) in the strip of width w at the right of dc.
-func drawLegend(dc draw.Canvas, w vg.Length, entries []series, withLine bool) error {
-	l := newPlot().Legend
-	l.Top, l.Left = true, true
-	l.Padding = vg.Points(4)
-	for _, s := range entries {
-		sc, err := plotter.NewScatter(plotter.XYs{{}})
-		if err != nil {
-			return err
-		}
-		sc.GlyphStyle = s.glyphStyle()
-		if withLine {
-			ln, err := plotter.NewLine(plotter.XYs{{}})
-			if err != nil {
-				return err
-			}
-			ln.LineStyle = s.lineStyle()
-			l.Add(s.label, ln, sc)
-		} else {
-			l.Add(s.label, sc)
-		}
-	}
-	lc := draw.Crop(dc, dc.Max.X-dc.Min.X-w+vg.Points(8), 0, 0, -vg.Points(28))
-	l.Draw(lc)
-	return nil
 }

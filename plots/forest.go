@@ -85,13 +85,26 @@ func comparison(rs *resultSet) (*Figure, error) {
 		}
 	}
 	level := fmt.Sprintf("%g %%", c.Settings.ConfidenceLevel*100)
+	disagree := 0
+	for _, r := range rows {
+		if excludesZero(r.ci) != r.significant {
+			disagree++
+		}
+	}
+	note := ""
+	if disagree > 0 {
+		note = fmt.Sprintf(" In %d of the %d rows the interval and the marker disagree (an interval that excludes 0 with a hollow marker, "+
+			"or one that includes 0 with a filled marker): the interval is a bootstrap interval of the pair alone, not adjusted for "+
+			"multiple comparisons, while the marker shows the %s test after Holm adjustment over %d pairs; the comparison section explains each case.",
+			disagree, len(rows), c.Settings.Test, len(block.Pairs))
+	}
 	fig := &Figure{
 		Name:  "comparison",
 		Title: "Paired comparison",
 		Caption: fmt.Sprintf("Mean per-query difference in %s (forward) of each result to %s, %s, "+
 			"with its %s %s bootstrap confidence interval. Filled markers: significant after Holm adjustment "+
 			"(%s test, α = %g); hollow: not significant.",
-			rs.primary, refWhat, label(ref), level, ciName(c.Settings.CIMethod), c.Settings.Test, c.Settings.Alpha) + leftOut(c.Settings),
+			rs.primary, refWhat, label(ref), level, ciName(c.Settings.CIMethod), c.Settings.Test, c.Settings.Alpha) + note + leftOut(c.Settings),
 		w: vg.Inch * 7.5, h: vg.Inch*1.3 + vg.Inch*0.42*vg.Length(len(rows)),
 	}
 	fig.draw = func(dc draw.Canvas) error {
@@ -125,6 +138,9 @@ func comparison(rs *resultSet) (*Figure, error) {
 	}
 	return fig, nil
 }
+
+// excludesZero reports whether the interval lies wholly above or below 0.
+func excludesZero(in results.Interval) bool { return in.Low > 0 || in.High < 0 }
 
 // leftOut names, for a caption, the results an explicit cap left out of
 // the comparison ("" when every result is compared).

@@ -49,24 +49,25 @@ func frontierPoints(rs *resultSet) (pts []frontierPoint, anyCompressed bool) {
 }
 
 // compressionFrontier draws primary score against the gallery bytes (log
-// scale), one marker per result: squares for uncompressed results,
-// triangles for compression variants, a thin line joining the variants of
-// one extractor. Only when some result is compressed.
+// scale), one marker per result in the result's colour and shape (as in
+// every figure), uncompressed results ringed, a thin line joining the
+// variants of one extractor. Only when some result is compressed.
 func compressionFrontier(rs *resultSet) (*Figure, error) {
 	pts, anyCompressed := frontierPoints(rs)
 	if !anyCompressed || len(pts) == 0 {
 		return nil, nil
 	}
-	legendW := legendWidth(rs.results)
+	legend := legendStrip{items: frontierLegend(rs.ranked, pts), top: vg.Points(12)}
+	legendW := legend.width()
 	fig := &Figure{
 		Name:  "compression_frontier",
 		Title: "Compression frontier",
 		Caption: "Primary score against the gallery bytes of the compression table (log scale): the gallery as stored by each method " +
 			"(int8/uint8: 1-byte codes plus per-dimension parameters; float16: 2 bytes per value); uncompressed results count float32, " +
 			"4 bytes per value, whatever the source dtype. " +
-			"Squares: uncompressed results; triangles: compression variants; a grey line joins the variants of one extractor. " +
+			"Each result has its colour and marker of the other figures; a ring marks the uncompressed results; a grey line joins the variants of one extractor. " +
 			"Uncompressed sparse galleries have no byte count in the report and are left out.",
-		w: vg.Inch*6.5 + legendW, h: max(vg.Inch*4.2, legendHeight(len(rs.results)+2)),
+		w: vg.Inch*6.5 + legendW, h: max(vg.Inch*4.2, legend.height()),
 	}
 	fig.draw = func(dc draw.Canvas) error {
 		p := newPlot()
@@ -105,9 +106,14 @@ func compressionFrontier(rs *resultSet) (*Figure, error) {
 			if err != nil {
 				return err
 			}
-			sc.GlyphStyle = draw.GlyphStyle{Color: pt.s.color(), Radius: vg.Points(4.5), Shape: draw.BoxGlyph{}}
-			if pt.compressed {
-				sc.GlyphStyle.Shape = draw.PyramidGlyph{}
+			sc.GlyphStyle = frontierGlyph(pt.s)
+			if !pt.compressed {
+				ring, err := plotter.NewScatter(plotter.XYs{{X: pt.bytes, Y: pt.score}})
+				if err != nil {
+					return err
+				}
+				ring.GlyphStyle = uncompressedRing
+				p.Add(ring)
 			}
 			p.Add(sc)
 			xmin, xmax = min(xmin, pt.bytes), max(xmax, pt.bytes)
@@ -116,46 +122,41 @@ func compressionFrontier(rs *resultSet) (*Figure, error) {
 		p.X.Min, p.X.Max = xmin/1.6, xmax*1.6
 		p.Y.Min, p.Y.Max = padRange(ymin, ymax, 0, 1)
 		p.Draw(draw.Crop(dc, vg.Points(4), -legendW, vg.Points(4), -vg.Points(8)))
-		return drawFrontierLegend(dc, legendW, rs.ranked, pts)
+		legend.draw(dc)
+		return nil
 	}
 	return fig, nil
 }
 
-// drawFrontierLegend names each result by its colour and explains the
-// two marker shapes.
-func drawFrontierLegend(dc draw.Canvas, w vg.Length, entries []series, pts []frontierPoint) error {
-	l := newPlot().Legend
-	l.Top, l.Left = true, true
-	l.Padding = vg.Points(4)
-	add := func(name string, sty draw.GlyphStyle) error {
-		sc, err := plotter.NewScatter(plotter.XYs{{}})
-		if err != nil {
-			return err
-		}
-		sc.GlyphStyle = sty
-		l.Add(name, sc)
-		return nil
-	}
+// frontierGlyph is a result's marker on the frontier (larger than on the
+// lines of metrics_at_k: the points stand alone).
+func frontierGlyph(s series) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: s.color(), Radius: vg.Points(4.5), Shape: s.marker()}
+}
+
+// uncompressedRing circles the uncompressed results on the frontier.
+var uncompressedRing = draw.GlyphStyle{Color: color.Gray{Y: 0x40}, Radius: vg.Points(8), Shape: marker{shape: shapeCircle, open: true}}
+
+// frontierLegend names each drawn result by its colour and marker, then
+// explains the ring.
+func frontierLegend(entries []series, pts []frontierPoint) []legendItem {
 	shown := map[string]bool{}
 	for _, pt := range pts {
 		shown[pt.s.r.Name] = true
 	}
+	var items []legendItem
 	for _, s := range entries {
-		if !shown[s.r.Name] {
-			continue
-		}
-		if err := add(s.label, draw.GlyphStyle{Color: s.color(), Radius: vg.Points(4), Shape: draw.CircleGlyph{}}); err != nil {
-			return err
+		if shown[s.r.Name] {
+			items = append(items, legendItem{text: s.label, thumbs: []plot.Thumbnailer{glyphThumb{frontierGlyph(s)}}})
 		}
 	}
-	if err := add("uncompressed", draw.GlyphStyle{Color: color.Gray{Y: 0x40}, Radius: vg.Points(4), Shape: draw.BoxGlyph{}}); err != nil {
-		return err
-	}
-	if err := add("compressed variant", draw.GlyphStyle{Color: color.Gray{Y: 0x40}, Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}); err != nil {
-		return err
-	}
-	l.Draw(draw.Crop(dc, dc.Max.X-dc.Min.X-w+vg.Points(8), 0, 0, -vg.Points(12)))
-	return nil
+	grey := draw.GlyphStyle{Color: color.Gray{Y: 0x40}, Radius: vg.Points(3), Shape: marker{shape: shapeCircle}}
+	ring := uncompressedRing
+	ring.Radius = vg.Points(6)
+	items = append(items,
+		legendItem{text: "uncompressed (ringed)", thumbs: []plot.Thumbnailer{glyphThumb{ring, grey}}},
+		legendItem{text: "compressed variant", thumbs: []plot.Thumbnailer{glyphThumb{grey}}})
+	return items
 }
 
 // variantBase strips a SPEC §8.5 variant suffix "[…]".

@@ -137,6 +137,9 @@ func comparisonMatrix(rs *resultSet) (*Figure, error) {
 			rs.primary, n, len(block.Pairs), c.Settings.Test, c.Settings.Alpha),
 		w: w, h: h,
 	}
+	if numbers {
+		fig.minFont = vg.Points(8.5)
+	}
 	fig.draw = func(dc draw.Canvas) error {
 		top := dc.Max.Y - vg.Points(pad)
 		left := dc.Min.X + vg.Points(pad)

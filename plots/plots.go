@@ -59,8 +59,29 @@ type Figure struct {
 	Title   string // short heading for the HTML report
 	Caption string // what the figure shows, for the HTML report
 
-	w, h vg.Length
-	draw func(dc draw.Canvas) error
+	w, h    vg.Length
+	minFont vg.Length // size of the smallest text (defaultMinFont when 0)
+	draw    func(dc draw.Canvas) error
+}
+
+// defaultMinFont is the smallest text of most figures: tick labels and
+// legend entries (newPlot).
+const defaultMinFont = 10
+
+// Size is the figure's size in points (1/72 inch; an SVG viewer shows a
+// point as 4/3 CSS pixels).
+func (f Figure) Size() (w, h vg.Length) { return f.w, f.h }
+
+// LegibleWidth is the narrowest width, in CSS pixels, at which the
+// figure's smallest text is still minTextPx CSS pixels high when the
+// figure is scaled down to fit (never more than its natural width).
+func (f Figure) LegibleWidth(minTextPx float64) float64 {
+	font := f.minFont
+	if font <= 0 {
+		font = vg.Points(defaultMinFont)
+	}
+	natural := f.w.Points() * 4 / 3
+	return min(natural, f.w.Points()*minTextPx/font.Points())
 }
 
 // pngDPI renders PNG files at twice the 96 dpi of a screen, sharp on
@@ -197,9 +218,11 @@ func newPlot() *plot.Plot {
 	return p
 }
 
-// palette is Okabe and Ito's colour-blind-safe set (yellow left out: it
-// vanishes on white). A result keeps its colour in every figure: colour i
-// belongs to the i-th result in run order.
+// palette holds 12 colours that stay apart on white (CIE76 ΔE ≥ 26
+// between any two): Okabe and Ito's colour-blind-safe set (yellow left
+// out: it vanishes on white), then Paul Tol's wine, olive and indigo, a
+// brown and a grey. A result keeps its colour in every figure: colour
+// i mod 12 belongs to the i-th result in run order.
 var palette = []color.RGBA{
 	{0x00, 0x72, 0xB2, 0xFF}, // blue
 	{0xD5, 0x5E, 0x00, 0xFF}, // vermillion
@@ -208,18 +231,32 @@ var palette = []color.RGBA{
 	{0xE6, 0x9F, 0x00, 0xFF}, // orange
 	{0x56, 0xB4, 0xE9, 0xFF}, // sky blue
 	{0x00, 0x00, 0x00, 0xFF}, // black
+	{0x88, 0x22, 0x55, 0xFF}, // wine
+	{0x99, 0x99, 0x33, 0xFF}, // olive
+	{0x33, 0x22, 0x88, 0xFF}, // indigo
+	{0x8C, 0x51, 0x0A, 0xFF}, // brown
 	{0x88, 0x88, 0x88, 0xFF}, // grey
 }
 
-// glyphs give each result a marker shape as well, so lines stay apart in
-// grey-scale print.
-var glyphs = []draw.GlyphDrawer{
-	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-	draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{},
+// markers give each result a marker shape as well, so lines stay apart in
+// grey-scale print and results past the 12th (whose colour repeats) still
+// differ: result i gets marker (i + ⌊i/12⌋) mod 12, so two results of one
+// colour never share a marker among the first 144.
+var markers = []marker{
+	{shape: shapeCircle}, {shape: shapeSquare}, {shape: shapeTriangleUp}, {shape: shapeDiamond},
+	{shape: shapeTriangleDown}, {shape: shapePlus},
+	{shape: shapeCircle, open: true}, {shape: shapeSquare, open: true}, {shape: shapeTriangleUp, open: true},
+	{shape: shapeDiamond, open: true}, {shape: shapeTriangleDown, open: true}, {shape: shapeCross},
 }
 
 // dashes vary once the colours repeat.
 var dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(2)}, {vg.Points(1), vg.Points(2)}}
+
+// styleOf returns the colour, marker and dash indices of the i-th result
+// in run order.
+func styleOf(i int) (colour, mark, dash int) {
+	return i % len(palette), (i%len(markers) + i/len(palette)) % len(markers), (i / len(palette)) % len(dashes)
+}
 
 // maxLabelRunes bounds a result name in a figure; longer names keep their
 // start and end (where variant suffixes such as "[pca_16]" sit) around an
@@ -245,7 +282,8 @@ var errNoForward = errors.New("has no forward score result")
 func Colors(b *results.Benchmark) map[string]string {
 	out := make(map[string]string, len(b.ExtractorResults))
 	for i, r := range b.ExtractorResults {
-		c := palette[i%len(palette)]
+		ci, _, _ := styleOf(i)
+		c := palette[ci]
 		out[r.Name] = fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
 	}
 	return out

@@ -218,6 +218,21 @@ func TestComparisonRows(t *testing.T) {
 	if err != nil || fig == nil {
 		t.Fatalf("figure %v, err %v", fig, err)
 	}
+	if strings.Contains(fig.Caption, "disagree") {
+		t.Errorf("caption explains a disagreement that does not exist: %s", fig.Caption)
+	}
+	// An interval that excludes 0 next to a hollow (not significant) marker
+	// is explained in the caption.
+	for i := range b.Comparison.Blocks[0].Pairs {
+		if p := &b.Comparison.Blocks[0].Pairs[i]; p.Significant {
+			p.Significant = false
+			break
+		}
+	}
+	if fig, err = comparison(rs); err != nil || !strings.Contains(fig.Caption, "In 1 of the 4 rows the interval and the marker disagree") ||
+		!strings.Contains(fig.Caption, "Holm adjustment over 10 pairs") {
+		t.Errorf("caption %q, err %v", fig.Caption, err)
+	}
 	// Baseline family: differences to the baseline, pairs (result, baseline).
 	base := "beta"
 	b.Comparison.Settings.Family, b.Comparison.Settings.Baseline = "baseline", &base
@@ -381,10 +396,11 @@ func TestManyResultsLegend(t *testing.T) {
 	}
 	for _, f := range figs {
 		if f.Name == "metrics_at_k" || f.Name == "compression_frontier" {
-			// The legend's entries at 10 pt with 4 pt padding need at least this.
-			if need := vg.Points(float64(len(b.ExtractorResults)) * 14); f.h < need {
+			// The legend's entries at 10 pt, 4 pt apart, need at least this.
+			if need := vg.Points(float64(len(b.ExtractorResults)) * 12); f.h < need {
 				t.Errorf("%s: height %v for %d legend entries", f.Name, f.h, len(b.ExtractorResults))
 			}
+			checkTextInside(t, "30 results", f)
 		}
 		if _, err := f.SVG(); err != nil {
 			t.Errorf("%s: %v", f.Name, err)

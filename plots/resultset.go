@@ -16,21 +16,27 @@ import (
 type series struct {
 	r     *results.ExtractorResult
 	label string // figure label (bounded length)
-	style int    // index into palette/glyphs/dashes: run order
+	style int    // run-order index: colour, marker and dash (styleOf)
 }
 
-func (s series) color() color.Color { return palette[s.style%len(palette)] }
+func (s series) color() color.Color {
+	c, _, _ := styleOf(s.style)
+	return palette[c]
+}
+
+// marker is the result's marker shape (see markers).
+func (s series) marker() marker {
+	_, m, _ := styleOf(s.style)
+	return markers[m]
+}
 
 func (s series) lineStyle() draw.LineStyle {
-	return draw.LineStyle{
-		Color:  s.color(),
-		Width:  vg.Points(1.5),
-		Dashes: dashes[(s.style/len(palette))%len(dashes)],
-	}
+	_, _, d := styleOf(s.style)
+	return draw.LineStyle{Color: s.color(), Width: vg.Points(1.5), Dashes: dashes[d]}
 }
 
 func (s series) glyphStyle() draw.GlyphStyle {
-	return draw.GlyphStyle{Color: s.color(), Radius: vg.Points(3), Shape: glyphs[s.style%len(glyphs)]}
+	return draw.GlyphStyle{Color: s.color(), Radius: vg.Points(3), Shape: s.marker()}
 }
 
 // resultSet holds the results in run order (which fixes colours) and in
@@ -64,21 +70,4 @@ func newResultSet(b *results.Benchmark) (*resultSet, error) {
 		rs.primary = rs.results[0].r.Forward.PrimaryMetric
 	}
 	return rs, nil
-}
-
-// legendWidth is the width of the legend strip right of the plot area.
-func legendWidth(entries []series) vg.Length {
-	p := newPlot()
-	w := vg.Length(0)
-	for _, s := range entries {
-		w = max(w, p.Legend.TextStyle.Rectangle(s.label).Max.X)
-	}
-	return w + p.Legend.ThumbnailWidth + vg.Points(24)
-}
-
-// legendHeight bounds the height of a legend of n entries (10 pt text,
-// 4 pt apart) plus the strip's top offset, so figures with many results
-// grow instead of clipping their legend.
-func legendHeight(n int) vg.Length {
-	return vg.Length(n)*vg.Points(10*1.25+4) + vg.Points(40)
 }

@@ -267,7 +267,70 @@ func writeComparison(buf *bytes.Buffer, c *results.Comparison, ranked []*results
 				EscapeMarkdown(bl.Metric), bl.Direction, EscapeMarkdown(pr.A), EscapeMarkdown(pr.B), diff, lo, hi, formatP(raw), formatP(adj), sig, es)
 		}
 	}
+	var notes []string
+	for i := range c.Blocks {
+		bl := &c.Blocks[i]
+		for _, pr := range bl.Pairs {
+			if note, ok := disagreement(c.Settings, bl, pr, EscapeMarkdown); ok {
+				notes = append(notes, note)
+			}
+		}
+	}
+	if len(notes) > 0 {
+		buf.WriteString("\n")
+		for _, n := range notes {
+			buf.WriteString("- " + n + "\n")
+		}
+	}
 	return nil
+}
+
+// disagreement explains, in one sentence, a pair whose confidence interval
+// and Holm-adjusted test disagree: the interval of the difference excludes
+// 0 but the pair is not significant, or it includes 0 but the pair is
+// significant. The interval is a bootstrap interval of the pair alone,
+// not adjusted for the block's other pairs; the test is Holm-adjusted
+// over them (and is a different procedure). ok is false when they agree.
+func disagreement(s results.ComparisonSettings, bl *results.MetricComparison, p results.PairComparison, esc func(string) string) (note string, ok bool) {
+	excludes := p.CI.Low > 0 || p.CI.High < 0
+	if excludes == p.Significant {
+		return "", false
+	}
+	name := p.A + " vs " + p.B
+	lo, err := fixed4(p.CI.Low, name, "ci.low")
+	if err != nil {
+		return "", false
+	}
+	hi, err := fixed4(p.CI.High, name, "ci.high")
+	if err != nil {
+		return "", false
+	}
+	raw, adj := p.RandomizationP, p.RandomizationPAdjusted
+	if s.Test == "ttest" {
+		raw, adj = p.TTestP, p.TTestPAdjusted
+	}
+	level := "95"
+	if s.ConfidenceLevel > 0 {
+		level = strconv.FormatFloat(s.ConfidenceLevel*100, 'g', -1, 64)
+	}
+	pairs := fmt.Sprintf("%d pairs", len(bl.Pairs))
+	if len(bl.Pairs) == 1 {
+		pairs = "1 pair"
+	}
+	head := fmt.Sprintf("%s vs %s (%s, %s): the %s %% interval of the difference, [%s, %s], ",
+		esc(p.A), esc(p.B), esc(bl.Metric), bl.Direction, level, lo, hi)
+	alpha := formatAlpha(s.Alpha)
+	switch {
+	case excludes && raw < s.Alpha:
+		return head + fmt.Sprintf("excludes 0, but after Holm adjustment over %s the %s is not significant at α = %s (p = %s, Holm p = %s): the interval is not adjusted for multiple comparisons.",
+			pairs, testName(s.Test), alpha, formatP(raw), formatP(adj)), true
+	case excludes:
+		return head + fmt.Sprintf("excludes 0, but the %s is not significant at α = %s even before Holm adjustment (p = %s): the bootstrap interval and the test are different procedures and can disagree near the boundary.",
+			testName(s.Test), alpha, formatP(raw)), true
+	default:
+		return head + fmt.Sprintf("includes 0, but the %s is significant at α = %s after Holm adjustment over %s (Holm p = %s): the bootstrap interval and the test are different procedures and can disagree near the boundary.",
+			testName(s.Test), alpha, pairs, formatP(adj)), true
+	}
 }
 
 // formatP writes a p-value with 4 significant digits ("0.0001", "3.2e-08").

@@ -3,18 +3,22 @@ package report
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html"
 	"html/template"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/metrics"
 	"github.com/vertebrae-eval/vertebrae/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
 //go:embed html.tmpl
@@ -39,13 +43,11 @@ func HTML(b *results.Benchmark) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-type keyValue struct {
-	Key, Value string
-	JSON       bool // the value is canonical JSON (set in monospace)
-}
+type keyValue struct{ Key, Value string }
 
 type htmlView struct {
-	Summary     []keyValue
+	Summary     []summaryRow
+	RawJSON     string // dataset identity and metadata as indented canonical JSON, shown collapsed at the end
 	Primary     string
 	Ranking     []htmlRankRow
 	HasCI       bool   // the ranking shows keys, intervals and significance marks
@@ -76,6 +78,7 @@ type htmlBlock struct {
 	NQueries          int
 	Pairs             []htmlPairRow
 	Matrix            *htmlMatrix // more than results.MatrixAbove results, "all" family
+	Notes             []string    // one sentence per pair whose interval and test disagree
 }
 
 // htmlMatrix is a pairwise significance matrix: rows and columns are the
@@ -99,6 +102,7 @@ type htmlMatrixCell struct {
 type htmlPairRow struct {
 	A, B, MeanDiff, CI, P, HolmP, Effect string
 	Significant                          bool
+	Disagrees                            bool // interval and test disagree: a note under the table explains
 }
 
 type htmlCompressionRow struct {
@@ -108,6 +112,15 @@ type htmlCompressionRow struct {
 type htmlFigure struct {
 	Name, Title, Caption string
 	SVG                  template.HTML
+}
+
+// summaryRow is one row of the dataset summary table: a field, a group
+// heading ("identity", "metadata") or a field of a group.
+type summaryRow struct {
+	Key, Value string
+	Group      bool // heading of the rows below it
+	Sub        bool // a field of the group above
+	Mono       bool // a digest, set in monospace
 }
 
 type htmlDetail struct {
@@ -159,7 +172,7 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		v.Primary = ranked[0].Forward.PrimaryMetric
 	}
 	var err error
-	if v.Summary, err = htmlSummary(b); err != nil {
+	if v.Summary, v.RawJSON, err = htmlSummary(b.DatasetSummary); err != nil {
 		return nil, err
 	}
 	colors := plots.Colors(b)
@@ -203,7 +216,7 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg, f.Title)})
+		v.Figures = append(v.Figures, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(svg, f.Title, f.LegibleWidth(minFigureTextPx))})
 	}
 	for i, r := range ranked {
 		d, err := detail(i+1, r, v.Primary)
@@ -215,18 +228,128 @@ func newHTMLView(b *results.Benchmark) (*htmlView, error) {
 	return v, nil
 }
 
-// htmlSummary is the Markdown report's dataset summary (SPEC §2.11 order),
-// unescaped, with the canonical-JSON values marked for monospace.
-func htmlSummary(b *results.Benchmark) ([]keyValue, error) {
-	entries, err := summaryEntries(b.DatasetSummary)
+// htmlSummary lays the dataset summary (SPEC §2.11 order) out as a table:
+// the counts, then the identity and the metadata field by field (nested
+// fields as dotted paths, lists of plain values comma-separated), so the
+// page opens with no raw JSON. The identity and metadata are also
+// returned as indented canonical JSON, which the page shows collapsed at
+// its end.
+func htmlSummary(s retrieval.Summary) ([]summaryRow, string, error) {
+	rows := []summaryRow{
+		{Key: "modality", Value: s.Modality},
+		{Key: "query_modality", Value: s.QueryModality},
+		{Key: "gallery_modality", Value: s.GalleryModality},
+		{Key: "n_queries", Value: strconv.Itoa(s.NQueries)},
+		{Key: "n_gallery", Value: strconv.Itoa(s.NGallery)},
+		{Key: "n_relevance_pairs", Value: strconv.Itoa(s.NRelevancePairs)},
+		{Key: "n_exclusions", Value: strconv.Itoa(s.NExclusions)},
+	}
+	raw, err := canonjson.Marshal(map[string]any{"identity": s.Identity, "metadata": s.Metadata})
 	if err != nil {
-		return nil, fmt.Errorf("HTML report: %w", err)
+		return nil, "", fmt.Errorf("HTML report: dataset summary: %w", err)
 	}
-	out := make([]keyValue, len(entries))
-	for i, e := range entries {
-		out[i] = keyValue{Key: e.Key, Value: e.Value, JSON: e.Key == "identity" || e.Key == "metadata"}
+	var generic struct{ Identity, Metadata any }
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return nil, "", fmt.Errorf("HTML report: dataset summary: %w", err)
 	}
-	return out, nil
+	for _, g := range []struct {
+		name  string
+		v     any
+		first []string // fields shown first, in this order
+	}{
+		{"identity", generic.Identity, []string{"dataset_id", "revision", "manifest_sha256", "mode", "key"}},
+		{"metadata", generic.Metadata, nil},
+	} {
+		fields := flattenJSON("", g.v, g.first)
+		if len(fields) == 0 {
+			rows = append(rows, summaryRow{Key: g.name, Value: "-"})
+			continue
+		}
+		rows = append(rows, summaryRow{Key: g.name, Group: true})
+		rows = append(rows, fields...)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, raw, "", "  "); err != nil {
+		return nil, "", fmt.Errorf("HTML report: dataset summary: %w", err)
+	}
+	return rows, pretty.String(), nil
+}
+
+// hexDigest matches a hash written in hex (set in monospace).
+var hexDigest = regexp.MustCompile(`^[0-9a-f]{32,}$`)
+
+// flattenJSON lists the fields of a decoded JSON value as summary rows:
+// objects by dotted path (keys in first, then in canonical order), lists
+// of plain values comma-separated, other lists by index.
+func flattenJSON(path string, v any, first []string) []summaryRow {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			if path == "" {
+				return nil
+			}
+			return []summaryRow{{Key: path, Value: "(empty)", Sub: true}}
+		}
+		keys := make([]string, 0, len(x))
+		for _, k := range first {
+			if _, ok := x[k]; ok {
+				keys = append(keys, k)
+			}
+		}
+		var rest []string
+		for k := range x {
+			if !slices.Contains(keys, k) {
+				rest = append(rest, k)
+			}
+		}
+		slices.Sort(rest)
+		var rows []summaryRow
+		for _, k := range append(keys, rest...) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			rows = append(rows, flattenJSON(p, x[k], nil)...)
+		}
+		return rows
+	case []any:
+		plain := make([]string, 0, len(x))
+		for _, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				var rows []summaryRow
+				for i, e := range x {
+					rows = append(rows, flattenJSON(fmt.Sprintf("%s[%d]", path, i), e, nil)...)
+				}
+				return rows
+			}
+			plain = append(plain, jsonScalar(e))
+		}
+		if len(plain) == 0 {
+			return []summaryRow{{Key: path, Value: "(empty)", Sub: true}}
+		}
+		return []summaryRow{{Key: path, Value: strings.Join(plain, ", "), Sub: true}}
+	}
+	val := jsonScalar(v)
+	return []summaryRow{{Key: path, Value: val, Sub: true, Mono: hexDigest.MatchString(val)}}
+}
+
+// jsonScalar writes a decoded JSON scalar: strings as they are, numbers as
+// canonical JSON wrote them.
+func jsonScalar(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case json.Number:
+		return x.String()
+	}
+	return fmt.Sprint(v)
 }
 
 // compressionRow holds the cells of the Markdown compression table.
@@ -389,12 +512,21 @@ func worstKeys(keys []string, primary string, ks []string) []string {
 // leaving them out keeps every "http://" out of the page).
 var svgProlog = regexp.MustCompile(`<\?xml[^>]*\?>\s*|<!--[^>]*-->\s*|\s+xmlns(:xlink)?="[^"]*"`)
 
+// minFigureTextPx is the smallest size, in CSS pixels, figure text may
+// shrink to when a figure is scaled down to a narrow screen; below the
+// width that keeps it (plots.Figure.LegibleWidth) the figure scrolls
+// sideways in its own box instead.
+const minFigureTextPx = 9
+
 // inlineSVG prepares a figure rendered by package plots, whose text
 // content gonum escapes, for inclusion in the page as markup, labelled for
-// screen readers with its (escaped) title.
-func inlineSVG(svg []byte, title string) template.HTML {
+// screen readers with its (escaped) title. The page scales it down to the
+// width of the screen (max-width: 100 %) but not below minWidth CSS
+// pixels, where its text would become illegible.
+func inlineSVG(svg []byte, title string, minWidth float64) template.HTML {
 	out := svgProlog.ReplaceAll(svg, nil)
-	out = bytes.Replace(out, []byte("<svg "), []byte(`<svg role="img" aria-label="`+html.EscapeString(title)+`" `), 1)
+	attrs := `<svg role="img" aria-label="` + html.EscapeString(title) + `" style="min-width:` + strconv.Itoa(int(math.Ceil(minWidth))) + `px" `
+	out = bytes.Replace(out, []byte("<svg "), []byte(attrs), 1)
 	return template.HTML(out) // generated markup, texts escaped by vgsvg
 }
 
@@ -475,6 +607,10 @@ func addComparison(v *htmlView, b *results.Benchmark, ranked []*results.Extracto
 				if row.Effect, err = fixed4(*p.EffectSize, name, "effect_size"); err != nil {
 					return err
 				}
+			}
+			if note, ok := disagreement(st, blk, p, func(s string) string { return s }); ok {
+				row.Disagrees = true
+				hb.Notes = append(hb.Notes, note)
 			}
 			hb.Pairs = append(hb.Pairs, row)
 		}

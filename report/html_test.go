@@ -83,7 +83,22 @@ func TestHTMLContent(t *testing.T) {
 	for _, want := range []string{
 		`<h2 id="dataset">Dataset summary</h2>`,
 		`<tr><th scope="row">n_exclusions</th><td>1</td></tr>`,
-		`<td class="json">{&#34;n&#34;:1.5,&#34;source&#34;:&#34;unit &lt;test&gt;&#34;}</td>`, // canonical JSON, then HTML-escaped
+		// Identity and metadata field by field, HTML-escaped; their JSON only
+		// in the collapsed block at the end.
+		`<tr class="group"><th scope="rowgroup" colspan="2">identity</th></tr>
+<tr class="sub"><th scope="row">dataset_id</th><td>toy</td></tr>
+<tr class="sub"><th scope="row">revision</th><td>v1</td></tr>
+<tr class="sub"><th scope="row">mode</th><td>declared</td></tr>
+<tr class="sub"><th scope="row">key</th><td>ab12</td></tr>
+<tr class="sub"><th scope="row">schema_version</th><td>2</td></tr>
+<tr class="group"><th scope="rowgroup" colspan="2">metadata</th></tr>
+<tr class="sub"><th scope="row">n</th><td>1.5</td></tr>
+<tr class="sub"><th scope="row">source</th><td>unit &lt;test&gt;</td></tr>`,
+		`<details class="raw">
+<summary>Dataset identity and metadata as JSON</summary>
+<pre>{
+  &#34;identity&#34;: {
+    &#34;dataset_id&#34;: &#34;toy&#34;,`,
 		`<th>key</th><th class="num">rank</th>`,
 		`<th class="num">95 % CI</th>`,
 		// Key a beats key c: superscript "c" on its primary metric, with its interval.

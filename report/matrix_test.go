@@ -18,6 +18,17 @@ import (
 // by package comparison with the default options (every result).
 func manyResults(t *testing.T, n int, opt comparison.Options) *results.Benchmark {
 	t.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("r%02d", i+1)
+	}
+	return manyNamedResults(t, names, opt)
+}
+
+// manyNamedResults is manyResults with the given result names.
+func manyNamedResults(t *testing.T, names []string, opt comparison.Options) *results.Benchmark {
+	t.Helper()
+	n := len(names)
 	b := &results.Benchmark{
 		DatasetSummary: retrieval.Summary{Modality: "retrieval", NQueries: 24, NGallery: 24,
 			Identity: map[string]any{"mode": "declared"}, Metadata: map[string]any{}},
@@ -41,7 +52,7 @@ func manyResults(t *testing.T, n int, opt comparison.Options) *results.Benchmark
 		}
 		m := sum / 24
 		b.ExtractorResults = append(b.ExtractorResults, &results.ExtractorResult{
-			Name: fmt.Sprintf("r%02d", i+1), Forward: score("ndcg@1", vals(m, m, m, m, m, m), rows...), PrimaryScore: m,
+			Name: names[i], Forward: score("ndcg@1", vals(m, m, m, m, m, m), rows...), PrimaryScore: m,
 			CompressionMetadata: map[string]any{"method": "none"},
 		})
 	}
