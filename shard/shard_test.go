@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -144,4 +145,49 @@ func TestMergeMissingShardAndUnknownEndpoint(t *testing.T) {
 
 func containsKey(err error, key string) bool {
 	return err != nil && strings.Contains(err.Error(), key)
+}
+
+// A shard whose data disagree with its own metadata (an array with more
+// rows than its metadata declares) fails the merge naming the shard and
+// the endpoint, not only the row assembler.
+func TestMergeErrorNamesTheShard(t *testing.T) {
+	q, _ := matrix.NewDense64(2, 2, []float64{1, 0, 0, 1})
+	g, _ := matrix.NewDense64(4, 2, []float64{1, 0, 0, 1, 1, 1, 2, 1})
+	ds := dataset(t, q, g)
+	st := artifact.New(mem.New())
+	ctx := context.Background()
+	entry := extract.Entry{Extractor: &extract.Precomputed{ExtractorName: "t", Query: q, Gallery: g}}
+	p, _ := NewPlan("run.yaml", nil, ds, 2)
+	pe, err := PlanExtractor(ctx, st, ds, "t", entry, 0, p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Extractors = append(p.Extractors, pe)
+	pe2, ep, _ := p.Endpoint("t", artifact.SideGallery)
+	for _, sh := range ep.Shards {
+		m, ids, _ := Encode(ctx, ds, entry, false, ep.Side, sh)
+		if err := Write(ctx, st, pe2, ep, sh, entry.Extractor.Recipe(), m, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Shard 1 again, its metadata unchanged, its array one row longer.
+	key := ep.Shards[1].OutputKey
+	_, md, err := st.LoadArray(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(md, &meta); err != nil {
+		t.Fatal(err)
+	}
+	long, _ := matrix.NewDense64(3, 2, []float64{0, 1, 2, 1, 5, 5})
+	if err := st.WriteArray(ctx, key, artifact.FromMatrix(long), meta); err != nil {
+		t.Skipf("the store refuses an array that disagrees with its metadata, so merge cannot meet one: %v", err)
+	}
+	_, _, err = WriteMerged(ctx, st, pe2, ep)
+	// (The endpoint key is a prefix of the shard key, so the message must
+	// say which merge step failed, not only carry the keys.)
+	if err == nil || !containsKey(err, key) || !strings.Contains(err.Error(), "merge shard 1 of 2 (artifact "+key+") into "+ep.OutputKey) {
+		t.Errorf("merge of an inconsistent shard: %v; want an error naming shard 1 of 2, %s and %s", err, key, ep.OutputKey)
+	}
 }
