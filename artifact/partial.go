@@ -295,7 +295,11 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 		return nil, nil, err
 	}
 	if doc.Reverse != nil {
-		if out.Reverse, err = build(doc.Reverse, evaluate.ReverseRows(problem, ng), ng, nq, data[2*nf:]); err != nil {
+		rp, err := evaluate.ReverseFor(problem, j.cfg, ng)
+		if err != nil {
+			return nil, nil, err
+		}
+		if out.Reverse, err = build(doc.Reverse, rp, len(rp.QueryIDs), nq, data[2*nf:]); err != nil {
 			return nil, nil, err
 		}
 	} else if len(data) != 2*nf {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
-	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
@@ -206,7 +205,7 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 	}
 	// (7) scorer rules: eligible positives, bidirectional coverage; zero
 	// norms and finiteness are checked by the scorer itself.
-	if err := checkEligible(prot, j.excl, cfg.Bidirectional); err != nil {
+	if err := checkEligible(prot, j.excl, cfg.Bidirectional && !cfg.DropsQueriesWithoutPositives()); err != nil {
 		return nil, checkErr(req.RelevanceKey, err.Error())
 	}
 	if j.pf, err = retrieval.ProtocolFingerprintOf(prot.Doc.ProtocolFingerprint, pairsAny(j.exclPairs), cfg); err != nil {
@@ -323,7 +322,7 @@ func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%s; missing for %s", retrieval.ErrNoReverseRelation.Error(), msgfmt.IDList(missing))
+		return fmt.Errorf("%s", retrieval.NoReverseRelationMessage(missing))
 	}
 	return nil
 }

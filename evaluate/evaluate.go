@@ -118,7 +118,16 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 			seen[name] = true
 		}
 	}
-	if cfg.Bidirectional {
+	// Under queries_without_positives: drop the gallery items without an
+	// eligible reverse relation are skipped as reverse queries (ReverseFor);
+	// at least one must be left.
+	var droppedReverse int
+	if cfg.Bidirectional && cfg.DropsQueriesWithoutPositives() {
+		droppedReverse = len(ds.ReverseQueriesWithoutPositives())
+		if droppedReverse == len(ds.GalleryIDs()) {
+			return nil, &retrieval.InvalidError{Msg: retrieval.ErrNoReverseRelation.Error() + "; no gallery item has one, so no reverse query is left to evaluate"}
+		}
+	} else if cfg.Bidirectional {
 		if err := ds.CheckBidirectional(); err != nil {
 			return nil, err
 		}
@@ -170,7 +179,11 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 	// The summary names the identity key, which may still have been
 	// hashed while the backbones ran.
 	bench.DatasetSummary = ds.Summary()
+	bench.DatasetSummary.NDroppedReverseQueries = droppedReverse
 	bench.Metadata.ProtocolFingerprint = fp
+	if bench.Metadata.TaskDigests, err = ds.TaskDigests(cfg); err != nil {
+		return nil, err
+	}
 	if err := bench.Finalize(); err != nil {
 		return nil, err
 	}
@@ -291,7 +304,11 @@ func Pair(ctx context.Context, p rank.Problem, cfg retrieval.Config, compression
 	}
 	res := &results.ExtractorResult{Forward: fwd, PrimaryScore: fwd.Score}
 	if cfg.Bidirectional {
-		rev, err := Direction(ctx, Reverse(p), cfg, threads, -1)
+		rp, err := ReverseFor(p, cfg, p.Gallery.Rows())
+		if err != nil {
+			return nil, err
+		}
+		rev, err := Direction(ctx, rp, cfg, threads, -1)
 		if err != nil {
 			return nil, err
 		}
@@ -340,6 +357,69 @@ func ReverseRows(p rank.Problem, ng int) rank.Problem {
 		Queries: p.Gallery, Gallery: p.Queries, QueryIDs: p.GalleryIDs, GalleryIDs: p.QueryIDs,
 		Relevance: rel, Exclusions: ex, Classes: classes,
 	}
+}
+
+// ReverseFor is the reverse problem cfg scores for a problem of ng gallery
+// rows: ReverseRows, restricted under queries_without_positives: drop to
+// the gallery rows with an eligible reverse positive (the others stay
+// forward candidates; the queries stay reverse candidates). The restricted
+// problem is exactly the reverse one of a run where those gallery rows are
+// no reverse queries, so its results are too. Matrices absent from p stay
+// absent.
+func ReverseFor(p rank.Problem, cfg retrieval.Config, ng int) (rank.Problem, error) {
+	r := ReverseRows(p, ng)
+	if !cfg.DropsQueriesWithoutPositives() {
+		return r, nil
+	}
+	keep := make([]int, 0, ng)
+	for g := range ng {
+		var ex []int
+		if r.Exclusions != nil {
+			ex = r.Exclusions[g]
+		}
+		n := 0
+		if r.Classes != nil {
+			n = r.Classes.EligibleCount(g, ex)
+		} else {
+			n = len(retrieval.EligiblePositives(r.Relevance[g], ex))
+		}
+		if n > 0 {
+			keep = append(keep, g)
+		}
+	}
+	if len(keep) == ng {
+		return r, nil
+	}
+	if len(keep) == 0 {
+		return rank.Problem{}, &retrieval.InvalidError{Msg: retrieval.ErrNoReverseRelation.Error() + "; no gallery item has one, so no reverse query is left to evaluate"}
+	}
+	out := rank.Problem{Gallery: r.Gallery, GalleryIDs: r.GalleryIDs, QueryIDs: make([]string, len(keep))}
+	for i, g := range keep {
+		out.QueryIDs[i] = r.QueryIDs[g]
+	}
+	if r.Queries != nil {
+		m, err := retrieval.SelectRows(r.Queries, keep)
+		if err != nil {
+			return rank.Problem{}, err
+		}
+		out.Queries = m
+	}
+	if r.Relevance != nil {
+		out.Relevance = make([][]retrieval.Positive, len(keep))
+		for i, g := range keep {
+			out.Relevance[i] = r.Relevance[g]
+		}
+	}
+	if r.Exclusions != nil {
+		out.Exclusions = make([][]int, len(keep))
+		for i, g := range keep {
+			out.Exclusions[i] = r.Exclusions[g]
+		}
+	}
+	if r.Classes != nil {
+		out.Classes = r.Classes.SelectQueries(keep)
+	}
+	return out, nil
 }
 
 // Direction scores one direction and builds its score result (SPEC §5.1).

@@ -30,7 +30,11 @@ func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	}
 	out := &PairPartial{Forward: fwd}
 	if cfg.Bidirectional {
-		if out.Reverse, err = DirectionShard(ctx, Reverse(p), cfg, threads, -1, shard); err != nil {
+		rp, err := ReverseFor(p, cfg, p.Gallery.Rows())
+		if err != nil {
+			return nil, err
+		}
+		if out.Reverse, err = DirectionShard(ctx, rp, cfg, threads, -1, shard); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +103,11 @@ func PairFromPartials(p rank.Problem, cfg retrieval.Config, compressionWarnings 
 		return nil, fmt.Errorf("%w: the reverse partials must be present exactly when the config is bidirectional", rank.ErrPartialMismatch)
 	}
 	if cfg.Bidirectional {
-		r, err := DirectionFromPartials(ReverseRows(p, fwd[0].NGallery), cfg, -1, rev)
+		rp, err := ReverseFor(p, cfg, fwd[0].NGallery)
+		if err != nil {
+			return nil, err
+		}
+		r, err := DirectionFromPartials(rp, cfg, -1, rev)
 		if err != nil {
 			return nil, err
 		}

@@ -149,7 +149,11 @@ type Metadata struct {
 	EmbeddingConfig     map[string]any   `json:"embedding_config"`
 	MemoryConfig        map[string]any   `json:"memory_config"`
 	ProtocolFingerprint string           `json:"protocol_fingerprint"`
-	VertebraeVersion    string           `json:"vertebrae_version"`
+	// TaskDigests are the canonical hashes of the task's components
+	// (query_ids, gallery_ids, relevance, exclusions, retrieval_config;
+	// SPEC §6.6), so a refusal to compare names what differs.
+	TaskDigests      map[string]string `json:"task_digests,omitempty"`
+	VertebraeVersion string            `json:"vertebrae_version"`
 }
 
 // Benchmark is SPEC §5.3 (and the §5.4 report when marshalled).

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/confval"
 )
@@ -38,7 +40,15 @@ type Config struct {
 	WorstQueries           int    `json:"worst_queries"`
 	Gain                   string `json:"gain"`
 	Precision              string `json:"precision"`
+	// QueriesWithoutPositives is SPEC §3.1 queries_without_positives:
+	// "" (the default, written "error") or "drop". It is recorded and
+	// fingerprinted only when "drop", so default protocols keep their
+	// fingerprints.
+	QueriesWithoutPositives string `json:"queries_without_positives,omitempty"`
 }
+
+// DropsQueriesWithoutPositives reports queries_without_positives: drop.
+func (c Config) DropsQueriesWithoutPositives() bool { return c.QueriesWithoutPositives == "drop" }
 
 // DefaultConfig returns the defaults of SPEC §3.1.
 func DefaultConfig() Config {
@@ -77,7 +87,38 @@ func (c Config) Clone() Config {
 	return c
 }
 
-var primaryRe = regexp.MustCompile(`^ndcg@([0-9]+)$`)
+// PrimaryMetrics returns the metrics that may be the primary metric under
+// cut-offs ks: every reported metric (MetricKeys): mrr, map, and
+// precision@K, recall@K, hit_rate@K and ndcg@K for each K in ks.
+func PrimaryMetrics(ks []int) []string { return Config{Ks: ks}.MetricKeys() }
+
+var atKRe = regexp.MustCompile(`^(precision|recall|hit_rate|ndcg)@([0-9]+)$`)
+
+// PrimaryMetricProblem returns "" when metric may be the primary metric
+// under ks, and otherwise what is wrong, without naming the setting, so
+// that each front end can prefix its own name ("RetrievalConfig.primary_metric",
+// "--primary", "retrieval.primary_metric"): `must be one of <choices>; got
+// "<metric>"`, with a hint when only the cut-off is missing from ks. ksName
+// is how the reader knows the cut-off list ("ks", "--k").
+func PrimaryMetricProblem(metric string, ks []int, ksName string) string {
+	valid := PrimaryMetrics(ks)
+	if slices.Contains(valid, metric) {
+		return ""
+	}
+	msg := fmt.Sprintf("must be one of %s; got %q", strings.Join(valid, ", "), metric)
+	lower := strings.ToLower(strings.TrimSpace(metric))
+	switch m := atKRe.FindStringSubmatch(lower); {
+	case lower != metric && slices.Contains(valid, lower):
+		msg += fmt.Sprintf(" (metric names are lower case: %s)", lower)
+	case m != nil:
+		if k, err := strconv.Atoi(m[2]); err == nil && strconv.Itoa(k) != m[2] {
+			msg += " (write the cut-off without leading zeros)"
+		} else {
+			msg += fmt.Sprintf(" (the cut-off %s is not in %s)", m[2], ksName)
+		}
+	}
+	return msg
+}
 
 // Validate checks every rule of SPEC §3.2, field by field in table order.
 func (c Config) Validate() error {
@@ -99,12 +140,8 @@ func (c Config) Validate() error {
 		}
 		seen[k] = true
 	}
-	m := primaryRe.FindStringSubmatch(c.PrimaryMetric)
-	if m == nil {
-		return configErr("primary_metric", "RetrievalConfig.primary_metric must be ndcg@K for some K in ks; got %q", c.PrimaryMetric)
-	}
-	if k, err := strconv.Atoi(m[1]); err != nil || !seen[k] || strconv.Itoa(k) != m[1] {
-		return configErr("primary_metric", "RetrievalConfig.primary_metric must be ndcg@K for some K in ks; got %q", c.PrimaryMetric)
+	if p := PrimaryMetricProblem(c.PrimaryMetric, c.Ks, "ks"); p != "" {
+		return configErr("primary_metric", "RetrievalConfig.primary_metric %s", p)
 	}
 	if c.QueryBatchSize < 1 {
 		return configErr("query_batch_size", "RetrievalConfig.query_batch_size must be >= 1; got %d", c.QueryBatchSize)
@@ -127,6 +164,11 @@ func (c Config) Validate() error {
 	case PrecisionF64, PrecisionF32:
 	default:
 		return configErr("precision", "RetrievalConfig.precision must be float64 or float32; got %q", c.Precision)
+	}
+	switch c.QueriesWithoutPositives {
+	case "", "error", "drop":
+	default:
+		return configErr("queries_without_positives", "RetrievalConfig.queries_without_positives must be error or drop; got %q", c.QueriesWithoutPositives)
 	}
 	return nil
 }
@@ -160,7 +202,7 @@ func (c Config) AsMap() map[string]any {
 	if c.MaxPairwiseComparisons != nil {
 		guard = *c.MaxPairwiseComparisons
 	}
-	return map[string]any{
+	m := map[string]any{
 		"similarity":               c.Similarity,
 		"ks":                       ks,
 		"primary_metric":           c.PrimaryMetric,
@@ -172,6 +214,10 @@ func (c Config) AsMap() map[string]any {
 		"gain":                     c.Gain,
 		"precision":                c.Precision,
 	}
+	if c.DropsQueriesWithoutPositives() {
+		m["queries_without_positives"] = "drop"
+	}
+	return m
 }
 
 // ConfigFromMap builds a Config from decoded JSON/YAML (defaults for absent
@@ -190,6 +236,10 @@ func ConfigFromMap(m map[string]any) (Config, error) {
 			c.Gain, err = asString(k, v)
 		case "precision":
 			c.Precision, err = asString(k, v)
+		case "queries_without_positives":
+			if c.QueriesWithoutPositives, err = asString(k, v); c.QueriesWithoutPositives == "error" {
+				c.QueriesWithoutPositives = "" // the default, fingerprinted as such
+			}
 		case "bidirectional":
 			b, ok := v.(bool)
 			if !ok {

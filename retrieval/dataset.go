@@ -41,6 +41,8 @@ type DatasetInputs struct {
 
 	materialiseLabels  bool
 	backgroundIdentity bool
+	dropUnjudged       bool            // queries_without_positives: drop (SPEC §2.6, §3.1)
+	idsOnlyIdentity    bool            // content identity without endpoint values (SPEC §6.3)
 	ctx                context.Context // nil: never cancelled
 }
 
@@ -68,6 +70,24 @@ func WithMaterialisedLabels() Option { return func(in *DatasetInputs) { in.mater
 // caller must keep the endpoints' storage (file mappings) alive until
 // WaitIdentity returns.
 func WithBackgroundIdentity() Option { return func(in *DatasetInputs) { in.backgroundIdentity = true } }
+
+// WithDropQueriesWithoutPositives removes the queries left with no eligible
+// positive (after exclusions) instead of failing (SPEC §2.6,
+// queries_without_positives: drop): the dataset is exactly the one built
+// from the judged queries alone (same IDs, relevance, exclusions, query
+// rows), so every kept query scores as it would there. DroppedQueries lists
+// the removed IDs. A dataset left with no query fails.
+func WithDropQueriesWithoutPositives() Option {
+	return func(in *DatasetInputs) { in.dropUnjudged = true }
+}
+
+// WithIDsOnlyIdentity makes a content identity ignore the endpoint values:
+// each endpoint's digest is {"kind":"ids","count":n}, as for an IDs-only
+// dataset (SPEC §6.3). Datasets with the same IDs, relevance, exclusions,
+// modalities and metadata then share one identity key whatever embeddings
+// they hold, so separately evaluated backbones compare. Callers that cache
+// by dataset identity must key the endpoint values elsewhere (the recipe).
+func WithIDsOnlyIdentity() Option { return func(in *DatasetInputs) { in.idsOnlyIdentity = true } }
 
 // WithContext makes construction stop with ctx's error once ctx is done:
 // the long loops (finite checks, IDs, labels, records, the identity hash)
@@ -98,6 +118,8 @@ type Dataset struct {
 	metadata    map[string]any
 	identity    Identity
 	key         *pendingKey // the identity key, possibly still being hashed
+	idsOnly     bool        // content identity without endpoint values (WithIDsOnlyIdentity)
+	dropped     []string    // IDs of the queries removed by WithDropQueriesWithoutPositives
 }
 
 // NewDataset validates inputs and relevance in the order of SPEC §2.10 and
@@ -218,7 +240,14 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 		md["leave_one_out"] = leaveOneOut
 	}
 	d.metadata = md
-	// (8) eligible positives.
+	// (8) eligible positives (the queries without one are removed first
+	// when the caller asked for it).
+	var keep []int
+	if in.dropUnjudged {
+		if keep, err = d.dropQueriesWithoutPositives(); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.checkEligiblePositives(); err != nil {
 		return nil, err
 	}
@@ -227,11 +256,17 @@ func build(in DatasetInputs, rel Relevance, leaveOneOut bool) (*Dataset, error) 
 	}
 	d.queries = cloneItems(in.Queries)
 	d.gallery = cloneItems(in.Gallery)
-	if leaveOneOut {
+	if leaveOneOut && keep == nil {
 		d.gallery = d.queries
+	}
+	if keep != nil {
+		if d.queries, err = selectItems(d.queries, keep); err != nil {
+			return nil, err
+		}
 	}
 	// (9) identity key.
 	d.identity = in.Identity
+	d.idsOnly = in.idsOnlyIdentity
 	if in.backgroundIdentity && in.Identity.deferrable(d) {
 		// Hashing a large content identity (every stored value) cannot
 		// fail here: it runs while the caller goes
@@ -548,9 +583,11 @@ func EligiblePositives(pos []Positive, excluded []int) []Positive {
 	return out
 }
 
-// MissingPositivesMessage is the §2.6 message for the given query IDs.
+// MissingPositivesMessage is the §2.6 message for the given query IDs; it
+// ends with the way out (the flag, and the run-file key).
 func MissingPositivesMessage(ids []string) string {
-	return "Every query must retain at least one eligible positive relevance after exclusions; missing for " + msgfmt.IDList(ids)
+	return "Every query must retain at least one eligible positive relevance after exclusions; missing for " + msgfmt.IDList(ids) +
+		" (pass --drop-queries-without-positives to evaluate only the judged queries; in a run file, retrieval: {queries_without_positives: drop})"
 }
 
 func (d *Dataset) checkEligiblePositives() error {
@@ -682,6 +719,15 @@ var ErrNoReverseRelation = errors.New("bidirectional retrieval requires every ga
 // CheckBidirectional verifies that every gallery item has an eligible
 // reverse relation (SPEC §4.8); run it before any extractor.
 func (d *Dataset) CheckBidirectional() error {
+	if missing := d.ReverseQueriesWithoutPositives(); len(missing) > 0 {
+		return &InvalidError{Msg: NoReverseRelationMessage(missing)}
+	}
+	return nil
+}
+
+// reverseEligible reports for every gallery row whether it has an eligible
+// reverse relation.
+func (d *Dataset) reverseEligible() []bool {
 	has := make([]bool, len(d.galleryIDs))
 	if c := d.labels; c != nil {
 		has = c.ReverseEligible(d.exclusions)
@@ -691,14 +737,5 @@ func (d *Dataset) CheckBidirectional() error {
 			has[p.Index] = true
 		}
 	}
-	var missing []string
-	for g, ok := range has {
-		if !ok {
-			missing = append(missing, d.galleryIDs[g])
-		}
-	}
-	if len(missing) > 0 {
-		return &InvalidError{Msg: ErrNoReverseRelation.Error() + "; missing for " + msgfmt.IDList(missing)}
-	}
-	return nil
+	return has
 }

@@ -78,7 +78,7 @@ func (id Identity) payload() map[string]any {
 // endpoints, whose hashing cannot fail once d is validated (every value is
 // encodable: IDs, digests, finite grades, checked metadata).
 func (id Identity) deferrable(d *Dataset) bool {
-	if id.err != nil || id.mode != "content" {
+	if id.err != nil || id.mode != "content" || d.idsOnly {
 		return false
 	}
 	for _, it := range []Items{d.queries, d.gallery} {
@@ -131,6 +131,12 @@ func (d *Dataset) contentSnapshot(ctx context.Context) (map[string]any, error) {
 	// The two digests are independent: the gallery's is computed on another
 	// goroutine, and a leave-one-out dataset (one collection as both
 	// endpoints) hashes its rows once.
+	if d.idsOnly {
+		// SPEC §6.3: the IDs-only digests; the values identify the result
+		// (its recipe), not the task.
+		return d.snapshot(map[string]any{"kind": "ids", "count": d.queries.Len()},
+			map[string]any{"kind": "ids", "count": d.gallery.Len()}), nil
+	}
 	var gd map[string]any
 	var gerr error
 	done := make(chan struct{})
@@ -149,6 +155,12 @@ func (d *Dataset) contentSnapshot(ctx context.Context) (map[string]any, error) {
 	} else if gerr != nil {
 		return nil, gerr
 	}
+	return d.snapshot(qd, gd), nil
+}
+
+// snapshot is the content snapshot of SPEC §2.9 with the given endpoint
+// digests.
+func (d *Dataset) snapshot(qd, gd map[string]any) map[string]any {
 	return map[string]any{
 		"query_ids":        canonjson.Strings(d.queryIDs),
 		"gallery_ids":      canonjson.Strings(d.galleryIDs),
@@ -159,7 +171,31 @@ func (d *Dataset) contentSnapshot(ctx context.Context) (map[string]any, error) {
 		"query_modality":   d.queries.Modality(),
 		"gallery_modality": d.gallery.Modality(),
 		"metadata":         d.metadata,
-	}, nil
+	}
+}
+
+// TaskDigests are the canonical hashes of the components of the evaluated
+// task (SPEC §6.6 metadata.task_digests): query_ids, gallery_ids, relevance
+// (the §2.9 snapshot form: triples, or the label form), exclusions and
+// retrieval_config (its protocol fields). Two reports whose dataset
+// identities or protocol fingerprints differ name the components that do.
+func (d *Dataset) TaskDigests(cfg Config) (map[string]string, error) {
+	parts := map[string]any{
+		"query_ids":        canonjson.Strings(d.queryIDs),
+		"gallery_ids":      canonjson.Strings(d.galleryIDs),
+		"relevance":        d.snapshotRelevance(),
+		"exclusions":       d.exclusionPairs(),
+		"retrieval_config": cfg.ProtocolFields(),
+	}
+	out := make(map[string]string, len(parts))
+	for k, v := range parts {
+		h, err := canonjson.Hash(v)
+		if err != nil {
+			return nil, fmt.Errorf("task digest %s: %w", k, err)
+		}
+		out[k] = h
+	}
+	return out, nil
 }
 
 func stringsAny(s []string) []any {
@@ -322,15 +358,23 @@ func copyJSONValue(v any) (any, error) {
 
 // Summary is the dataset summary of SPEC §2.11, in its field order.
 type Summary struct {
-	Modality        string         `json:"modality"`
-	QueryModality   string         `json:"query_modality"`
-	GalleryModality string         `json:"gallery_modality"`
-	NQueries        int            `json:"n_queries"`
-	NGallery        int            `json:"n_gallery"`
-	NRelevancePairs int            `json:"n_relevance_pairs"`
-	NExclusions     int            `json:"n_exclusions"`
-	Identity        map[string]any `json:"identity"`
-	Metadata        map[string]any `json:"metadata"`
+	Modality        string `json:"modality"`
+	QueryModality   string `json:"query_modality"`
+	GalleryModality string `json:"gallery_modality"`
+	NQueries        int    `json:"n_queries"`
+	NGallery        int    `json:"n_gallery"`
+	NRelevancePairs int    `json:"n_relevance_pairs"`
+	NExclusions     int    `json:"n_exclusions"`
+	// NDroppedQueries counts the queries removed for having no eligible
+	// positive (queries_without_positives: drop, SPEC §3.1); omitted when 0.
+	NDroppedQueries int `json:"n_dropped_queries,omitempty"`
+	// NDroppedReverseQueries counts the gallery items skipped as reverse
+	// queries for having no eligible reverse relation (bidirectional with
+	// queries_without_positives: drop); omitted when 0. Dataset.Summary
+	// leaves it 0: the run sets it, as only it knows the direction.
+	NDroppedReverseQueries int            `json:"n_dropped_reverse_queries,omitempty"`
+	Identity               map[string]any `json:"identity"`
+	Metadata               map[string]any `json:"metadata"`
 }
 
 // Summary returns the dataset summary.
@@ -349,7 +393,7 @@ func (d *Dataset) Summary() Summary {
 	return Summary{
 		Modality: "retrieval", QueryModality: d.queries.Modality(), GalleryModality: d.gallery.Modality(),
 		NQueries: len(d.queryIDs), NGallery: len(d.galleryIDs), NRelevancePairs: pairs,
-		NExclusions: d.nExclusions, Identity: ident, Metadata: d.Metadata(),
+		NExclusions: d.nExclusions, NDroppedQueries: len(d.dropped), Identity: ident, Metadata: d.Metadata(),
 	}
 }
 

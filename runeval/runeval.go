@@ -74,7 +74,7 @@ func ParseTies(s string) (Ties, error) {
 // start from DefaultOptions.
 type Options struct {
 	Ks            []int  // cut-offs, order kept (SPEC §3.1)
-	PrimaryMetric string // ndcg@K with K in Ks
+	PrimaryMetric string // a reported metric: mrr, map, or precision/recall/hit_rate/ndcg@K with K in Ks
 	Gain          string // retrieval.GainExponential or retrieval.GainLinear
 	Ties          Ties
 	Name          string // result name; "" = the tag of the first run line

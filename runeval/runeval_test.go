@@ -317,7 +317,7 @@ func TestOptionErrors(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{opts([]int{1, 5}, "ndcg@10", "exponential", TiesTREC), "RetrievalConfig.primary_metric must be ndcg@K for some K in ks"},
+		{opts([]int{1, 5}, "ndcg@10", "exponential", TiesTREC), `RetrievalConfig.primary_metric must be one of mrr, map, precision@1, recall@1, hit_rate@1, ndcg@1, precision@5, recall@5, hit_rate@5, ndcg@5; got "ndcg@10"`},
 		{opts([]int{0}, "ndcg@0", "exponential", TiesTREC), "RetrievalConfig.ks entries must be >= 1"},
 		{opts(nil, "ndcg@10", "exponential", TiesTREC), "RetrievalConfig.ks must not be empty"},
 		{opts([]int{1}, "ndcg@1", "cubic", TiesTREC), "RetrievalConfig.gain must be exponential or linear"},

@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 
 		// Config sections: errors of the shared constructors carry the section's line.
 		{"retrieval empty ks", base + "retrieval:\n  similarity: dot\n  ks: []\n", 8, "RetrievalConfig.ks must not be empty"},
-		{"retrieval bad primary", base + "retrieval: {ks: [1, 5], primary_metric: ndcg@10}\n", 8, "RetrievalConfig.primary_metric must be ndcg@K for some K in ks"},
+		{"retrieval bad primary", base + "retrieval: {ks: [1, 5], primary_metric: ndcg@10}\n", 8, `retrieval.primary_metric must be one of mrr, map, precision@1, recall@1, hit_rate@1, ndcg@1, precision@5, recall@5, hit_rate@5, ndcg@5; got "ndcg@10" (the cut-off 10 is not in retrieval.ks)`},
 		{"retrieval as list", base + "retrieval: [1]\n", 8, "retrieval must be a mapping"},
 		{"memory bad fraction", base + "memory:\n  max_fraction: 2\n", 8, "MemoryConfig.max_fraction must be in (0, 1]"},
 		{"memory bad type", base + "memory: {allow_disk_spill: maybe}\n", 8, "MemoryConfig.allow_disk_spill must be a bool"},

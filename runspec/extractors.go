@@ -107,6 +107,16 @@ func (e *Extractor) StringMap(key string) map[string]string {
 	return out
 }
 
+// TextPrefix returns the text_prefix option (SPEC §9.4): the strings
+// prepended to every query and every gallery text before encoding; both ""
+// when absent. Pass them to extract.WithTextPrefix.
+func (e *Extractor) TextPrefix() (query, gallery string) {
+	m, _ := e.Options["text_prefix"].(map[string]any)
+	query, _ = m["query"].(string)
+	gallery, _ = m["gallery"].(string)
+	return query, gallery
+}
+
 // Duration returns a duration option, or def when absent (see ParseDuration).
 func (e *Extractor) Duration(key string, def time.Duration) time.Duration {
 	v, ok := e.Options[key]
@@ -168,6 +178,7 @@ const (
 	optModality                   // modality token
 	optModalityMap                // mapping of branch name to modality token
 	optEnum                       // one of enum
+	optTextPrefix                 // mapping with keys query and/or gallery, string values (may be empty)
 )
 
 type optSpec struct {
@@ -194,11 +205,12 @@ var (
 	pooling    = optSpec{kind: optEnum, enum: []string{"cls", "mean"}}
 	provider   = optSpec{kind: optEnum, enum: []string{"cpu", "cuda"}}
 	library    = optSpec{kind: optLibrary}
+	textPrefix = optSpec{kind: optTextPrefix}
 	hostedOpts = map[string]optSpec{
 		"base_url": {kind: optURL}, "model": str, "dimensions": posInt, "api_key_env": str,
 		"batch_size": posInt, "max_concurrency": posInt, "max_retries": nonNegInt,
 		"initial_backoff": duration, "max_backoff": duration, "request_timeout": duration,
-		"headers": {kind: optStringMap}, "cache_identity": str,
+		"headers": {kind: optStringMap}, "cache_identity": str, "text_prefix": textPrefix,
 	}
 	onnxCommon = map[string]optSpec{
 		"model_dir": pathOpt, "batch_size": posInt, "intra_op_threads": nonNegInt,
@@ -229,14 +241,14 @@ var typeSpecs = map[string]typeSpec{
 		"command": {kind: optArgv}, "env": {kind: optStringMap}, "dir": pathOpt,
 		"modality": {kind: optModality}, "branches": {kind: optModalityMap},
 		"batch_size": posInt, "streaming_safe": {kind: optBool}, "timeout": duration,
-		"cache_identity": str, "persistent": {kind: optBool},
+		"cache_identity": str, "persistent": {kind: optBool}, "text_prefix": textPrefix,
 	}, required: []string{"command"}},
 	TypeONNXDualEncoder: {opts: with(onnxCommon, map[string]optSpec{
 		"text_model": pathOpt, "vision_model": pathOpt, "text_output": str, "image_output": str,
-		"max_length": posInt, "padding": padding,
+		"max_length": posInt, "padding": padding, "text_prefix": textPrefix,
 	}), required: []string{"model_dir"}, branches: []string{"image_branch", "text_branch"}},
 	TypeONNXText: {opts: with(onnxCommon, map[string]optSpec{
-		"max_length": posInt, "padding": padding, "output": str,
+		"max_length": posInt, "padding": padding, "output": str, "text_prefix": textPrefix,
 	}), required: []string{"model_dir"}},
 	TypeONNXImage: {opts: with(onnxCommon, map[string]optSpec{
 		"output": str,
@@ -386,6 +398,15 @@ func (s *Spec) checkExtractor(p *parser, o *object, e *Extractor, ts typeSpec) e
 		} else if _, ok := e.Options["modality"]; !ok {
 			return p.errorf(o.line, "extractor %s: option modality is required for type command (or branches)", e.Name)
 		}
+		if _, ok := e.Options["text_prefix"]; ok {
+			text := e.Str("modality") == "text"
+			for _, m := range bm {
+				text = text || m == "text"
+			}
+			if !text {
+				return e.Errorf("text_prefix", "text_prefix applies to text inputs, but the command serves no text modality")
+			}
+		}
 	}
 	switch {
 	case branches == nil && e.Branched():
@@ -505,6 +526,23 @@ func (p *parser) option(o *object, f field, spec optSpec) (any, error) {
 		}
 		if spec.kind == optModalityMap && len(m) == 0 {
 			return nil, bad(" must name at least one branch")
+		}
+		return m, nil
+	case optTextPrefix:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, bad(" must be a mapping {query: ..., gallery: ...}; got %s", describe(f.val))
+		}
+		if len(m) == 0 {
+			return nil, bad(" must set query or gallery")
+		}
+		for _, k := range sortedKeys(m) {
+			if k != "query" && k != "gallery" {
+				return nil, bad(" has no key %q (keys: query, gallery)", k)
+			}
+			if _, ok := m[k].(string); !ok {
+				return nil, bad(".%s must be a string (quote it); got %v", k, m[k])
+			}
 		}
 		return m, nil
 	case optModality:

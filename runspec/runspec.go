@@ -425,11 +425,23 @@ func (s *Spec) parseRetrieval(p *parser, top *object) error {
 	if err != nil || o == nil {
 		return err
 	}
-	m, err := p.configMap(o, "RetrievalConfig", retrieval.DefaultConfig().AsMap())
+	known := retrieval.DefaultConfig().AsMap()
+	// Recorded only when set, so the default's map leaves it out.
+	known["queries_without_positives"] = "error"
+	m, err := p.configMap(o, "RetrievalConfig", known)
 	if err != nil {
 		return err
 	}
 	if s.Retrieval, err = retrieval.ConfigFromMap(m); err != nil {
+		// A bad primary metric names the run-file key and lists the valid
+		// choices under this file's ks (still a ConfigError: exit 2).
+		var ce *retrieval.ConfigError
+		if errors.As(err, &ce) && ce.Field == "primary_metric" {
+			if pm, ok := m["primary_metric"].(string); ok {
+				err = &retrieval.ConfigError{Field: ce.Field, Msg: "retrieval.primary_metric " + retrieval.PrimaryMetricProblem(pm, s.Retrieval.Ks, "retrieval.ks")}
+				return p.wrap(o.lineOf("primary_metric"), err)
+			}
+		}
 		return p.wrap(o.line, err)
 	}
 	return nil

@@ -183,7 +183,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	}
 	if cfg.CacheDir != "" {
 		if strings.TrimSpace(cfg.CacheIdentity) == "" {
-			return nil, fmt.Errorf("hosted: a vector cache (%s) needs a cache_identity: without one a changed model behind the same URL would be served stale vectors (SPEC §9.5)", cfg.CacheDir)
+			return nil, fmt.Errorf("hosted: a vector cache (%s) needs a cache_identity: without one a changed model behind the same URL would be served stale vectors", cfg.CacheDir)
 		}
 		// Creating the directory now surfaces an unwritable location before
 		// any request is paid for.

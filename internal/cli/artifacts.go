@@ -202,7 +202,7 @@ func newWriteRelevanceCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var spec, outputKey string
 	cmd := &cobra.Command{
-		Use: "write-relevance", Short: "Write the relevance artifact of a run file's dataset (SPEC §10.6)", Args: noArgs,
+		Use: "write-relevance", Short: "Write the relevance artifact of a run file's dataset", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkKeys(outputKey); err != nil {
 				return err
@@ -253,7 +253,7 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 	var spec, only, onnxLib string
 	var total int
 	cmd := &cobra.Command{
-		Use: "plan", Short: "Resolve endpoint keys, cache status and extraction shards of a run file (SPEC §11.2)", Args: noArgs,
+		Use: "plan", Short: "Resolve endpoint keys, cache status and extraction shards of a run file", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if total < 1 {
 				return usagef("--total-shards must be >= 1; got %d", total)
@@ -375,7 +375,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 	var planPath, name, side, onnxLib string
 	var index int
 	cmd := &cobra.Command{
-		Use: "embed-shard", Short: "Encode one extraction shard of a planned endpoint (SPEC §11.2)", Args: noArgs,
+		Use: "embed-shard", Short: "Encode one extraction shard of a planned endpoint", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			p, pe, ep, err := planEndpoint(planPath, name, side)
@@ -458,7 +458,7 @@ func newMergeCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var planPath, name, side string
 	cmd := &cobra.Command{
-		Use: "merge", Short: "Validate and merge the extraction shards of a planned endpoint (SPEC §11.2)", Args: noArgs,
+		Use: "merge", Short: "Validate and merge the extraction shards of a planned endpoint", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			_, pe, ep, err := planEndpoint(planPath, name, side)
@@ -500,7 +500,7 @@ func newCompressArtifactCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var qk, gk, configPath, prefix string
 	cmd := &cobra.Command{
-		Use: "compress", Short: "Paired compression of two endpoint artifacts (SPEC §8, §10.6)", Args: noArgs,
+		Use: "compress", Short: "Paired compression of two endpoint artifacts", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if qk == "" || gk == "" || configPath == "" {
@@ -573,10 +573,10 @@ func newScoreCmd(stdout io.Writer) *cobra.Command {
 	var total, index int
 	var finalize bool
 	cmd := &cobra.Command{
-		Use: "score", Short: "Score two endpoint artifacts under a relevance artifact (SPEC §10.7), optionally gallery-sharded (SPEC §11.3)", Args: noArgs,
-		Long: `Score two endpoint artifacts under a relevance artifact (SPEC §10.7).
+		Use: "score", Short: "Score two endpoint artifacts under a relevance artifact, optionally gallery-sharded (docs/artifacts.md)", Args: noArgs,
+		Long: `Score two endpoint artifacts under a relevance artifact (docs/artifacts.md).
 
-Gallery-sharded scoring (SPEC §11.3): with --total-shards N each run scores
+Gallery-sharded scoring: with --total-shards N each run scores
 gallery shard I (--shard-index, else $JOB_COMPLETION_INDEX, else
 $SLURM_ARRAY_TASK_ID) and writes the partial
 <score key>/partials/<I:05d>-of-<N:05d>; with a bidirectional config it also
@@ -676,7 +676,7 @@ func newFromArtifactsCmd(stdout io.Writer) *cobra.Command {
 	var keys []string
 	var outputKey, jsonPath, mdPath, csvPath string
 	cmd := &cobra.Command{
-		Use: "from-artifacts", Short: "Reconstruct a ranked result from score artifacts (SPEC §10.8)", Args: noArgs,
+		Use: "from-artifacts", Short: "Reconstruct a ranked result from score artifacts", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if len(keys) == 0 {

@@ -179,9 +179,9 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Merge JSON reports, or evaluate several embedding pairs, and compare the results with intervals and significance tests",
 		Long: "compare REPORT.json... merges the results of JSON reports that share a protocol fingerprint and\n" +
 			"dataset identity into one ranked report; compare --pair NAME=QUERIES,GALLERY... evaluates each\n" +
-			"embedding pair as a precomputed result under one protocol (SPEC §6.6). Both add the comparison\n" +
+			"embedding pair as a precomputed result under one protocol. Both add the comparison\n" +
 			"section: per result mean, sd and bootstrap interval; per pair mean difference, interval, paired\n" +
-			"t-test, sign-flip randomization test, Holm-adjusted p-values and effect size (SPEC §13).",
+			"t-test, sign-flip randomization test, Holm-adjusted p-values and effect size (docs/protocol.md).",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(fl.pairs) > 0 {
 				if len(args) > 0 {
@@ -244,7 +244,7 @@ func pairOnlyFlags() map[string]bool {
 	return m
 }
 
-// compareReports merges JSON reports (SPEC §6.6).
+// compareReports merges JSON reports.
 func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths []string, stdout, stderr io.Writer) error {
 	if len(paths) == 0 {
 		return usagef("compare needs REPORT.json files or --pair NAME=QUERIES,GALLERY")
@@ -326,11 +326,43 @@ func sameProtocol(pa string, a *results.Benchmark, pb string, b *results.Benchma
 	ka, _ := a.DatasetSummary.Identity["key"].(string)
 	kb, _ := b.DatasetSummary.Identity["key"].(string)
 	if ka == "" || kb == "" || ka != kb {
-		return fmt.Errorf("reports have different dataset identities: %s has %s, %s has %s", pa, msgfmt.Quote(ka), pb, msgfmt.Quote(kb))
+		return fmt.Errorf("reports have different dataset identities: %s%s has %s, %s has %s", taskDifference(pa, a, pb, b), pa, msgfmt.Quote(ka), pb, msgfmt.Quote(kb))
 	}
 	fa, fb := a.Metadata.ProtocolFingerprint, b.Metadata.ProtocolFingerprint
 	if fa == "" || fa != fb {
-		return fmt.Errorf("reports have different protocol fingerprints: %s has %s, %s has %s", pa, msgfmt.Quote(fa), pb, msgfmt.Quote(fb))
+		return fmt.Errorf("reports have different protocol fingerprints: %s%s has %s, %s has %s", taskDifference(pa, a, pb, b), pa, msgfmt.Quote(fa), pb, msgfmt.Quote(fb))
 	}
 	return nil
+}
+
+// taskComponents are the metadata.task_digests components in the order a
+// refusal names them, with what a difference means.
+var taskComponents = []struct{ key, name, meaning string }{
+	{"query_ids", "query IDs", "different query ID files (or row counts)"},
+	{"gallery_ids", "gallery IDs", "different gallery ID files (or row counts)"},
+	{"relevance", "relevance", "different qrels or labels"},
+	{"exclusions", "exclusions", "different exclusion files"},
+	{"retrieval_config", "retrieval config", "different retrieval settings (similarity, ks, gain, precision, …)"},
+}
+
+// taskDifference names the task components whose digests differ, as
+// "reports differ in their relevance: a.json and b.json were evaluated on
+// different qrels or labels; ", or "" when the reports carry no digests
+// (written by an older version) or none differs.
+func taskDifference(pa string, a *results.Benchmark, pb string, b *results.Benchmark) string {
+	da, db := a.Metadata.TaskDigests, b.Metadata.TaskDigests
+	if len(da) == 0 || len(db) == 0 {
+		return ""
+	}
+	var names, meanings []string
+	for _, c := range taskComponents {
+		if da[c.key] != db[c.key] {
+			names = append(names, c.name)
+			meanings = append(meanings, c.meaning)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("reports differ in their %s: %s and %s were evaluated on %s; ", strings.Join(names, ", "), pa, pb, strings.Join(meanings, "; "))
 }

@@ -75,7 +75,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			if !out.quiet {
-				ctx = withScoring(ctx, stderr)
+				ctx = withProgress(ctx, stderr) // encoding and scoring (progress.go)
 			}
 			b, err := evaluate.Run(ctx, ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
 			if err != nil {

@@ -59,7 +59,11 @@ func runTextDemo(cmd *cobra.Command, f textDemoFlags, onnxLib string, threads in
 		return err
 	}
 	defer closeFn()
-	b, err := evaluate.Run(cmd.Context(), ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
+	ctx := cmd.Context()
+	if !out.quiet {
+		ctx = withProgress(ctx, stderr) // model encoding takes minutes (progress.go)
+	}
+	b, err := evaluate.Run(ctx, ds, retrieval.DefaultConfig(), backbones, evaluate.Options{Threads: threads, RunDepth: -1})
 	if err != nil {
 		return err
 	}

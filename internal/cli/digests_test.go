@@ -4,6 +4,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,6 +42,8 @@ func cacheEntries(t *testing.T, dir string) []string {
 
 // The digest cache gives the content identity, and every reported value,
 // exactly as hashing does (SPEC §2.9), and a changed file is hashed again.
+// (A run file without id and revision has a content identity over its
+// embedding files; the flags form's identity is IDs-only.)
 func TestDigestCacheKeepsIdentity(t *testing.T) {
 	defer digestcache.SetRacyWindow(0)()
 	f := newFixture(t)
@@ -67,7 +70,15 @@ func TestDigestCacheKeepsIdentity(t *testing.T) {
 		{"csr", gs, func() { writeCSR("g.npz", []float64{1, 0.6, 0.8, 1}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"--queries", f.q, "--gallery", tc.gallery, "--qrels", rel}
+			spec := writeFile(t, f.dir, "run-"+tc.name+".yaml", fmt.Sprintf(`version: 1
+dataset:
+  queries: {path: %q}
+  gallery: {path: %q}
+  qrels: {path: %q}
+extractors:
+  - {name: t, type: precomputed}
+`, f.q, tc.gallery, rel))
+			args := []string{"--spec", spec}
 			t.Setenv(digestcache.EnvVar, "off")
 			want, wantRep := identityOf(t, args...)
 

@@ -47,8 +47,8 @@ func newEvaluateRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.qrelsFormat, "qrels-format", "", "trec, tsv, csv or jsonl (default: from the extension)")
 	f.StringVar(&fl.run, "run", "", "TREC run file to score")
 	f.StringVar(&fl.ks, "k", "1,5,10", "comma-separated cut-offs k")
-	f.StringVar(&fl.primary, "primary", def.PrimaryMetric, "primary metric, ndcg@K with K in --k")
-	f.StringVar(&fl.gain, "gain", def.Gain, "NDCG gain: exponential or linear (linear = trec_eval ndcg_cut)")
+	f.StringVar(&fl.primary, "primary", def.PrimaryMetric, primaryHelp)
+	f.StringVar(&fl.gain, "gain", def.Gain, gainHelp)
 	f.StringVar(&fl.ties, "ties", "trec", "order of equal scores: trec (docid descending) or rank (rank column)")
 	f.StringVar(&fl.name, "name", "", "result name (default: the run tag)")
 	f.BoolVar(&fl.presorted, "presorted", true, "each query's run lines are contiguous; false: group them with an external sort in bounded memory")
@@ -101,7 +101,7 @@ func (fl *evalRunFlags) options(cmd *cobra.Command) (runeval.Options, qrels.Form
 	cfg := retrieval.DefaultConfig()
 	cfg.Ks, cfg.PrimaryMetric, cfg.Gain = o.Ks, o.PrimaryMetric, o.Gain
 	if err := cfg.Validate(); err != nil {
-		return o, "", err
+		return o, "", primaryFlagError(err, cfg)
 	}
 	return o, qf, nil
 }

@@ -160,10 +160,10 @@ func TestEvaluateRunErrors(t *testing.T) {
 	}{
 		{"no qrels", 2, []string{"--run", good}, "--qrels is required"},
 		{"no run", 2, []string{"--qrels", qrels}, "--run is required"},
-		{"k zero", 2, []string{"--qrels", qrels, "--run", good, "--k", "0"}, "RetrievalConfig.ks entries must be >= 1"},
+		{"k zero", 2, []string{"--qrels", qrels, "--run", good, "--k", "0"}, "--k entries must be >= 1"},
 		{"k malformed", 2, []string{"--qrels", qrels, "--run", good, "--k", "1,x"}, "--k"},
-		{"primary", 2, []string{"--qrels", qrels, "--run", good, "--k", "1,5"}, "RetrievalConfig.primary_metric must be ndcg@K for some K in ks"},
-		{"gain", 2, []string{"--qrels", qrels, "--run", good, "--gain", "cubic"}, "RetrievalConfig.gain must be exponential or linear"},
+		{"primary", 2, []string{"--qrels", qrels, "--run", good, "--k", "1,5"}, "--primary must be one of mrr, map, precision@1, recall@1, hit_rate@1, ndcg@1, precision@5, recall@5, hit_rate@5, ndcg@5; got \"ndcg@10\" (the cut-off 10 is not in --k)"},
+		{"gain", 2, []string{"--qrels", qrels, "--run", good, "--gain", "cubic"}, "--gain must be exponential or linear"},
 		{"ties", 2, []string{"--qrels", qrels, "--run", good, "--ties", "random"}, "--ties: ties must be trec or rank"},
 		{"matrix qrels", 2, []string{"--qrels", qrels, "--run", good, "--qrels-format", "npy"}, "evaluate-run needs qrels with IDs"},
 		{"unknown qrels format", 2, []string{"--qrels", qrels, "--run", good, "--qrels-format", "xml"}, "--qrels-format"},

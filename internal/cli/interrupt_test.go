@@ -42,7 +42,7 @@ type interruptCase struct {
 // without a stack trace, and leaves no output: every long loop checks the
 // context, and large files are synced in interruptible steps. Each case
 // runs once uninterrupted (its duration T and its largest output's size),
-// then is interrupted at 15%, 45% and 75% of T and, where it stages files,
+// then is interrupted at 20% and 60% of T and, where it stages files,
 // while the largest one grows and once it is complete (being synced).
 func TestInterruptExitsPromptly(t *testing.T) {
 	if testing.Short() {
@@ -58,13 +58,13 @@ func TestInterruptExitsPromptly(t *testing.T) {
 	cases := []interruptCase{
 		{
 			// One class: every (query, gallery) pair is relevant, so the
-			// label-derived qrels are 500 × 100,000 lines (~0.7 GB) from
+			// label-derived qrels are 200 × 100,000 lines (~0.3 GB) from
 			// inputs of a few MB.
 			name: "run --write-qrels",
 			setup: func(t *testing.T, dir string) ([]string, string) {
-				writeTable(t, dir, "q.npy", 500, 4, 1)
+				writeTable(t, dir, "q.npy", 200, 4, 1)
 				writeTable(t, dir, "g.npy", 100_000, 4, 2)
-				writeFile(t, dir, "ql.txt", strings.Repeat("a\n", 500))
+				writeFile(t, dir, "ql.txt", strings.Repeat("a\n", 200))
 				writeFile(t, dir, "gl.txt", strings.Repeat("a\n", 100_000))
 				return []string{"retrieval", "run", "--queries", "q.npy", "--gallery", "g.npy",
 					"--query-labels", "ql.txt", "--gallery-labels", "gl.txt", "--quiet",
@@ -73,11 +73,11 @@ func TestInterruptExitsPromptly(t *testing.T) {
 			isTemp: outputTemp,
 		},
 		{
-			// A local embed-shard of a 500,000-row precomputed gallery
-			// (256 MB): loading, encoding, the store upload and its sync.
+			// A local embed-shard of a 250,000-row precomputed gallery
+			// (128 MB): loading, encoding, the store upload and its sync.
 			name: "embed-shard",
 			setup: func(t *testing.T, dir string) ([]string, string) {
-				const rows, cols = 500_000, 128
+				const rows, cols = 250_000, 128
 				writeTable(t, dir, "g.npy", rows, cols, 2)
 				writeTable(t, dir, "q.npy", 1, cols, 1)
 				writeFile(t, dir, "ql.txt", "a\n")
@@ -110,10 +110,10 @@ extractors:
 			},
 		},
 		{
-			// Synthetic data written as a 256 MB gallery file.
+			// Synthetic data written as a 128 MB gallery file.
 			name: "bench --write",
 			setup: func(t *testing.T, dir string) ([]string, string) {
-				return []string{"bench", "--queries", "1000", "--gallery", "500000", "--dim", "128",
+				return []string{"bench", "--queries", "1000", "--gallery", "250000", "--dim", "128",
 					"--storage", "float32", "--write", "out"}, "out"
 			},
 			isTemp: outputTemp,
@@ -170,7 +170,7 @@ extractors:
 				optional bool
 			}
 			var phases []phase
-			for _, f := range []float64{0.15, 0.45, 0.75} {
+			for _, f := range []float64{0.2, 0.6} {
 				at := time.Duration(f * float64(total))
 				phases = append(phases, phase{name: fmt.Sprintf("at %.0f%% of the run", 100*f),
 					ready: func(elapsed time.Duration) bool { return elapsed >= at },

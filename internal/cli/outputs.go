@@ -177,7 +177,7 @@ func (o *outputFlags) emit(ctx context.Context, b *results.Benchmark, ds *retrie
 	}
 	if !o.quiet {
 		printWarnings(b, stderr)
-		if toStdout == nil {
+		if toStdout == nil && o.markdown == "" { // --markdown FILE: the report went there, stdout stays silent
 			toStdout = mdData
 		}
 	}

@@ -11,17 +11,18 @@ import (
 )
 
 // readmeBlock returns the first fenced block of the given language after
-// the heading that starts with heading.
-func readmeBlock(t *testing.T, heading, lang string) string {
+// the heading that starts with heading, in file (README.md or docs/….md,
+// relative to the repository root).
+func readmeBlock(t *testing.T, file, heading, lang string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(file)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(data)
 	i := strings.Index(s, "\n"+heading)
 	if i < 0 {
-		t.Fatalf("README has no heading %q", heading)
+		t.Fatalf("%s has no heading %q", file, heading)
 	}
 	s = s[i:]
 	start := strings.Index(s, "```"+lang+"\n")
@@ -33,14 +34,14 @@ func readmeBlock(t *testing.T, heading, lang string) string {
 	return s[:end]
 }
 
-// TestREADMERunFileExample: the README's run-file example is a valid run
+// TestREADMERunFileExample: the complete run-file example of docs/run-file.md is a valid run
 // file and every extractor in it can be built as written (the hosted ones
 // are not contacted, the command one is not started), so a user copying it
 // gets no "option ... is required" surprise. Its data files are stand-ins.
 func TestREADMERunFileExample(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("OPENAI_API_KEY", "not-a-real-key") // read at build time, never sent here
-	yaml := readmeBlock(t, "### Declarative runs", "yaml")
+	yaml := readmeBlock(t, "docs/run-file.md", "## A complete example", "yaml")
 	spec := writeFile(t, dir, "run.yaml", yaml)
 	writeFile(t, dir, "queries.jsonl", `{"_id": "q1", "text": "a"}`+"\n"+`{"_id": "q2", "text": "b"}`+"\n")
 	writeFile(t, dir, "corpus.jsonl", `{"_id": "d1", "text": "a"}`+"\n"+`{"_id": "d2", "text": "b"}`+"\n"+`{"_id": "d3", "text": "c"}`+"\n")

@@ -60,10 +60,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
+	err = flagNamedError(cmd, err) // "--similarity …", not "RetrievalConfig.similarity …" (flagnames.go)
 	msg := strings.TrimSpace(err.Error())
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		msg = "interrupted" // not Go's "context canceled" (SPEC §6.1)
@@ -104,7 +105,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	root.SetFlagErrorFunc(suggestFlagError) // "did you mean" (help.go), then flagError
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	retrievalCmd := &cobra.Command{
@@ -125,13 +126,15 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		}
 		return checkFlagRanges(cmd)
 	}
+	setupHelp(root)
 	return root
 }
 
-// noArgs rejects positional arguments as usage errors (unknown commands).
+// noArgs rejects positional arguments as usage errors (unknown commands),
+// suggesting the closest subcommands.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		return suggestCommand(cmd, args[0])
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -86,7 +87,7 @@ type memoryFlags struct {
 
 func (m *memoryFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.Var(byteSize{&m.maxBytes}, "max-memory-bytes", "resident memory budget in bytes, K/M/G/T or KiB/MiB/GiB/TiB suffixes allowed (default: derived from the machine, SPEC §7.2)")
+	f.Var(byteSize{&m.maxBytes}, "max-memory-bytes", "resident memory budget in bytes, K/M/G/T or KiB/MiB/GiB/TiB suffixes allowed (default: derived from the machine)")
 	f.BoolVar(&m.noSpill, "no-disk-spill", false, "fail instead of staging endpoints that do not fit the budget on disk")
 	f.StringVar(&m.spillDir, "spill-dir", "", "directory for spill files (default: the OS temporary directory)")
 }
@@ -109,6 +110,7 @@ func (m *memoryFlags) config(cmd *cobra.Command) (memory.Config, error) {
 type configFlags struct {
 	similarity, ks, primary, gain, precision string
 	bidirectional                            bool
+	dropUnjudged                             bool
 	worstQueries, queryBatch, galleryBatch   int
 	maxPairwise                              int64
 }
@@ -118,10 +120,11 @@ func (c *configFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.similarity, "similarity", def.Similarity, "cosine, dot or squared_l2")
 	f.StringVar(&c.ks, "k", "1,5,10", "comma-separated cut-offs k")
-	f.StringVar(&c.primary, "primary", def.PrimaryMetric, "primary metric, ndcg@K with K in --k")
-	f.StringVar(&c.gain, "gain", def.Gain, "NDCG gain: exponential or linear")
+	f.StringVar(&c.primary, "primary", def.PrimaryMetric, primaryHelp)
+	f.StringVar(&c.gain, "gain", def.Gain, gainHelp)
 	f.StringVar(&c.precision, "precision", def.Precision, "working precision: float64 or float32")
 	f.BoolVar(&c.bidirectional, "bidirectional", false, "also rank the queries for every gallery item")
+	f.BoolVar(&c.dropUnjudged, "drop-queries-without-positives", false, "evaluate only the queries with an eligible positive (BEIR/MTEB/trec_eval); default: refuse")
 	f.IntVar(&c.worstQueries, "worst-queries", def.WorstQueries, "rows in diagnostics.worst_queries")
 	f.IntVar(&c.queryBatch, "query-batch-size", def.QueryBatchSize, "queries per score block (performance only)")
 	f.IntVar(&c.galleryBatch, "gallery-batch-size", def.GalleryBatchSize, "gallery rows per score block (performance only)")
@@ -132,6 +135,9 @@ func (c *configFlags) build(cmd *cobra.Command) (retrieval.Config, error) {
 	cfg := retrieval.DefaultConfig()
 	cfg.Similarity, cfg.PrimaryMetric, cfg.Gain, cfg.Precision = c.similarity, c.primary, c.gain, c.precision
 	cfg.Bidirectional = c.bidirectional
+	if c.dropUnjudged {
+		cfg.QueriesWithoutPositives = retrieval.UnjudgedDrop
+	}
 	cfg.WorstQueries, cfg.QueryBatchSize, cfg.GalleryBatchSize = c.worstQueries, c.queryBatch, c.galleryBatch
 	ks, err := parseKs(c.ks)
 	if err != nil {
@@ -142,7 +148,26 @@ func (c *configFlags) build(cmd *cobra.Command) (retrieval.Config, error) {
 		v := c.maxPairwise
 		cfg.MaxPairwiseComparisons = &v
 	}
-	return cfg, cfg.Validate()
+	return cfg, primaryFlagError(cfg.Validate(), cfg)
+}
+
+// gainHelp is the --gain flag's help: the default differs from trec_eval's
+// ndcg_cut and MTEB, which use linear gain (SPEC §3.3).
+const gainHelp = "NDCG gain: exponential (2^grade − 1, the default) or linear (grade; as trec_eval ndcg_cut and MTEB); equal with binary grades"
+
+// primaryHelp is the --primary flag's help (SPEC §3.1: any reported metric).
+const primaryHelp = "primary metric (the score): ndcg@K, recall@K, precision@K or hit_rate@K with K in --k, mrr or map"
+
+// primaryFlagError rewrites a bad primary metric as an error that names the
+// --primary flag and its valid choices under --k, not the config field
+// RetrievalConfig.primary_metric; other errors pass through. It stays a
+// retrieval.ConfigError (a usage error, exit 2).
+func primaryFlagError(err error, cfg retrieval.Config) error {
+	var ce *retrieval.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "primary_metric" {
+		return err
+	}
+	return &retrieval.ConfigError{Field: ce.Field, Msg: "--primary " + retrieval.PrimaryMetricProblem(cfg.PrimaryMetric, cfg.Ks, "--k")}
 }
 
 func parseKs(s string) ([]int, error) {
@@ -174,7 +199,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&fl.queries, "queries", "", "query embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
 	f.StringVar(&fl.gallery, "gallery", "", "gallery embedding file (.npy, .npz, .safetensors, .parquet, .arrow, .feather, .ipc)")
 	f.StringVar(&fl.name, "name", "precomputed", "result name for the embedding pair")
-	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, SPEC §6.5)")
+	f.StringVar(&fl.spec, "spec", "", "declarative run file (YAML or JSON, docs/run-file.md)")
 	f.StringVar(&fl.onnxLib, "onnxruntime-lib", "", "ONNX Runtime shared library for the ONNX extractors of a --spec run file (default $ONNXRUNTIME_LIB, then standard locations)")
 	f.StringVar(&fl.store, "store", "", "artifact store used as the endpoint cache of a --spec run (overrides the run file's store:; default none)")
 	fl.registerDataset(cmd)
@@ -319,9 +344,19 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 			_ = closers[i]()
 		}
 	}()
-	ds, err = fl.loadDataset(ctx, budget, &closers)
+	ds, err = fl.loadDataset(ctx, budget, cfg, &closers)
 	if err != nil {
 		return err
+	}
+	if !fl.out.quiet {
+		if dropped := ds.DroppedQueries(); len(dropped) > 0 {
+			fmt.Fprintf(stderr, "warning: %d queries without an eligible positive dropped (queries_without_positives: drop): %s\n", len(dropped), msgfmt.IDList(dropped))
+		}
+		if cfg.Bidirectional && cfg.DropsQueriesWithoutPositives() {
+			if skipped := ds.ReverseQueriesWithoutPositives(); len(skipped) > 0 {
+				fmt.Fprintf(stderr, "warning: %d gallery items without an eligible reverse relation skipped as reverse queries, kept as forward candidates (queries_without_positives: drop): %s\n", len(skipped), msgfmt.IDList(skipped))
+			}
+		}
 	}
 	backbones := []evaluate.Backbone{evaluate.Precomputed(fl.name)}
 	for _, p := range extra {
@@ -385,7 +420,7 @@ func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, i
 	return cachedEmbeddings(digests, snap, m), ids, nil
 }
 
-func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, closers *[]func() error) (*retrieval.Dataset, error) {
+func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, cfg retrieval.Config, closers *[]func() error) (*retrieval.Dataset, error) {
 	// The query endpoint is loaded and admitted before the gallery (SPEC §7.3).
 	qe, qids, err := fl.loadSide(ctx, "query", fl.queries, fl.queriesTensor, fl.queryIDs, fl.queryIDColumn, budget, closers)
 	if err != nil {
@@ -404,6 +439,15 @@ func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, clos
 	// Background identity: hashed while scoring runs; evaluatePairs waits
 	// for it before it releases the mappings.
 	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity(), retrieval.WithContext(ctx)}
+	if fl.datasetID == "" {
+		// SPEC §6.3: the task is the IDs, relevance and exclusions; the
+		// embeddings identify the result, so backbones run separately
+		// on the same files compare.
+		opts = append(opts, retrieval.WithIDsOnlyIdentity())
+	}
+	if cfg.DropsQueriesWithoutPositives() {
+		opts = append(opts, retrieval.WithDropQueriesWithoutPositives())
+	}
 	if fl.leaveOneOut {
 		labels, err := readLabels(ctx, fl.queryLabels)
 		if err != nil {

@@ -216,6 +216,9 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 		}
 	}
 	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithMetadata(d.Metadata), retrieval.WithContext(ctx)}
+	if spec.Retrieval.DropsQueriesWithoutPositives() {
+		opts = append(opts, retrieval.WithDropQueriesWithoutPositives())
+	}
 	if d.Labels != nil && d.Labels.LeaveOneOut {
 		labels, err := readLabels(ctx, d.Labels.Queries)
 		if err != nil {
@@ -314,7 +317,7 @@ func readTexts(path string) ([]string, []string, error) {
 				id, _ = t["id"].(string)
 			}
 			if prev, dup := idLine[id]; dup && id != "" {
-				return nil, nil, formats.LineErrorf(path, line, "duplicate _id %s (first at line %d); IDs must be unique (SPEC §2.2)", msgfmt.Quote(id), prev)
+				return nil, nil, formats.LineErrorf(path, line, "duplicate _id %s (first at line %d); IDs must be unique", msgfmt.Quote(id), prev)
 			}
 			idLine[id] = line
 			ids = append(ids, id)
@@ -347,7 +350,18 @@ func readImageList(path string) ([]string, error) {
 }
 
 // specExtractor builds one run-file extractor (SPEC §9.4).
+// specExtractor builds a run file's extractor (specBackbone) with its
+// text_prefix, which is part of its recipe.
 func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor, tables endpointTables, onnxLib string, closers *[]func() error) (extract.Extractor, error) {
+	x, err := specBackbone(ctx, spec, e, tables, onnxLib, closers)
+	if err != nil {
+		return nil, err
+	}
+	q, g := e.TextPrefix()
+	return extract.WithTextPrefix(x, q, g), nil
+}
+
+func specBackbone(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor, tables endpointTables, onnxLib string, closers *[]func() error) (extract.Extractor, error) {
 	switch e.Type {
 	case runspec.TypePrecomputed:
 		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery}
