@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/vertebrae-eval/vertebrae/comparison"
 	"math"
 	"sort"
 	"strconv"
@@ -44,12 +45,16 @@ type Reconstruction struct {
 	DatasetSummary   Summary                    `json:"dataset_summary"`
 	ExtractorResults []*results.ExtractorResult `json:"extractor_results"`
 	Ranking          []results.RankEntry        `json:"ranking"`
-	Metadata         ReportMetadata             `json:"metadata"`
+	// Comparison is the §13 comparison of two or more results, with the
+	// default options (as a run without --compare flags computes it).
+	Comparison *results.Comparison `json:"comparison,omitempty"`
+	Metadata   ReportMetadata      `json:"metadata"`
 }
 
 // Benchmark views the reconstruction as a benchmark for the report writers.
 func (r *Reconstruction) Benchmark() *results.Benchmark {
 	return &results.Benchmark{SchemaVersion: r.SchemaVersion, ExtractorResults: r.ExtractorResults, Ranking: r.Ranking,
+		Comparison: r.Comparison,
 		Metadata: results.Metadata{RetrievalConfig: r.Metadata.RetrievalConfig, ProtocolFingerprint: r.Metadata.ProtocolFingerprint,
 			VertebraeVersion: r.Metadata.VertebraeVersion}}
 }
@@ -141,6 +146,12 @@ func (s *Store) FromArtifacts(ctx context.Context, scoreKeys []string) (*Reconst
 		return nil, err
 	}
 	rc.Ranking = b.Ranking
+	if len(b.ExtractorResults) >= 2 && hasPerQuery(b) {
+		b.Metadata.RetrievalConfig = cfg0
+		if rc.Comparison, err = comparison.Compute(ctx, b, comparison.Options{}); err != nil {
+			return nil, err
+		}
+	}
 	rc.DatasetSummary = Summary{Modality: "retrieval", NQueries: prot.Doc.NQueries, NGallery: prot.Doc.NGallery,
 		QueryModality: prot.Doc.QueryModality, GalleryModality: prot.Doc.GalleryModality, Identity: prot.Doc.DatasetIdentity}
 	if rc.DatasetSummary.Identity == nil {
@@ -149,6 +160,20 @@ func (s *Store) FromArtifacts(ctx context.Context, scoreKeys []string) (*Reconst
 	rc.Metadata = ReportMetadata{ArtifactBacked: true, ScoreKeys: append([]string(nil), scoreKeys...), RelevanceKey: prot.Key,
 		ProtocolFingerprint: docs[0].ProtocolFingerprint, RetrievalConfig: cfg0, VertebraeVersion: version.Version}
 	return rc, nil
+}
+
+// hasPerQuery reports whether every result keeps its per-query values,
+// which the comparison needs (a score written with --no-per-query has none).
+func hasPerQuery(b *results.Benchmark) bool {
+	for _, r := range b.ExtractorResults {
+		if r.Forward == nil || r.Forward.PerQuery == nil {
+			return false
+		}
+		if r.Reverse != nil && r.Reverse.PerQuery == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonNumbers turns float64 integers back into json.Number so configs

@@ -199,7 +199,8 @@ func stressBenchmark(t *testing.T) *results.Benchmark {
 	return b
 }
 
-// In a real browser the page is readable from a 360 px phone to a 1920 px
+// In a real browser the page is readable from a 360 px phone (and at 400
+// and 1280 px) to a 1920 px
 // screen: it never scrolls sideways (wide tables and figures scroll in
 // their own boxes), name columns keep a usable width, figure text stays
 // legible.
@@ -212,9 +213,9 @@ func TestHTMLReadableWidths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layouts := htmlcheck.CheckReadable(t, page, 360, 1920)
+	layouts := htmlcheck.CheckReadable(t, page, 360, 400, 1280, 1920)
 	// The 14 × 14 matrix, the ranking and the pair lists all have name cells.
-	if len(layouts) == 2 && len(layouts[0].Names) < 14*3 {
+	if len(layouts) == 4 && len(layouts[0].Names) < 14*3 {
 		t.Errorf("%d name cells", len(layouts[0].Names))
 	}
 }
