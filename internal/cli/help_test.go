@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestSuggestMistypedCommandsAndFlags: unknown commands and flags are
@@ -153,4 +157,25 @@ func TestFlagNamesInConfigErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
+}
+
+// Help texts never cite a document the user does not have (the SPEC is not
+// shipped): every command's descriptions and flag usages are free of "SPEC"
+// and "§".
+func TestHelpCitesNoSPEC(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		texts := []string{c.Short, c.Long, c.Example}
+		c.Flags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, s := range texts {
+			if strings.Contains(s, "SPEC") || strings.Contains(s, "§") {
+				t.Errorf("%s: help cites the SPEC: %q", c.CommandPath(), s)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard))
 }
