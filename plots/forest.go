@@ -28,16 +28,9 @@ type forestRow struct {
 // baseline of a baseline family) with its confidence interval; filled
 // markers are significant after Holm adjustment.
 func comparison(rs *resultSet) (*Figure, error) {
-	c := rs.b.Comparison
+	c, block := rs.primaryForward()
 	if c == nil {
 		return nil, nil
-	}
-	var block *results.MetricComparison
-	for i := range c.Blocks {
-		if c.Blocks[i].Metric == rs.primary && c.Blocks[i].Direction == "forward" {
-			block = &c.Blocks[i]
-			break
-		}
 	}
 	if block == nil || len(block.Results) < 2 {
 		return nil, nil
@@ -192,4 +185,20 @@ func (f *forest) Plot(c draw.Canvas, p *plot.Plot) {
 			c.DrawGlyph(draw.GlyphStyle{Color: col, Radius: vg.Points(4.5), Shape: draw.RingGlyph{}}, pt)
 		}
 	}
+}
+
+// primaryForward returns the comparison and its block of the primary
+// metric's forward direction (nil when the report has no comparison; a
+// nil block when it does not compare that metric).
+func (rs *resultSet) primaryForward() (*results.Comparison, *results.MetricComparison) {
+	c := rs.b.Comparison
+	if c == nil {
+		return nil, nil
+	}
+	for i := range c.Blocks {
+		if c.Blocks[i].Metric == rs.primary && c.Blocks[i].Direction == "forward" {
+			return c, &c.Blocks[i]
+		}
+	}
+	return c, nil
 }

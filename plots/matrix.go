@@ -10,8 +10,6 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/vertebrae-eval/vertebrae/results"
 )
 
 // Fills of the matrix cells: the row result significantly better (a light
@@ -46,16 +44,9 @@ func keyLetter(i int) string {
 // when the pair is significant after Holm adjustment (▲ row better, ▼ row
 // worse).
 func comparisonMatrix(rs *resultSet) (*Figure, error) {
-	c := rs.b.Comparison
+	c, block := rs.primaryForward()
 	if c == nil {
 		return nil, nil
-	}
-	var block *results.MetricComparison
-	for i := range c.Blocks {
-		if c.Blocks[i].Metric == rs.primary && c.Blocks[i].Direction == "forward" {
-			block = &c.Blocks[i]
-			break
-		}
 	}
 	if block == nil || !c.ShowsMatrix(block) {
 		return nil, nil
