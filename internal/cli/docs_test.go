@@ -370,3 +370,16 @@ func docsFixtures(t *testing.T, dir string) {
 	writeFile(t, dir, "qrels.txt", trec.String())
 	writeFile(t, dir, "bm25.run", runb.String())
 }
+
+// The README stays an introduction (the two commands, install, a
+// walkthrough, links); the reference lives in docs/.
+func TestREADMEIsShort(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n >= 400 {
+		t.Errorf("README.md has %d lines; keep it under 400 and move reference material to docs/", n)
+	}
+}
