@@ -27,11 +27,7 @@ func TestKill9DuringWriteKeepsPreviousGeneration(t *testing.T) {
 	}
 	start := time.Now()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "vertebrae")
-	build := exec.Command("go", "build", "-o", bin, "github.com/vertebrae-eval/vertebrae/cmd/vertebrae")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	const rows, cols = 200_000, 64 // 51 MB of float32
 	randomTables := func(seed uint64) *matrix.Dense {
 		rng := rand.New(rand.NewPCG(seed, 1))

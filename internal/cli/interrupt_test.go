@@ -48,12 +48,7 @@ func TestInterruptExitsPromptly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and writes several GB")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "vertebrae")
-	build := exec.Command("go", "build", "-o", bin, "github.com/vertebrae-eval/vertebrae/cmd/vertebrae")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	outputTemp := func(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") }
 	cases := []interruptCase{
 		{

@@ -20,7 +20,10 @@ func TestMain(m *testing.M) {
 		}
 		code := m.Run()
 		os.RemoveAll(dir)
+		removeBinary()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBinary()
+	os.Exit(code)
 }

@@ -33,10 +33,7 @@ func TestEmbedShardOnStalledS3(t *testing.T) {
 	}
 	srv := storetest.StartS3Process(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "vertebrae")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/vertebrae-eval/vertebrae/cmd/vertebrae").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := cliBinary(t)
 	const rows, cols = 200_000, 64 // 51 MB of float32: a multipart upload
 	rng := rand.New(rand.NewPCG(3, 1))
 	v := make([]float32, rows*cols)
