@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
-	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -266,43 +264,23 @@ func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths
 	if err := fl.out.checkTargets(1); err != nil {
 		return err
 	}
-	var merged *results.Benchmark
-	var firstPath string
-	for _, p := range paths {
+	reports := make([]comparison.Report, len(paths))
+	for i, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return fmt.Errorf("read report: %w", err)
 		}
-		b, err := results.ReadReport(data)
-		if err == nil {
-			err = b.Verify()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if merged == nil {
-			merged, firstPath = b, p
-			continue
-		}
-		if err := sameProtocol(firstPath, merged, p, b); err != nil {
-			return err
-		}
-		merged.ExtractorResults = append(merged.ExtractorResults, b.ExtractorResults...)
-		for _, c := range b.Metadata.CompressionConfigs {
-			if !slices.ContainsFunc(merged.Metadata.CompressionConfigs, func(m map[string]any) bool { return reflect.DeepEqual(m, c) }) {
-				merged.Metadata.CompressionConfigs = append(merged.Metadata.CompressionConfigs, c)
-			}
-		}
+		reports[i] = comparison.Report{Source: p, Data: data}
+	}
+	merged, err := comparison.MergeReports(reports)
+	if err != nil {
+		return err
 	}
 	opts, err := fl.cmp.options(cmd, merged.Metadata.RetrievalConfig)
 	if err != nil {
 		return err
 	}
 	opts.Threads = fl.threads
-	if err := merged.Finalize(); err != nil {
-		return err
-	}
-	merged.Comparison = nil
 	// The statistics are sized by the flags: checked against the machine's
 	// budget (SPEC §7.2) like every other input-sized allocation.
 	limit, err := memory.Resolve(memory.Default())
@@ -317,52 +295,4 @@ func compareReports(ctx context.Context, cmd *cobra.Command, fl *runFlags, paths
 		}
 	}
 	return fl.out.emit(ctx, merged, nil, stdout, stderr)
-}
-
-// sameProtocol refuses to merge reports of different datasets or protocols
-// (SPEC §6.6): the dataset identity key and the protocol fingerprint must
-// be equal.
-func sameProtocol(pa string, a *results.Benchmark, pb string, b *results.Benchmark) error {
-	ka, _ := a.DatasetSummary.Identity["key"].(string)
-	kb, _ := b.DatasetSummary.Identity["key"].(string)
-	if ka == "" || kb == "" || ka != kb {
-		return fmt.Errorf("reports have different dataset identities: %s%s has %s, %s has %s", taskDifference(pa, a, pb, b), pa, msgfmt.Quote(ka), pb, msgfmt.Quote(kb))
-	}
-	fa, fb := a.Metadata.ProtocolFingerprint, b.Metadata.ProtocolFingerprint
-	if fa == "" || fa != fb {
-		return fmt.Errorf("reports have different protocol fingerprints: %s%s has %s, %s has %s", taskDifference(pa, a, pb, b), pa, msgfmt.Quote(fa), pb, msgfmt.Quote(fb))
-	}
-	return nil
-}
-
-// taskComponents are the metadata.task_digests components in the order a
-// refusal names them, with what a difference means.
-var taskComponents = []struct{ key, name, meaning string }{
-	{"query_ids", "query IDs", "different query ID files (or row counts)"},
-	{"gallery_ids", "gallery IDs", "different gallery ID files (or row counts)"},
-	{"relevance", "relevance", "different qrels or labels"},
-	{"exclusions", "exclusions", "different exclusion files"},
-	{"retrieval_config", "retrieval config", "different retrieval settings (similarity, ks, gain, precision, …)"},
-}
-
-// taskDifference names the task components whose digests differ, as
-// "reports differ in their relevance: a.json and b.json were evaluated on
-// different qrels or labels; ", or "" when the reports carry no digests
-// (written by an older version) or none differs.
-func taskDifference(pa string, a *results.Benchmark, pb string, b *results.Benchmark) string {
-	da, db := a.Metadata.TaskDigests, b.Metadata.TaskDigests
-	if len(da) == 0 || len(db) == 0 {
-		return ""
-	}
-	var names, meanings []string
-	for _, c := range taskComponents {
-		if da[c.key] != db[c.key] {
-			names = append(names, c.name)
-			meanings = append(meanings, c.meaning)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("reports differ in their %s: %s and %s were evaluated on %s; ", strings.Join(names, ", "), pa, pb, strings.Join(meanings, "; "))
 }
