@@ -1,6 +1,9 @@
 package kernel
 
-import "math"
+import (
+	"math"
+	"strconv"
+)
 
 // The integer kernel of rank's int16 screen for the float32 protocol
 // (rank/screen.md "float32 protocol"). It is not the exact rule of SPEC
@@ -25,6 +28,47 @@ const (
 	// (PackInt16GalleryGroup).
 	Int16GalleryGroup = int16Lanes
 )
+
+// int16TileKind names a 12 × 32 tile of DotInt16: every one computes the
+// bits of dotInt16TileGeneric.
+type int16TileKind uint8
+
+const (
+	int16Generic int16TileKind = iota // dotInt16TileGeneric
+	int16AVX2                         // VPMADDWD + VPADDD, ymm (int16avx2_amd64.s)
+	int16VNNI                         // AVX-512 VPDPWSSD, zmm (int16_amd64.s)
+)
+
+func (k int16TileKind) String() string {
+	switch k {
+	case int16Generic:
+		return "generic"
+	case int16AVX2:
+		return "avx2"
+	case int16VNNI:
+		return "vnni"
+	}
+	return "int16TileKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// int16TileFor chooses the tile for a kernel name (Name) on a CPU with or
+// without AVX-512 VNNI and AVX2 (int16Kind passes this CPU's; a build
+// without the assembly passes neither): under "avx512" the VNNI tile where
+// the CPU has VNNI; under "avx2", or "avx512" without VNNI, the AVX2 tile
+// where it has AVX2; else (and always under "generic") the portable tile.
+func int16TileFor(name string, vnni, avx2 bool) int16TileKind {
+	switch {
+	case name == "avx512" && vnni:
+		return int16VNNI
+	case (name == "avx2" || name == "avx512") && avx2:
+		return int16AVX2
+	}
+	return int16Generic
+}
+
+// int16SIMD reports whether DotInt16 runs a SIMD tile under the active
+// kernel.
+func int16SIMD() bool { return int16Kind() != int16Generic }
 
 // DotInt16Row is the integer dot product of the definition (int32,
 // wrapping).
@@ -111,11 +155,15 @@ func packInt16(row []int16, i, tile int, dst []int32) {
 // DotInt16 writes out[i*gn+j] = ScaleInt16(I_ij, qs[i], gs[j]) for the qn
 // packed queries qp and the gn packed gallery rows gp of width d.
 func DotInt16(qp []int32, qn int, gp []int32, gn, d int, qs, gs []float32, out []float32) {
+	dotInt16(int16Kind(), qp, qn, gp, gn, d, qs, gs, out)
+}
+
+// dotInt16 is DotInt16 with the tile k (one this CPU runs).
+func dotInt16(k int16TileKind, qp []int32, qn int, gp []int32, gn, d int, qs, gs []float32, out []float32) {
 	np := Int16Pairs(d)
 	out = out[:qn*gn]
 	qs, gs = qs[:qn], gs[:gn]
 	qp, gp = qp[:Int16QueryLen(qn, d)], gp[:Int16GalleryLen(gn, d)]
-	fast := int16SIMD()
 	var tile [Int16QueryTile * Int16GalleryTile]float32
 	var qsPad [Int16QueryTile]float32
 	var gsPad [Int16GalleryTile]float32
@@ -142,10 +190,10 @@ func DotInt16(qp []int32, qn int, gp []int32, gn, d int, qs, gs []float32, out [
 			if full {
 				dst, ldo = out[i0*gn+j0:], gn
 			}
-			if fast {
-				dotInt16Tile(qa, ga, np, qsT, gsT, dst, ldo)
-			} else {
+			if k == int16Generic {
 				dotInt16TileGeneric(qa, ga, np, qsT, gsT, dst, ldo)
+			} else {
+				dotInt16Tile(k, qa, ga, np, qsT, gsT, dst, ldo)
 			}
 			if !full {
 				for i := range in {
@@ -180,9 +228,11 @@ func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32
 	}
 }
 
-// Int16Fast reports whether DotInt16 runs a SIMD tile (AVX-512 VNNI: twice
-// the multiply-adds of a float32 FMA per instruction); the portable tile is
-// far slower than Dot32, so rank screens with it only in tests.
+// Int16Fast reports whether DotInt16 runs a SIMD tile under the active
+// kernel: AVX-512 VNNI under "avx512" (VPDPWSSD, twice the multiply-adds of
+// a float32 FMA per instruction), AVX2 under "avx2" or "avx512" without
+// VNNI (VPMADDWD + VPADDD). The portable tile is far slower than Dot32, so
+// rank screens with it only in tests.
 func Int16Fast() bool { return int16SIMD() }
 
 // Dot32Pairs writes out[l] = DotRow32(q[qoff[l]:qoff[l]+d], g[goff[l]:goff[l]+d])

@@ -8,23 +8,55 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-var hasVNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI
+var (
+	hasVNNI     = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI
+	hasInt16AVX = cpu.X86.HasAVX2
+)
 
-// int16SIMD reports whether DotInt16 runs the AVX-512 VNNI tile: the CPU
-// has it and the active kernel is the AVX-512 one (VERTEBRAE_KERNEL=avx2
-// or generic also turns the integer tile off).
-func int16SIMD() bool { return hasVNNI && Name() == "avx512" }
+// int16Kind is the tile DotInt16 runs under the active kernel.
+func int16Kind() int16TileKind { return int16TileFor(Name(), hasVNNI, hasInt16AVX) }
 
-// dotInt16VNNI is the 12 × 32 tile (int16_amd64.s).
+// int16Kinds lists the tiles this CPU runs, the portable one first.
+func int16Kinds() []int16TileKind {
+	k := []int16TileKind{int16Generic}
+	if hasInt16AVX {
+		k = append(k, int16AVX2)
+	}
+	if hasVNNI {
+		k = append(k, int16VNNI)
+	}
+	return k
+}
+
+// dotInt16VNNI is the 12 × 32 tile with AVX-512 VNNI (int16_amd64.s).
 //
 //go:noescape
 func dotInt16VNNI(qa, ga *int32, np int, qs, gs, dst *float32, ldo int)
 
-func dotInt16Tile(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo int) {
+// dotInt16AVX2 is the 12 × 32 tile with AVX2 (int16avx2_amd64.s).
+//
+//go:noescape
+func dotInt16AVX2(qa, ga *int32, np int, qs, gs, dst *float32, ldo int)
+
+// dotInt16Tile runs the SIMD tile k, which the CPU must have (int16Kinds).
+func dotInt16Tile(k int16TileKind, qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo int) {
+	if np == 0 || k == int16Generic { // the assembly loops take at least one pair
+		dotInt16TileGeneric(qa, ga, np, qs, gs, dst, ldo)
+		return
+	}
 	_ = qa[Int16QueryTile*np-1]
 	_ = ga[Int16GalleryTile*np-1]
+	_ = qs[Int16QueryTile-1]
+	_ = gs[Int16GalleryTile-1]
 	_ = dst[(Int16QueryTile-1)*ldo+Int16GalleryTile-1]
-	dotInt16VNNI(&qa[0], &ga[0], np, &qs[0], &gs[0], &dst[0], ldo)
+	switch {
+	case k == int16VNNI && hasVNNI:
+		dotInt16VNNI(&qa[0], &ga[0], np, &qs[0], &gs[0], &dst[0], ldo)
+	case k == int16AVX2 && hasInt16AVX:
+		dotInt16AVX2(&qa[0], &ga[0], np, &qs[0], &gs[0], &dst[0], ldo)
+	default:
+		panic("kernel: int16 tile " + k.String() + " not available on this CPU")
+	}
 }
 
 // gatherSIMD reports whether Dot32Pairs runs the AVX-512 chains.

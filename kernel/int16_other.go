@@ -2,9 +2,14 @@
 
 package kernel
 
-func int16SIMD() bool { return false }
+func int16Kind() int16TileKind { return int16TileFor(Name(), false, false) }
 
-func dotInt16Tile(qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo int) {
+func int16Kinds() []int16TileKind { return []int16TileKind{int16Generic} }
+
+func dotInt16Tile(k int16TileKind, qa, ga []int32, np int, qs, gs []float32, dst []float32, ldo int) {
+	if k != int16Generic {
+		panic("kernel: int16 tile " + k.String() + " not available in this build")
+	}
 	dotInt16TileGeneric(qa, ga, np, qs, gs, dst, ldo)
 }
 

@@ -61,7 +61,7 @@ func TestDotInt16MatchesDefinition(t *testing.T) {
 				for j := range gn {
 					want := ScaleInt16(DotInt16Row(q[i*d:(i+1)*d], g[j*d:(j+1)*d]), qs[i], gs[j])
 					if math.Float32bits(out[i*gn+j]) != math.Float32bits(want) {
-						t.Fatalf("d=%d qn=%d gn=%d (%d,%d): got %v, want %v (SIMD %v)", d, qn, gn, i, j, out[i*gn+j], want, int16SIMD())
+						t.Fatalf("d=%d qn=%d gn=%d (%d,%d): got %v, want %v (tile %v)", d, qn, gn, i, j, out[i*gn+j], want, int16Kind())
 					}
 				}
 			}
@@ -69,8 +69,9 @@ func TestDotInt16MatchesDefinition(t *testing.T) {
 	}
 }
 
-// TestDotInt16TileMatchesGeneric runs the tile of this build (the VNNI
-// assembly where the CPU has it) against the portable tile on full tiles.
+// TestDotInt16TileMatchesGeneric runs every tile this CPU has (the AVX2
+// and VNNI assembly) against the portable tile on full tiles;
+// int16tile_test.go covers them in depth.
 func TestDotInt16TileMatchesGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, d := range []int{1, 2, 5, 64, 385} {
@@ -84,13 +85,15 @@ func TestDotInt16TileMatchesGeneric(t *testing.T) {
 			ga[i] = int32(r.Uint32())
 		}
 		qs, gs := int16Scales(r, Int16QueryTile), int16Scales(r, Int16GalleryTile)
-		a := make([]float32, Int16QueryTile*40)
 		b := make([]float32, Int16QueryTile*40)
-		dotInt16Tile(qa, ga, np, qs, gs, a, 40)
 		dotInt16TileGeneric(qa, ga, np, qs, gs, b, 40)
-		for k := range a {
-			if math.Float32bits(a[k]) != math.Float32bits(b[k]) {
-				t.Fatalf("d=%d element %d: tile %v, generic %v", d, k, a[k], b[k])
+		for _, k := range int16Kinds()[1:] {
+			a := make([]float32, Int16QueryTile*40)
+			dotInt16Tile(k, qa, ga, np, qs, gs, a, 40)
+			for e := range a {
+				if math.Float32bits(a[e]) != math.Float32bits(b[e]) {
+					t.Fatalf("%v d=%d element %d: tile %v, generic %v", k, d, e, a[e], b[e])
+				}
 			}
 		}
 	}
