@@ -91,10 +91,29 @@ func newScorer[T working](ctx context.Context, pr *prepared, rows rowSet, qlo, q
 	// A dense query endpoint is held in working precision (it is the
 	// small side); gallery blocks are produced as they are scored.
 	if pr.q.csr == nil {
-		s.q = produce[T](pr.q, qlo, qhi, make([]T, (qhi-qlo)*pr.d), make([]float64, pr.d))
+		s.q = queryRows[T](ctx, pr, qlo, qhi)
 	}
 	s.meter = newMeter(ctx, int64(qhi-qlo)*int64(rows.len()))
 	return s
+}
+
+// queryRows are the working rows of queries [qlo, qhi): a view of the
+// stored rows when they are the working values, else produced in parallel
+// chunks (each row independently, so the chunking changes no bit) that stop
+// once ctx is done: the pass that follows sees ctx and returns its error.
+func queryRows[T working](ctx context.Context, pr *prepared, qlo, qhi int) []T {
+	if v := direct[T](pr.q, block{g0: qlo, n: qhi - qlo, stride: 1}); v != nil {
+		return v
+	}
+	n, d := qhi-qlo, pr.d
+	rows := make([]T, n*d)
+	parallelChunks(n, normChunk, pr.threads, func(_, lo, hi int) {
+		if ctx.Err() != nil {
+			return
+		}
+		copy(rows[lo*d:hi*d], produce(pr.q, qlo+lo, qlo+hi, rows[lo*d:hi*d], make([]float64, d)))
+	})
+	return rows
 }
 
 // qrow is query q's working row (dense query endpoints).

@@ -114,7 +114,10 @@ func (id Identity) resolve(ctx context.Context, d *Dataset) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		h, err := canonjson.Hash(snap)
+		h, err := canonjson.HashContext(ctx, snap)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return "", ctxErr
+		}
 		if err != nil {
 			return "", invalid("content identity unavailable: %v", err)
 		}

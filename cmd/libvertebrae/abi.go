@@ -15,18 +15,23 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/internal/capi"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/results"
 )
 
-// calls holds the cancel function of every live handle.
+// calls holds the cancel function of every live call handle, and results
+// the benchmarks taken from finished evaluations (vt_result_take); both
+// draw their handles from one counter.
 var calls = struct {
 	sync.Mutex
-	next uint64
-	m    map[uint64]call
-}{m: map[uint64]call{}}
+	next    uint64
+	m       map[uint64]*call
+	results map[uint64]*results.Benchmark
+}{m: map[uint64]*call{}, results: map[uint64]*results.Benchmark{}}
 
 type call struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	bench  *results.Benchmark // of a finished vt_evaluate
 }
 
 //export vt_call_new
@@ -35,7 +40,7 @@ func vt_call_new() C.uint64_t {
 	calls.Lock()
 	defer calls.Unlock()
 	calls.next++
-	calls.m[calls.next] = call{ctx, cancel}
+	calls.m[calls.next] = &call{ctx: ctx, cancel: cancel}
 	return C.uint64_t(calls.next)
 }
 
@@ -60,10 +65,31 @@ func vt_call_free(h C.uint64_t) {
 	}
 }
 
-// contextOf is the handle's context; handle 0 is a call nobody cancels.
-func contextOf(h C.uint64_t) (context.Context, error) {
+//export vt_result_take
+func vt_result_take(h C.uint64_t) C.uint64_t {
+	calls.Lock()
+	defer calls.Unlock()
+	c, ok := calls.m[uint64(h)]
+	if !ok || c.bench == nil {
+		return 0
+	}
+	calls.next++
+	calls.results[calls.next] = c.bench
+	c.bench = nil
+	return C.uint64_t(calls.next)
+}
+
+//export vt_result_free
+func vt_result_free(r C.uint64_t) {
+	calls.Lock()
+	delete(calls.results, uint64(r))
+	calls.Unlock()
+}
+
+// callOf is the handle's call; handle 0 is a call nobody cancels.
+func callOf(h C.uint64_t) (*call, error) {
 	if h == 0 {
-		return context.Background(), nil
+		return &call{ctx: context.Background()}, nil
 	}
 	calls.Lock()
 	defer calls.Unlock()
@@ -71,23 +97,24 @@ func contextOf(h C.uint64_t) (context.Context, error) {
 	if !ok {
 		return nil, &capi.UsageError{Msg: fmt.Sprintf("unknown call handle %d (freed, or not from vt_call_new)", uint64(h))}
 	}
-	return c.ctx, nil
+	return c, nil
 }
 
 // run executes fn under the handle's context and reports its result.
-func run(h C.uint64_t, out **C.char, fn func(ctx context.Context) ([]byte, error)) (code C.int32_t) {
-	ctx, err := contextOf(h)
+func run(h C.uint64_t, out **C.char, fn func(ctx context.Context, c *call) ([]byte, error)) (code C.int32_t) {
+	c, err := callOf(h)
 	if err != nil {
 		*out = C.CString(err.Error())
 		return C.int32_t(capi.Usage)
 	}
+	ctx := c.ctx
 	defer func() {
 		if p := recover(); p != nil {
 			*out = C.CString(fmt.Sprintf("internal error (a defect, please report it): %v\n%s", p, debug.Stack()))
 			code = C.int32_t(capi.Internal)
 		}
 	}()
-	data, err := fn(ctx)
+	data, err := fn(ctx, c)
 	if err != nil {
 		*out = C.CString(capi.Message(ctx, err))
 		return C.int32_t(capi.Classify(ctx, err))
@@ -115,7 +142,7 @@ func vt_evaluate(h C.uint64_t, request *C.char,
 	gData unsafe.Pointer, gRows, gCols, gStride C.int64_t, gDType C.int32_t,
 	relData *C.double, relRows, relCols C.int64_t,
 	out **C.char) C.int32_t {
-	return run(h, out, func(ctx context.Context) ([]byte, error) {
+	return run(h, out, func(ctx context.Context, c *call) ([]byte, error) {
 		req, err := capi.ParseEvaluateRequest([]byte(C.GoString(request)))
 		if err != nil {
 			return nil, err
@@ -127,13 +154,19 @@ func vt_evaluate(h C.uint64_t, request *C.char,
 		if relData != nil {
 			in.Relevance = array(unsafe.Pointer(relData), relRows, relCols, 0, C.int32_t(capi.Float64))
 		}
-		return capi.Evaluate(ctx, req, in)
+		bench, data, err := capi.EvaluateBenchmark(ctx, req, in)
+		if err == nil && h != 0 {
+			calls.Lock()
+			c.bench = bench // for vt_result_take
+			calls.Unlock()
+		}
+		return data, err
 	})
 }
 
 //export vt_compare
 func vt_compare(h C.uint64_t, request *C.char, out **C.char) C.int32_t {
-	return run(h, out, func(ctx context.Context) ([]byte, error) {
+	return run(h, out, func(ctx context.Context, _ *call) ([]byte, error) {
 		req, err := capi.ParseCompareRequest([]byte(C.GoString(request)))
 		if err != nil {
 			return nil, err
@@ -144,12 +177,21 @@ func vt_compare(h C.uint64_t, request *C.char, out **C.char) C.int32_t {
 
 //export vt_render
 func vt_render(h C.uint64_t, request *C.char, out **C.char) C.int32_t {
-	return run(h, out, func(ctx context.Context) ([]byte, error) {
+	return run(h, out, func(ctx context.Context, _ *call) ([]byte, error) {
 		req, err := capi.ParseRenderRequest([]byte(C.GoString(request)))
 		if err != nil {
 			return nil, err
 		}
-		return capi.Render(ctx, req)
+		var held *results.Benchmark
+		if req.Result != 0 {
+			calls.Lock()
+			held = calls.results[req.Result]
+			calls.Unlock()
+			if held == nil {
+				return nil, &capi.UsageError{Msg: fmt.Sprintf("render: unknown result handle %d (freed, or not from vt_result_take)", req.Result)}
+			}
+		}
+		return capi.Render(ctx, req, held)
 	})
 }
 

@@ -6,6 +6,7 @@ package canonjson
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -42,6 +43,34 @@ func Hash(v any) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// HashContext is Hash that stops with ctx's error once ctx is done, so a
+// large value (every relevance triple of a large task) does not hold up a
+// cancelled run.
+func HashContext(ctx context.Context, v any) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if err := Encode(ctxWriter{ctx, h}, v); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxWriter fails its writes once ctx is done (Encode writes 64 KiB at a
+// time).
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 // Encode streams the canonical JSON encoding of v into w (Hash writes it

@@ -397,7 +397,7 @@ func TestRenderWritesAllOrNothing(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return capi.Render(context.Background(), r)
+		return capi.Render(context.Background(), r, nil)
 	}
 	md, err := render("markdown", "")
 	if err != nil || !bytes.Contains(md, []byte("ndcg@10")) {

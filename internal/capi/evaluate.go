@@ -93,6 +93,26 @@ type Inputs struct {
 // what `vertebrae retrieval run --json` writes for the same data and
 // options.
 func Evaluate(ctx context.Context, req EvaluateRequest, in Inputs) ([]byte, error) {
+	_, data, err := EvaluateBenchmark(ctx, req, in)
+	return data, err
+}
+
+// EvaluateBenchmark is Evaluate that also returns the benchmark itself,
+// which renders with what the JSON report leaves out (the per-query margins
+// of the distribution figure), as the CLI renders --html and --plots.
+func EvaluateBenchmark(ctx context.Context, req EvaluateRequest, in Inputs) (*results.Benchmark, []byte, error) {
+	bench, err := evaluateBenchmark(ctx, req, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := bench.MarshalReportWith(results.ReportOptions{OmitPerQuery: !req.PerQuery})
+	if err != nil {
+		return nil, nil, err
+	}
+	return bench, data, nil
+}
+
+func evaluateBenchmark(ctx context.Context, req EvaluateRequest, in Inputs) (*results.Benchmark, error) {
 	if err := req.check(in); err != nil {
 		return nil, err
 	}
@@ -127,7 +147,7 @@ func Evaluate(ctx context.Context, req EvaluateRequest, in Inputs) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return bench.MarshalReportWith(results.ReportOptions{OmitPerQuery: !req.PerQuery})
+	return bench, nil
 }
 
 // charge holds the caller's arrays against the budget when spilling is

@@ -17,6 +17,7 @@ import (
 // --csv and --plots: all or nothing).
 type RenderRequest struct {
 	Report     json.RawMessage `json:"report"` // a report object, or a string holding one
+	Result     uint64          `json:"result"` // instead of a report: a result handle of the C ABI (vt_result_take)
 	Format     string          `json:"format"` // markdown, html, csv or plots
 	Path       string          `json:"path"`   // the file (html, csv) or directory (plots)
 	PlotFormat string          `json:"plot_format"`
@@ -30,19 +31,23 @@ func ParseRenderRequest(data []byte) (RenderRequest, error) {
 }
 
 // Render returns the Markdown text, or writes the file or directory and
-// returns nothing.
-func Render(ctx context.Context, req RenderRequest) ([]byte, error) {
+// returns nothing. held is the benchmark of an earlier evaluation (nil for
+// none): it is rendered when the request names no report.
+func Render(ctx context.Context, req RenderRequest, held *results.Benchmark) ([]byte, error) {
 	data := []byte(req.Report)
 	var s string
 	if json.Unmarshal(req.Report, &s) == nil {
 		data = []byte(s)
 	}
-	if len(data) == 0 {
+	b := held
+	switch {
+	case len(data) > 0 && string(data) != "null":
+		var err error
+		if b, err = results.ReadReport(data); err != nil {
+			return nil, err
+		}
+	case b == nil:
 		return nil, usagef("render: report is required")
-	}
-	b, err := results.ReadReport(data)
-	if err != nil {
-		return nil, err
 	}
 	if req.Format != "markdown" && req.Path == "" {
 		return nil, usagef("render: format %s needs a path", req.Format)
