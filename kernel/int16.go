@@ -242,6 +242,8 @@ func Int16Fast() bool { return int16SIMD() }
 // pairs' chains, fed by 16×16 transposes of the rows' chunks in registers
 // (gathers were slower here); every implementation produces the bits of
 // DotRow32.
+var dbgCalls, dbgPairs, dbgRuns, dbgLong int
+
 func Dot32Pairs(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
 	qoff, out = qoff[:len(goff)], out[:len(goff)]
 	for l, o := range goff {
@@ -252,6 +254,22 @@ func Dot32Pairs(q []float32, qoff []int32, g []float32, goff []int32, d int, out
 	if d == 0 || len(goff) == 0 {
 		clear(out)
 		return
+	}
+	dbgCalls++
+	dbgPairs += len(goff)
+	for i := 0; i < len(goff); {
+		j := i
+		for j < len(goff) && qoff[j] == qoff[i] {
+			j++
+		}
+		dbgRuns++
+		if j-i >= 8 {
+			dbgLong += (j - i) / 8 * 8
+		}
+		i = j
+	}
+	if dbgCalls%500 == 0 {
+		println("calls", dbgCalls, "pairs", dbgPairs, "runs", dbgRuns, "inFullQ8", dbgLong)
 	}
 	if gatherSIMD() && len(g) < 1<<31 && len(q) < 1<<31 { // the gathers take int32 offsets
 		dot32PairsSIMD(q, qoff, g, goff, d, out)

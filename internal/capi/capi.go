@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/compress"
@@ -68,12 +69,37 @@ func Classify(ctx context.Context, err error) Code {
 }
 
 // Message is the text an error is reported with: the CLI's, with
-// "interrupted" for a cancelled call.
+// "interrupted" for a cancelled call, and a configuration field that an
+// option sets named as the option ("similarity must be one of …", where the
+// CLI says "--similarity must be one of …").
 func Message(ctx context.Context, err error) string {
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return "interrupted"
 	}
-	return err.Error()
+	msg := err.Error()
+	for _, m := range optionNames {
+		rest := strings.TrimPrefix(msg, m.option+": ")
+		if after, ok := strings.CutPrefix(rest, m.field); ok && (after == "" || after[0] == ' ' || after[0] == ':') {
+			return m.option + after
+		}
+	}
+	return msg
+}
+
+// optionNames maps the configuration fields that request options set to
+// the options (the Python keywords).
+var optionNames = []struct{ field, option string }{
+	{"RetrievalConfig.similarity", "similarity"},
+	{"RetrievalConfig.ks", "k"},
+	{"RetrievalConfig.primary_metric", "primary"},
+	{"RetrievalConfig.query_batch_size", "query_batch_size"},
+	{"RetrievalConfig.gallery_batch_size", "gallery_batch_size"},
+	{"RetrievalConfig.max_pairwise_comparisons", "max_pairwise_comparisons"},
+	{"RetrievalConfig.worst_queries", "worst_queries"},
+	{"RetrievalConfig.gain", "gain"},
+	{"RetrievalConfig.precision", "precision"},
+	{"MemoryConfig.max_memory_bytes", "max_memory_bytes"},
+	{"MemoryConfig.spill_dir", "spill_dir"},
 }
 
 // decodeStrict decodes a JSON request over the defaults already in v;

@@ -285,7 +285,7 @@ func TestErrorsAreClassified(t *testing.T) {
 		{"NaN names row and ID", "{" + base + "}", nan, nil, capi.Input, []string{"gallery: Gallery embeddings must contain only finite numeric values; row 7 (ID \"g7\"), column 2 is NaN"}},
 		{"duplicate gallery ID", `{"qrels": ` + jsonOf(p.qrels) + `, "gallery_ids": ` + jsonOf(dupIDs) + "}", nil, nil, capi.Input, []string{"gallery_ids:", "unique", `"g3" appears at index 3 and 9`}},
 		{"unknown qrels ID", `{"qrels": {"query_ids": ["q0"], "gallery_ids": ["nope"], "grades": [1]}, "query_ids": ` + jsonOf(p.qids) + `, "gallery_ids": ` + jsonOf(p.gids) + "}", nil, nil, capi.Input, []string{"nope"}},
-		{"bad similarity", "{" + base + `, "similarity": "cos"}`, nil, nil, capi.Usage, []string{"similarity"}},
+		{"bad similarity", "{" + base + `, "similarity": "cos"}`, nil, nil, capi.Usage, []string{"similarity must be one of"}},
 		{"bad primary", "{" + base + `, "primary": "ndcg@7"}`, nil, nil, capi.Usage, []string{"primary:", "ndcg@7"}},
 		{"unknown option", "{" + base + `, "simlarity": "dot"}`, nil, nil, capi.Usage, []string{`unknown field "simlarity"`}},
 		{"wrong type", "{" + base + `, "k": "1,5"}`, nil, nil, capi.Usage, []string{"k must be a list"}},
@@ -316,6 +316,9 @@ func TestErrorsAreClassified(t *testing.T) {
 				t.Fatalf("code %d, want %d: %v", code, c.code, err)
 			}
 			msg := capi.Message(ctx, err)
+			if strings.Contains(msg, "RetrievalConfig.") {
+				t.Fatalf("message %q names the configuration field, not the option", msg)
+			}
 			for _, s := range c.msg {
 				if !strings.Contains(strings.ToLower(msg), strings.ToLower(s)) {
 					t.Fatalf("message %q lacks %q", msg, s)
