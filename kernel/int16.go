@@ -235,15 +235,53 @@ func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32
 // rank screens with it only in tests.
 func Int16Fast() bool { return int16SIMD() }
 
+// pairs32Impl names an implementation of Dot32Pairs: every one produces
+// the bits of DotRow32.
+type pairs32Impl uint8
+
+const (
+	pairs32Scalar pairs32Impl = iota // DotRow32 pair by pair
+	pairs32AVX2                      // 8 chains per ymm (pairs32avx2_amd64.s)
+	pairs32AVX512                    // 16 chains per zmm (pairs_amd64.s)
+)
+
+func (k pairs32Impl) String() string {
+	switch k {
+	case pairs32Scalar:
+		return "scalar"
+	case pairs32AVX2:
+		return "avx2"
+	case pairs32AVX512:
+		return "avx512"
+	}
+	return "pairs32Impl(" + strconv.Itoa(int(k)) + ")"
+}
+
+// pairs32For chooses the Dot32Pairs implementation for a kernel name
+// (Name) on a CPU with or without AVX-512F and AVX2+FMA (pairs32Kind passes
+// this CPU's; a build without the assembly passes neither), as
+// int16TileFor chooses the int16 tile: the AVX-512 chains under "avx512",
+// the AVX2 chains under "avx2" (or "avx512" without AVX-512F), else (and
+// always under "generic") DotRow32 pair by pair.
+func pairs32For(name string, avx512, avx2 bool) pairs32Impl {
+	switch {
+	case name == "avx512" && avx512:
+		return pairs32AVX512
+	case (name == "avx2" || name == "avx512") && avx2:
+		return pairs32AVX2
+	}
+	return pairs32Scalar
+}
+
 // Dot32Pairs writes out[l] = DotRow32(q[qoff[l]:qoff[l]+d], g[goff[l]:goff[l]+d])
 // for element offsets qoff[l], goff[l] of rows of q and g: the exact
 // float32 rule for a list of scattered pairs, as rank's int16 screen
-// verifies its undecided pairs. Where the CPU has AVX-512, 16 lanes hold 16
-// pairs' chains, fed by 16×16 transposes of the rows' chunks in registers
-// (gathers were slower here); every implementation produces the bits of
+// verifies its undecided pairs. Lanes of a vector hold pairs' chains, fed
+// by transposes of the rows' chunks in registers (gathers were slower):
+// with AVX-512 16 pairs per zmm (16×16 transposes); with AVX2 8 pairs per
+// ymm, up to 4 groups in flight, and q_k broadcast for 8 consecutive
+// pairs that share a query row. Every implementation produces the bits of
 // DotRow32.
-var dbgCalls, dbgPairs, dbgRuns, dbgLong int
-
 func Dot32Pairs(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
 	qoff, out = qoff[:len(goff)], out[:len(goff)]
 	for l, o := range goff {
@@ -255,28 +293,21 @@ func Dot32Pairs(q []float32, qoff []int32, g []float32, goff []int32, d int, out
 		clear(out)
 		return
 	}
-	dbgCalls++
-	dbgPairs += len(goff)
-	for i := 0; i < len(goff); {
-		j := i
-		for j < len(goff) && qoff[j] == qoff[i] {
-			j++
-		}
-		dbgRuns++
-		if j-i >= 8 {
-			dbgLong += (j - i) / 8 * 8
-		}
-		i = j
-	}
-	if dbgCalls%500 == 0 {
-		println("calls", dbgCalls, "pairs", dbgPairs, "runs", dbgRuns, "inFullQ8", dbgLong)
-	}
-	if gatherSIMD() && len(g) < 1<<31 && len(q) < 1<<31 { // the gathers take int32 offsets
+	dot32Pairs(pairs32Kind(), q, qoff, g, goff, d, out)
+}
+
+// dot32Pairs is Dot32Pairs (offsets checked, d ≥ 1, at least one pair)
+// with the implementation k, which the CPU must run.
+func dot32Pairs(k pairs32Impl, q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
+	switch {
+	case k == pairs32AVX512 && len(g) < 1<<31 && len(q) < 1<<31: // the gathers take int32 offsets
 		dot32PairsSIMD(q, qoff, g, goff, d, out)
-		return
-	}
-	for l, o := range goff {
-		out[l] = DotRow32(q[qoff[l]:int(qoff[l])+d], g[o:int(o)+d])
+	case k == pairs32AVX2:
+		dot32PairsAVX2(q, qoff, g, goff, d, out)
+	default:
+		for l, o := range goff {
+			out[l] = DotRow32(q[qoff[l]:int(qoff[l])+d], g[o:int(o)+d])
+		}
 	}
 }
 

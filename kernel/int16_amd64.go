@@ -62,6 +62,113 @@ func dotInt16Tile(k int16TileKind, qa, ga []int32, np int, qs, gs []float32, dst
 // gatherSIMD reports whether Dot32Pairs runs the AVX-512 chains.
 func gatherSIMD() bool { return cpu.X86.HasAVX512F && Name() == "avx512" }
 
+// hasPairs32AVX2: the CPU runs dot32PairsT8 and dot32PairsQ8.
+var hasPairs32AVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// pairs32Kind is the Dot32Pairs implementation under the active kernel.
+func pairs32Kind() pairs32Impl {
+	return pairs32For(Name(), cpu.X86.HasAVX512F, hasPairs32AVX2)
+}
+
+// pairs32Kinds lists the Dot32Pairs implementations this CPU runs, the
+// scalar one first.
+func pairs32Kinds() []pairs32Impl {
+	k := []pairs32Impl{pairs32Scalar}
+	if hasPairs32AVX2 {
+		k = append(k, pairs32AVX2)
+	}
+	if cpu.X86.HasAVX512F {
+		k = append(k, pairs32AVX512)
+	}
+	return k
+}
+
+// dot32PairsT8 is groups (1–4) × 8 chains, query and gallery rows
+// transposed in registers (pairs32avx2_amd64.s); d ≥ 1.
+//
+//go:noescape
+func dot32PairsT8(q *float32, qoff *int32, rows *float32, goff *int32, d int, groups int, out *float32)
+
+// dot32PairsQ8 is groups (1–4) × 8 chains whose group g shares the query
+// row at qoff[g], broadcast per dimension (pairs32avx2_amd64.s); d ≥ 1.
+//
+//go:noescape
+func dot32PairsQ8(q *float32, qoff *int32, rows *float32, goff *int32, d int, groups int, out *float32)
+
+// pairs32Batch collects the pairs of one Dot32Pairs call for the AVX2
+// kernels: whole groups of 8 consecutive pairs sharing a query (rank lists
+// a tile's pairs query by query) for dot32PairsQ8, the others for
+// dot32PairsT8, up to 4 groups a call.
+type pairs32Batch struct {
+	q, g   []float32
+	d      int
+	out    []float32
+	qGroup [4]int32  // query offset of each shared-query group
+	qGoff  [32]int32 // their gallery offsets
+	qAt    [4]int    // out index of each group's first pair
+	nq     int       // shared-query groups collected
+	tQoff  [32]int32 // the other pairs
+	tGoff  [32]int32
+	tAt    [32]int
+	nt     int
+	r      [32]float32
+}
+
+func (b *pairs32Batch) flushQ() {
+	if b.nq == 0 {
+		return
+	}
+	dot32PairsQ8(&b.q[0], &b.qGroup[0], &b.g[0], &b.qGoff[0], b.d, b.nq, &b.r[0])
+	for k := range b.nq {
+		copy(b.out[b.qAt[k]:b.qAt[k]+8], b.r[8*k:8*k+8])
+	}
+	b.nq = 0
+}
+
+func (b *pairs32Batch) flushT() {
+	n := b.nt
+	if n == 0 {
+		return
+	}
+	groups := (n + 7) / 8
+	for k := n; k < 8*groups; k++ { // a short last group repeats its last pair
+		b.tQoff[k], b.tGoff[k] = b.tQoff[n-1], b.tGoff[n-1]
+	}
+	dot32PairsT8(&b.q[0], &b.tQoff[0], &b.g[0], &b.tGoff[0], b.d, groups, &b.r[0])
+	for k, at := range b.tAt[:n] {
+		b.out[at] = b.r[k]
+	}
+	b.nt = 0
+}
+
+// dot32PairsAVX2 is Dot32Pairs (offsets checked, d ≥ 1) with the AVX2
+// kernels.
+func dot32PairsAVX2(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
+	b := pairs32Batch{q: q, g: g, d: d, out: out}
+	n := len(goff)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && qoff[j] == qoff[i] {
+			j++
+		}
+		for ; i+8 <= j; i += 8 {
+			b.qGroup[b.nq], b.qAt[b.nq] = qoff[i], i
+			copy(b.qGoff[8*b.nq:8*b.nq+8], goff[i:i+8])
+			if b.nq++; b.nq == 4 {
+				b.flushQ()
+			}
+		}
+		for ; i < j; i++ {
+			b.tQoff[b.nt], b.tGoff[b.nt], b.tAt[b.nt] = qoff[i], goff[i], i
+			if b.nt++; b.nt == 32 {
+				b.flushT()
+			}
+		}
+	}
+	b.flushQ()
+	b.flushT()
+}
+
 // dot32PairsSIMD runs 16 pairs per dot32PairsT call; a short last group
 // repeats its last pair.
 func dot32PairsSIMD(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {

@@ -15,6 +15,14 @@ func dotInt16Tile(k int16TileKind, qa, ga []int32, np int, qs, gs []float32, dst
 
 func gatherSIMD() bool { return false }
 
+func pairs32Kind() pairs32Impl { return pairs32For(Name(), false, false) }
+
+func pairs32Kinds() []pairs32Impl { return []pairs32Impl{pairs32Scalar} }
+
+func dot32PairsAVX2(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
+	panic("unreachable")
+}
+
 func dot32PairsSIMD(q []float32, qoff []int32, g []float32, goff []int32, d int, out []float32) {
 	panic("unreachable")
 }
