@@ -199,8 +199,9 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// TestDocsBlocksAreMarked: skip markers are on command blocks (their
-// reason is required by docMarker), file markers on YAML or JSON blocks,
+// TestDocsBlocksAreMarked: skip markers are on command blocks or Python
+// blocks (python/tests/test_docs.py runs those; the reason is required by
+// docMarker), file markers on YAML or JSON blocks,
 // and every complete run file written by a file marker parses.
 func TestDocsBlocksAreMarked(t *testing.T) {
 	for _, file := range docFiles(t) {
@@ -209,8 +210,8 @@ func TestDocsBlocksAreMarked(t *testing.T) {
 			if b.writesTo != "" && b.lang != "yaml" && b.lang != "json" {
 				t.Errorf("%s: docs-test file marker on a %q block", where, b.lang)
 			}
-			if b.skip != "" && !isShell(b.lang) {
-				t.Errorf("%s: docs-test skip marker on a %q block (only command blocks run)", where, b.lang)
+			if b.skip != "" && !isShell(b.lang) && b.lang != "python" {
+				t.Errorf("%s: docs-test skip marker on a %q block (only command and Python blocks run)", where, b.lang)
 			}
 			if b.writesTo != "" {
 				if _, err := runspec.Parse(filepath.Join(t.TempDir(), b.writesTo), []byte(b.body)); err != nil && strings.HasPrefix(b.body, "version:") {
