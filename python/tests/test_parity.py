@@ -94,6 +94,7 @@ def test_labels(run_cli):
                        "--query-labels", run_cli.file("ql.txt", ql), "--gallery-labels", run_cli.file("gl.txt", gl))
     r = vertebrae.evaluate(q, g, query_ids=qids, gallery_ids=gids, query_labels=ql, gallery_labels=gl)
     assert_same_report(r, text)
+    assert_same_report(vertebrae.evaluate(q, g, query_ids=qids, gallery_ids=gids, labels=(ql, gl)), text)
 
 
 def test_leave_one_out(run_cli):
@@ -103,6 +104,7 @@ def test_leave_one_out(run_cli):
                        "--query-labels", run_cli.file("l.txt", [str(x) for x in labels]), "--leave-one-out")
     r = vertebrae.evaluate(g, query_ids=gids, query_labels=labels, leave_one_out=True)
     assert_same_report(r, text)
+    assert_same_report(vertebrae.evaluate(g, query_ids=gids, labels=labels), text)
 
 
 def test_exclusions(run_cli):

@@ -168,6 +168,7 @@ def evaluate(
     qrels=None,
     query_ids=None,
     gallery_ids=None,
+    labels=None,
     query_labels=None,
     gallery_labels=None,
     leave_one_out=False,
@@ -198,9 +199,21 @@ def evaluate(
 
     Relevance comes from exactly one of ``qrels`` (a ``{qid: {docid: grade}}``
     dict, an iterable of ``(qid, docid, grade)`` triples, or a dense
-    queries × gallery numpy matrix), or ``query_labels``/``gallery_labels``
+    queries × gallery numpy matrix), or ``labels=(query_labels, gallery_labels)``
+    (``labels=item_labels`` without a gallery: one collection, leave-one-out),
+    or ``query_labels``/``gallery_labels``
     (label-derived relevance; with ``leave_one_out=True`` and no gallery the
     queries are the gallery and self pairs are excluded)."""
+    if labels is not None:
+        if query_labels is not None or gallery_labels is not None:
+            raise UsageError("labels= replaces query_labels= and gallery_labels=; give one form")
+        if gallery is None:  # one collection: its labels, each item querying the others
+            query_labels = labels
+            leave_one_out = True
+        else:
+            if not isinstance(labels, (tuple, list)) or len(labels) != 2:
+                raise UsageError("labels= takes (query_labels, gallery_labels) when a gallery is given")
+            query_labels, gallery_labels = labels
     arrays = []
     q = _matrix(queries, "queries")
     arrays.append(q[0])
