@@ -180,8 +180,14 @@ func (pl *plan) queryTile(batch, most int) int {
 	return max(1, min(batch, max(16, pl.foldBytes/per)))
 }
 
-// screenFits reports whether the int16 screens can pay on this run: the
-// CPU has the integer tile and the run is large enough, unless forced.
+// int16Fits reports whether the int16 screens can pay on this run: the
+// CPU has the integer tile (for the float64 protocol, the one whose
+// undecided pairs are re-scored in SIMD too) and the run is large enough,
+// unless forced.
 func (pl *plan) int16Fits(pairs int64) bool {
-	return pl.screens.force == "int16" || pl.screens.force == "" && kernel.Int16Fast() && pairs >= screen16MinPairs
+	fast := kernel.Int16Fast()
+	if pl.prec == Float64 {
+		fast = kernel.Int16FastFloat64()
+	}
+	return pl.screens.force == "int16" || pl.screens.force == "" && fast && pairs >= screen16MinPairs
 }
