@@ -12,7 +12,7 @@ import (
 // float64 protocol). Every float32 row x (the working row under float32,
 // fl32 of the float64 working row y under float64) is quantised to int16
 // values Q with a power-of-two step σ; the integer dot product
-// I = Σ Q^q_i Q^g_i is exact (kernel.DotInt16, the VNNI tile), and
+// I = Σ Q^q_i Q^g_i is exact (kernel.DotInt16: the VNNI or AVX2 tile), and
 // c = fl32(fl32(fl32(I)·σ_g)·σ_q) is the cheap score. Under float64 the
 // bound adds ‖y − x‖ to the quantisation residual and takes the float64
 // chain's own error.
