@@ -189,7 +189,38 @@ func dot32PairsSIMD(q []float32, qoff []int32, g []float32, goff []int32, d int,
 	}
 }
 
-var hasQuantSIMD = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+// hasQuantSIMD: the CPU runs the AVX-512 passes of quant_amd64.s;
+// hasQuantAVX2: the AVX2 + FMA passes of quantavx2_amd64.s, which give the
+// same bits (each float64 lane of a zmm is half of one of two ymm, fed
+// the same elements through the same operations).
+var (
+	hasQuantSIMD = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+	hasQuantAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+)
+
+// quantImpl names an implementation of absMaxSumSq32 and quantise16.
+type quantImpl uint8
+
+const (
+	quantGeneric quantImpl = iota // the scalar loops of int16.go
+	quantAVX2                     // quantavx2_amd64.s
+	quantAVX512                   // quant_amd64.s
+)
+
+// quantKind is the implementation this CPU runs: AVX-512 where it has it,
+// else AVX2 + FMA, else the scalar loops. The choice does not follow the
+// kernel name (Name): the two SIMD forms give the same bits.
+var quantKind = quantFor(hasQuantSIMD, hasQuantAVX2)
+
+func quantFor(avx512, avx2 bool) quantImpl {
+	switch {
+	case avx512:
+		return quantAVX512
+	case avx2:
+		return quantAVX2
+	}
+	return quantGeneric
+}
 
 //go:noescape
 func absMaxSumSq32AVX512(x *float32, n int, mx *float32, ss *float64)
@@ -197,14 +228,39 @@ func absMaxSumSq32AVX512(x *float32, n int, mx *float32, ss *float64)
 //go:noescape
 func quant16AVX512(x *float32, n int, inv, sigma float64, q *int16, out *float64)
 
-func absMaxSumSq32(x []float32) (mx, ss float64) {
+// absMaxSumSq32AVX2 is absMaxSumSq32AVX512 with AVX2 + FMA
+// (quantavx2_amd64.s), the same outputs bit for bit; n ≥ 1.
+//
+//go:noescape
+func absMaxSumSq32AVX2(x *float32, n int, mx *float32, ss *float64)
+
+// quant16AVX2 is quant16AVX512 with AVX2 + FMA (quantavx2_amd64.s), the
+// same outputs bit for bit; n ≥ 1.
+//
+//go:noescape
+func quant16AVX2(x *float32, n int, inv, sigma float64, q *int16, out *float64)
+
+func absMaxSumSq32(x []float32) (mx, ss float64) { return absMaxSumSq32With(quantKind, x) }
+
+// absMaxSumSq32With is absMaxSumSq32 with the implementation k (one this
+// CPU runs). The SIMD forms take whole blocks of 16 values: 16 lane maxima
+// and 8 float64 lane sums, which are combined here after the scalar loop
+// over the tail.
+func absMaxSumSq32With(k quantImpl, x []float32) (mx, ss float64) {
 	nb := len(x) / 16
-	if !hasQuantSIMD || nb == 0 {
+	if k == quantGeneric || nb == 0 {
 		return absMaxSumSq32Generic(x)
 	}
 	var m [16]float32
 	var s [8]float64
-	absMaxSumSq32AVX512(&x[0], nb, &m[0], &s[0])
+	switch {
+	case k == quantAVX512 && hasQuantSIMD:
+		absMaxSumSq32AVX512(&x[0], nb, &m[0], &s[0])
+	case k == quantAVX2 && hasQuantAVX2:
+		absMaxSumSq32AVX2(&x[0], nb, &m[0], &s[0])
+	default:
+		panic("kernel: quantisation pass not available on this CPU")
+	}
 	tm, ts := absMaxSumSq32Generic(x[nb*16:])
 	mx = tm
 	for _, v := range m {
@@ -218,12 +274,27 @@ func absMaxSumSq32(x []float32) (mx, ss float64) {
 }
 
 func quantise16(x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
+	return quantise16With(quantKind, x, inv, sigma, q)
+}
+
+// quantise16With is quantise16 with the implementation k (one this CPU
+// runs). The SIMD forms take whole blocks of 8 values: 8 float64 lane
+// sums of each, which are added here to the scalar loop's over the tail.
+func quantise16With(k quantImpl, x []float32, inv, sigma float64, q []int16) (n2, rr float64) {
 	nb := len(x) / 8
-	if !hasQuantSIMD || nb == 0 {
+	if k == quantGeneric || nb == 0 {
 		return quantise16Generic(x, inv, sigma, q)
 	}
+	q = q[:len(x)]
 	var out [16]float64
-	quant16AVX512(&x[0], nb, inv, sigma, &q[0], &out[0])
+	switch {
+	case k == quantAVX512 && hasQuantSIMD:
+		quant16AVX512(&x[0], nb, inv, sigma, &q[0], &out[0])
+	case k == quantAVX2 && hasQuantAVX2:
+		quant16AVX2(&x[0], nb, inv, sigma, &q[0], &out[0])
+	default:
+		panic("kernel: quantisation pass not available on this CPU")
+	}
 	n2, rr = quantise16Generic(x[nb*8:], inv, sigma, q[nb*8:])
 	for l := range 8 {
 		n2 += out[l]
