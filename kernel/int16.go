@@ -236,11 +236,9 @@ func dotInt16TileGeneric(qa, ga []int32, np int, qs, gs []float32, dst []float32
 func Int16Fast() bool { return int16SIMD() }
 
 // Int16FastFloat64 reports whether the int16 screen can pay under the
-// float64 protocol: there its undecided pairs are re-scored by
-// Dot64PairsQuery, whose SIMD form runs under the avx512 kernel only, so
-// with the AVX2 tile the float32 screen is the faster one (measured at
-// 2048 × 65536 × 768 on one thread with AVX-512 off: 2.16 s against 2.41 s).
-func Int16FastFloat64() bool { return int16Kind() == int16VNNI }
+// float64 protocol: the integer tile and the re-scoring of its undecided
+// pairs (Dot64PairsQuery) both run in SIMD under the active kernel.
+func Int16FastFloat64() bool { return Int16Fast() && Dot64PairsQueryFast() }
 
 // pairs32Impl names an implementation of Dot32Pairs: every one produces
 // the bits of DotRow32.

@@ -181,9 +181,8 @@ func (pl *plan) queryTile(batch, most int) int {
 }
 
 // int16Fits reports whether the int16 screens can pay on this run: the
-// CPU has the integer tile (for the float64 protocol, the one whose
-// undecided pairs are re-scored in SIMD too) and the run is large enough,
-// unless forced.
+// CPU has the integer tile (for the float64 protocol, with its undecided
+// pairs re-scored in SIMD too) and the run is large enough, unless forced.
 func (pl *plan) int16Fits(pairs int64) bool {
 	fast := kernel.Int16Fast()
 	if pl.prec == Float64 {

@@ -275,7 +275,7 @@ func TestScreen16ChoosesFromSample(t *testing.T) {
 			}
 			kind := c.kind
 			if fastHere := fast && (prec == Float32 || kernel.Int16FastFloat64()); !fastHere && kind == "int16" {
-				kind = other // the float64 protocol takes the int16 screen only with the VNNI tile
+				kind = other // the float64 protocol also needs SIMD re-scoring (kernel.Int16FastFloat64)
 			}
 			if st.Screened != (kind != "") || st.Screen.Kind != kind {
 				t.Fatalf("%s: screened %v by %q, want %q (integer tile %v)", what, st.Screened, st.Screen.Kind, kind, fast)
