@@ -40,6 +40,7 @@ def test_usage_error_bad_similarity():
     with pytest.raises(vertebrae.UsageError) as e:
         vertebrae.evaluate(q, g, qrels=[(i, i, 1) for i in range(len(q))], similarity="manhattan")
     assert "manhattan" in str(e.value) and "cosine" in str(e.value)
+    assert str(e.value).startswith("similarity "), str(e.value)  # the keyword, not RetrievalConfig.similarity
     assert isinstance(e.value, ValueError) and e.value.code == 2
 
 
