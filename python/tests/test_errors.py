@@ -81,3 +81,18 @@ def test_memory_budget_error(run_cli):
 def test_not_a_matrix():
     with pytest.raises(vertebrae.UsageError, match="2-D"):
         vertebrae.evaluate(np.zeros(8), np.zeros((3, 8)), qrels=[(0, 0, 1)])
+
+
+def test_report_files_are_written_whole_or_not_at_all(tmp_path):
+    q, g = tiny()
+    r = vertebrae.evaluate(q, g, qrels=[(i, i, 1) for i in range(len(q))])
+    out = tmp_path / "r.json"
+    out.write_text("old")
+    r.to_json(out)
+    assert out.read_text() == r.to_json()
+    r.to_markdown(tmp_path / "r.md")
+    assert (tmp_path / "r.md").read_text() == r.to_markdown()
+    # a target that cannot be written (a directory) fails and leaves no temporary file behind
+    with pytest.raises(OSError):
+        r.to_json(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.md"]

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import tempfile
 import weakref
 from collections.abc import Mapping
 
@@ -340,6 +341,27 @@ def compare(
     return Result(_lib.call("vt_compare", _dumps(req)))
 
 
+def _write_atomic(path, text):
+    """Writes text to path as the CLI writes its outputs: in full to a
+    temporary file beside it, synced, then renamed over it, so a failure
+    creates or replaces nothing."""
+    path = os.fspath(path)
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".vertebrae-tmp-", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 class Entry:
     """One result (one embedding backbone) of a report."""
 
@@ -439,8 +461,7 @@ class Result:
     def to_json(self, path=None):
         """The JSON report text (the CLI's --json file); written to path when given."""
         if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(self._text)
+            _write_atomic(path, self._text)
         return self._text
 
     def _render(self, fmt, path=None, **extra):
@@ -455,8 +476,7 @@ class Result:
         """The Markdown report (the CLI's --markdown); written to path when given."""
         text = self._render("markdown")
         if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+            _write_atomic(path, text)
         return text
 
     def to_html(self, path):
