@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 )
 
 const readBufSize = 64 << 10
@@ -338,4 +339,37 @@ func shorten(s string) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// Check applies the SPEC §2.2 rules to the IDs of one endpoint side
+// ("query", "gallery") read from source (an ID file, "file column C", or
+// an argument of the C ABI), so the message names where they came from:
+// not empty, unique, no carriage return. A file source adds the hint for
+// CR-only line endings. nil IDs (row numbers) pass.
+func Check(side, source string, ids []string, fromFile bool) error {
+	if ids == nil {
+		return nil
+	}
+	if len(ids) == 0 {
+		what := "the list"
+		if fromFile {
+			what = "the file"
+		}
+		return formats.Errorf(source, "%s IDs must not be empty: %s holds no IDs", side, what)
+	}
+	first := make(map[string]int, len(ids))
+	for i, id := range ids {
+		if strings.ContainsRune(id, '\r') {
+			hint := ""
+			if fromFile {
+				hint = fmt.Sprintf("; hint: the file seems to use CR-only (classic Mac) line endings: convert them to LF, e.g. tr '\\r' '\\n' < %s", source)
+			}
+			return formats.Errorf(source, "%s ID %d (%s) contains a carriage return%s", side, i, msgfmt.Quote(id), hint)
+		}
+		if j, dup := first[id]; dup {
+			return formats.Errorf(source, "%s IDs must be unique; %s appears at index %d and %d", side, msgfmt.Quote(id), j, i)
+		}
+		first[id] = i
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/idlist"
 	"github.com/vertebrae-eval/vertebrae/internal/bytesize"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/memory"
@@ -351,7 +352,7 @@ func (r EvaluateRequest) dataset(ctx context.Context, cfg retrieval.Config, in I
 // finite values, alignment. arg names the argument ("queries").
 func side(a *Array, arg, side, endpoint string, ids []string, sim rank.Similarity) (retrieval.EmbeddingItems, error) {
 	var none retrieval.EmbeddingItems
-	if err := checkIDs(side, arg+"_ids", ids); err != nil {
+	if err := idlist.Check(side, arg+"_ids", ids, false); err != nil {
 		return none, err
 	}
 	m, err := a.Matrix(arg)
@@ -372,28 +373,6 @@ func side(a *Array, arg, side, endpoint string, ids []string, sim rank.Similarit
 		return none, formats.Errorf(arg+"_ids", "%s IDs must align with their input collections: %d IDs for the %d rows of %s", side, len(ids), m.Rows(), arg)
 	}
 	return retrieval.Embeddings(m), nil
-}
-
-// checkIDs applies the SPEC §2.2 ID rules with the messages of the CLI's
-// ID files: not empty, unique, no carriage return.
-func checkIDs(side, arg string, ids []string) error {
-	if ids == nil {
-		return nil
-	}
-	if len(ids) == 0 {
-		return formats.Errorf(arg, "%s IDs must not be empty: the list holds no IDs", side)
-	}
-	first := make(map[string]int, len(ids))
-	for i, id := range ids {
-		if strings.ContainsRune(id, '\r') {
-			return formats.Errorf(arg, "%s ID %d (%s) contains a carriage return", side, i, msgfmt.Quote(id))
-		}
-		if j, dup := first[id]; dup {
-			return formats.Errorf(arg, "%s IDs must be unique; %s appears at index %d and %d", side, msgfmt.Quote(id), j, i)
-		}
-		first[id] = i
-	}
-	return nil
 }
 
 // denseRelevance reads a float64 queries × gallery relevance matrix.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/formats"
+	"github.com/vertebrae-eval/vertebrae/formats/idlist"
 	"github.com/vertebrae-eval/vertebrae/formats/qrels"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -13,26 +14,9 @@ import (
 )
 
 // checkIDFile applies the SPEC §2.2 ID rules to the IDs read from path
-// (an ID file, or "file column C"), so the message names the file: empty,
-// duplicate, and IDs holding a carriage return (CR-only line endings).
+// (an ID file, or "file column C"), so the message names the file.
 func checkIDFile(side, path string, ids []string) error {
-	if ids == nil {
-		return nil
-	}
-	if len(ids) == 0 {
-		return formats.Errorf(path, "%s IDs must not be empty: the file holds no IDs", side)
-	}
-	first := make(map[string]int, len(ids))
-	for i, id := range ids {
-		if strings.ContainsRune(id, '\r') {
-			return formats.Errorf(path, "%s ID %d (%s) contains a carriage return; hint: the file seems to use CR-only (classic Mac) line endings: convert them to LF, e.g. tr '\\r' '\\n' < %s", side, i, msgfmt.Quote(id), path)
-		}
-		if j, dup := first[id]; dup {
-			return formats.Errorf(path, "%s IDs must be unique; %s appears at index %d and %d", side, msgfmt.Quote(id), j, i)
-		}
-		first[id] = i
-	}
-	return nil
+	return idlist.Check(side, path, ids, true)
 }
 
 // checkWidth names the file of a zero-width embedding matrix.
