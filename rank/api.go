@@ -134,7 +134,7 @@ type ScreenStats struct {
 	Pairs      int64  // pairs given a cheap score
 	Exact      int64  // pairs scored exactly after the screen (undecided or nearest-negative candidates)
 	ExactTiles int64  // gallery blocks scored exhaustively (values beyond the screen's range)
-	Kind       string // the screen that ran: "float32" or "int16"
+	Kind       string // the screen that ran: "float32", "int8" or "int16"
 }
 
 // Candidate is a ranked gallery row.

@@ -87,7 +87,7 @@ func TestScreenedPassCancel(t *testing.T) {
 	for _, c := range []struct {
 		screen string
 		prec   Precision
-	}{{"float32", Float64}, {"int16", Float64}, {"int16", Float32}, {"off", Float64}, {"off", Float32}} {
+	}{{"float32", Float64}, {"int16", Float64}, {"int16", Float32}, {"int8", Float64}, {"int8", Float32}, {"off", Float64}, {"off", Float32}} {
 		o := Options{Similarity: Dot, Precision: c.prec, QueryBatch: nq, GalleryBatch: gb, Threads: threads}
 		err, st, after := cancelMidway(t, context.Background(), p, o, &tuning{screen: c.screen}, ng/2)
 		what := fmt.Sprintf("screen %s %s", c.screen, precName(c.prec))

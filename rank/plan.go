@@ -1,10 +1,6 @@
 package rank
 
-import (
-	"os"
-
-	"github.com/vertebrae-eval/vertebrae/kernel"
-)
+import "os"
 
 // plan is every choice a run makes, taken once from the problem, the
 // options, the CPU and the gallery rows of the pass: no stage decides
@@ -23,7 +19,7 @@ type plan struct {
 	chunkPairs bool    // chunk counts positive pairs (tests)
 	window     int     // most values kept in the pooled median window
 	buckets    bool    // bucket tables for the threshold searches
-	subRows    int     // rows of an int16 screen sub-block
+	subRows    int     // rows of an integer screen sub-block
 	verify     int     // listed pairs at which a float64 block verifies early
 	foldBytes  int     // per-query counting state a query block keeps near the core
 	mergeMax   bool    // mutation test: counts merged with max instead of sum
@@ -34,17 +30,17 @@ type plan struct {
 // screenPolicy says which screens a run may use.
 type screenPolicy struct {
 	allowed bool   // the run's shape admits screening at all
-	force   string // "float32" or "int16": use it whatever it costs ("" = choose)
+	force   string // "float32", "int8" or "int16": use it whatever it costs ("" = choose)
 }
 
 // tuning is the test-only part of Options: settings a user never needs,
 // which tests use to reach every path with small inputs.
 type tuning struct {
-	screen     string  // "off", "float32", "int16": as VERTEBRAE_SCREEN; "auto": the plan's choice; "": the environment's
+	screen     string  // "off", "float32", "int8", "int16": as VERTEBRAE_SCREEN; "auto": the plan's choice; "": the environment's
 	boundScale float64 // multiplies every screen bound (0 = 1)
 	chunkPairs int     // positive pairs per query chunk (0 = default)
 	windowCap  int     // values kept in the pooled median window (0 = default)
-	subRows    int     // int16 sub-block rows, a multiple of kernel.Int16GalleryTile (0 = default)
+	subRows    int     // integer screen sub-block rows, a multiple of kernel.Int16GalleryTile (0 = default)
 	verify     int     // early verification of a float64 screened block (0 = default)
 	noBuckets  bool    // plain binary searches only
 	mergeMax   bool    // mutation: merge the workers' counts with max
@@ -63,11 +59,11 @@ const (
 )
 
 // ScreenEnv is the VERTEBRAE_SCREEN setting: "off" (exhaustive exact
-// scoring), "float32" or "int16" (that screen wherever it applies, whatever
-// it costs), or "" (the plan chooses).
+// scoring), "float32", "int8" or "int16" (that screen wherever it applies,
+// whatever it costs), or "" (the plan chooses).
 func ScreenEnv() string {
 	switch v := os.Getenv("VERTEBRAE_SCREEN"); v {
-	case "off", "float32", "int16":
+	case "off", "float32", "int8", "int16":
 		return v
 	}
 	return ""
@@ -180,13 +176,10 @@ func (pl *plan) queryTile(batch, most int) int {
 	return max(1, min(batch, max(16, pl.foldBytes/per)))
 }
 
-// int16Fits reports whether the int16 screens can pay on this run: the
-// CPU has the integer tile (for the float64 protocol, with its undecided
-// pairs re-scored in SIMD too) and the run is large enough, unless forced.
-func (pl *plan) int16Fits(pairs int64) bool {
-	fast := kernel.Int16Fast()
-	if pl.prec == Float64 {
-		fast = kernel.Int16FastFloat64()
-	}
-	return pl.screens.force == "int16" || pl.screens.force == "" && fast && pairs >= screen16MinPairs
+// intFits reports whether the integer screen of format f can pay on this
+// run: the CPU has its SIMD tile (for the float64 protocol, with the
+// undecided pairs re-scored in SIMD too) and the run is large enough;
+// forced, it is the only integer screen tried.
+func (pl *plan) intFits(f intFormat, pairs int64) bool {
+	return pl.screens.force == f.name || pl.screens.force == "" && f.fast(pl.prec) && pairs >= screenIntMinPairs
 }

@@ -256,7 +256,7 @@ func planProblems(seed uint64) []planProblem {
 
 // plan is one point of the matrix.
 type planPoint struct {
-	screen string // off, auto (""), float32, int16
+	screen string // off, auto (""), float32, int8, int16
 	shards int    // 0: a whole run
 	layout ShardLayout
 	pooled bool
@@ -290,7 +290,7 @@ func (pp planPoint) String() string {
 // planPoints is every feasible plan for a problem (labels: sorted ranks).
 func planPoints(labels bool) []planPoint {
 	var out []planPoint
-	for _, screen := range []string{"off", "", "float32", "int16"} {
+	for _, screen := range []string{"off", "", "float32", "int8", "int16"} {
 		for _, export := range []int{0, 5, -1} {
 			for _, pooled := range []bool{false, true} {
 				out = append(out, planPoint{screen: screen, export: export, pooled: pooled, sorted: labels && pooled})
@@ -424,7 +424,7 @@ func diffPlan(want []QueryResult, got []QueryResult, sum *metrics.Summary, pp pl
 
 // randomTuning draws the test-only settings that reach every path with
 // small inputs: tiny query chunks and median windows, plain searches,
-// short int16 sub-blocks, early verification.
+// short integer screen sub-blocks, early verification.
 func randomTuning(r *rand.Rand) *tuning {
 	return &tuning{
 		chunkPairs: []int{0, 1, 7, 50}[r.IntN(4)],
@@ -437,13 +437,13 @@ func randomTuning(r *rand.Rand) *tuning {
 }
 
 // TestEveryPlanEqualsOracle runs every feasible plan — each relevance kind
-// × each screen (off, the plan's choice, float32, int16 forced) × a whole
+// × each screen (off, the plan's choice, float32, int8, int16 forced) × a whole
 // run and 1/2/3/7 gallery shards, contiguous and modulo × both precisions
 // × three similarities × pooled summary on/off × run export off/top/full —
 // on the adversarial families of the screen (near-ties at the bound,
 // duplicated rows, scaled copies, extreme magnitudes, tight clusters) at
 // widths 1 to 1536, with random block sizes, threads, query chunks,
-// windows and int16 sub-blocks, and requires the oracle's results (or its
+// windows and integer screen sub-blocks, and requires the oracle's results (or its
 // error) bit for bit.
 func TestEveryPlanEqualsOracle(t *testing.T) {
 	t.Parallel()
@@ -503,7 +503,7 @@ func TestShrunkScreenBoundIsCaught(t *testing.T) {
 	for _, c := range []struct {
 		screen string
 		prec   Precision
-	}{{"float32", Float64}, {"int16", Float32}, {"int16", Float64}} {
+	}{{"float32", Float64}, {"int16", Float32}, {"int16", Float64}, {"int8", Float32}, {"int8", Float64}} {
 		t.Run(c.screen+"/"+map[Precision]string{Float64: "float64", Float32: "float32"}[c.prec], func(t *testing.T) {
 			t.Parallel()
 			pp := planPoint{screen: c.screen}
@@ -520,7 +520,7 @@ func TestShrunkScreenBoundIsCaught(t *testing.T) {
 // Counts of several workers merged with max instead of sum must be caught.
 func TestCountsMergedWithMaxAreCaught(t *testing.T) {
 	t.Parallel()
-	for _, screen := range []string{"off", "float32", "int16"} {
+	for _, screen := range []string{"off", "float32", "int8", "int16"} {
 		pp := planPoint{screen: screen}
 		if n := mismatches(t, []Similarity{Cosine, Dot, SquaredL2}, Float64, pp, func() *tuning { return &tuning{mergeMax: true, static: true} }); n == 0 {
 			t.Fatalf("screen %s: counts merged with max went unnoticed", screen)

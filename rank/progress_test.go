@@ -92,6 +92,7 @@ func TestProgressReportsEveryPair(t *testing.T) {
 		{"one class, pooled", oneClass, Options{Similarity: Cosine, SortedRanks: true, Pooled: &Pooled{}}, &tuning{windowCap: 3}, func(st Stats) bool { return st.PooledStreamed }},
 		{"float32 screen", dense, Options{Similarity: Dot}, &tuning{screen: "float32"}, func(st Stats) bool { return st.Screen.Kind == "float32" }},
 		{"int16 screen", dense, Options{Similarity: Cosine, Precision: Float32}, &tuning{screen: "int16", subRows: 32}, func(st Stats) bool { return st.Screen.Kind == "int16" }},
+		{"int8 screen", dense, Options{Similarity: Cosine, Precision: Float32}, &tuning{screen: "int8", subRows: 32}, func(st Stats) bool { return st.Screen.Kind == "int8" }},
 		{"screen with exact blocks", beyond, Options{Similarity: Dot}, &tuning{screen: "float32"}, func(st Stats) bool { return st.Screen.ExactTiles > 0 && st.Screen.Pairs > 0 }},
 		{"sparse", sparse, Options{Similarity: Dot}, nil, nil},
 		{"top 3", dense, Options{Similarity: SquaredL2, TopN: 3}, nil, nil},

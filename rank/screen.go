@@ -12,8 +12,8 @@ import (
 // Screened exact scoring (SPEC §4.2 "Screened evaluation"; the bounds and
 // their proofs are in screen.md next to this file). Every pair of a tile is
 // first given a cheap score c by one of the cheap-score types (the float32
-// blocked chain of the float64 protocol, or the exact int16 dot product of
-// either protocol, screen16.go) with a proven bound |c − s| ≤ e; a
+// blocked chain of the float64 protocol, or the exact int8 or int16 dot
+// product of either protocol, screenint.go) with a proven bound |c − s| ≤ e; a
 // comparison is decided from c only where the bound makes it certain
 // (decide rules below, screen.md §5), and every undecided pair gets its
 // exact score s by the one formula (exact.pairs). Every reported number is
@@ -55,7 +55,7 @@ func (c *screenCounters) stats() ScreenStats {
 // cheapState is one worker's screening buffers.
 type cheapState[T working] struct {
 	rows   rowCache[T] // the block's working rows, for verification
-	g32    []float32   // float32 rows of the block (float32 cheap scores; int16 quantises them)
+	g32    []float32   // float32 rows of the block (float32 cheap scores; the integer screens quantise them)
 	out    []float32   // cheap scores of one tile
 	need   []need      // pairs that need their exact score
 	vals   []T
@@ -65,7 +65,7 @@ type cheapState[T working] struct {
 	start  []int32
 	tmp    []T
 	rg     float64    // float32 screen: the block's largest row norm bound
-	s16    ws16       // int16 screen buffers (screen16.go)
+	sInt   wsInt      // integer screen buffers (screenint.go)
 	post   postings   // sparse tiles: the block's postings (sparse.go)
 	sparse sparseTile // sparse tiles: the block
 }
@@ -95,9 +95,13 @@ func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
 	if s.pl.prec == Float64 {
 		f32 = newScreen32(s)
 	}
-	if force != "float32" && s.pl.int16Fits(pairs) {
-		if st := newScreen16[T](ctx, s, c, f32); st != nil {
-			return st
+	// The int8 screen first (the cheaper tile, the wider bound), then the
+	// int16 one, each where the plan admits it and its sample pays.
+	for _, f := range []intFormat{int8Format, int16Format} {
+		if s.pl.intFits(f, pairs) {
+			if st := newScreenInt[T](ctx, s, c, f32, f); st != nil {
+				return st
+			}
 		}
 	}
 	if f32 == nil {

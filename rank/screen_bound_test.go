@@ -62,8 +62,8 @@ func exactDot[T working](q, g []T) float64 {
 	panic("unreachable")
 }
 
-// checkScreenBound prepares p as a run of the screen kind ("float32" or
-// "int16", forced) would, and checks every pair of every gallery block of
+// checkScreenBound prepares p as a run of the screen kind ("float32",
+// "int8" or "int16", forced) would, and checks every pair of every gallery block of
 // blockRows rows the screen accepts: the cheap score c of the screen's
 // tile and the exact score s of the working rows satisfy |c − s| ≤ e, e
 // the screen's bound for the query and the prepared (sub-)block; and every
@@ -91,12 +91,13 @@ func checkScreenBound[T working](t *testing.T, p Problem, sim Similarity, prec P
 	switch kind {
 	case "float32":
 		st = f32
-	case "int16":
-		s16 := newScreen16[T](ctx, s, c, f32)
-		if s16 == nil {
-			t.Fatalf("%v: the forced int16 screen could not be prepared", prec)
+	case "int8", "int16":
+		f := map[string]intFormat{"int8": int8Format, "int16": int16Format}[kind]
+		si := newScreenInt[T](ctx, s, c, f32, f)
+		if si == nil {
+			t.Fatalf("%v: the forced %s screen could not be prepared", prec, kind)
 		}
-		st = s16
+		st = si
 	}
 	st.chunk(c)
 	w := &worker[T]{tmp: make([]float64, pr.d)}
@@ -162,6 +163,8 @@ var screenBoundCases = []screenBoundCase{
 	{"float32 screen of the float64 protocol", "float32", Float64},
 	{"int16 screen of the float32 protocol", "int16", Float32},
 	{"int16 screen of the float64 protocol", "int16", Float64},
+	{"int8 screen of the float32 protocol", "int8", Float32},
+	{"int8 screen of the float64 protocol", "int8", Float64},
 }
 
 func (c screenBoundCase) check(t *testing.T, p Problem, sim Similarity, blockRows, subRows int, scale float64) boundCheck {
@@ -172,9 +175,8 @@ func (c screenBoundCase) check(t *testing.T, p Problem, sim Similarity, blockRow
 }
 
 // The bound itself, pair by pair, for every cheap-score type (the float32
-// screen of the float64 protocol, TestScreenBoundHoldsPairByPair; the int16
-// screen of the float32 protocol, TestScreen16BoundHoldsPairByPair; the
-// int16 screen of the float64 protocol, TestScreen16x64BoundHoldsPairByPair):
+// screen of the float64 protocol; the int16 and int8 screens of both
+// protocols):
 // on every adversarial family (and near-ties at the int16 bound), widths 1
 // to 1536, dot and cosine, gallery blocks of one row (the tightest bound)
 // and of the whole gallery (full kernel tiles; int16 sub-blocks of 32

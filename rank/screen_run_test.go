@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -116,7 +115,8 @@ func TestScreen16DecidesMostPairs(t *testing.T) {
 // VERTEBRAE_SCREEN (read when Options carry no test tuning): "off" selects
 // exhaustive scoring for both protocols, plain runs and gallery shards;
 // "float32" forces the float32 screen where it applies (the float64
-// protocol); "int16" forces the int16 screen of both protocols; "" or an
+// protocol); "int8" and "int16" force that integer screen of both
+// protocols; "" or an
 // unknown value leaves the choice to the plan. Every run gives the
 // exhaustive results bit for bit; Options.Exhaustive wins over the
 // environment, and a plan told to choose (tuning "auto") ignores it.
@@ -139,6 +139,7 @@ func TestScreenEnv(t *testing.T) {
 			{"off", map[Precision]string{Float64: "", Float32: ""}},
 			{"float32", map[Precision]string{Float64: "float32", Float32: ""}},
 			{"int16", map[Precision]string{Float64: "int16", Float32: "int16"}},
+			{"int8", map[Precision]string{Float64: "int8", Float32: "int8"}},
 			{"", map[Precision]string{Float64: "float32", Float32: ""}},      // a small run: the plan's choice
 			{"bogus", map[Precision]string{Float64: "float32", Float32: ""}}, // unknown values are ignored
 		} {
@@ -230,36 +231,42 @@ func sampleProblem(r *rand.Rand, nq, ng, d int, prec Precision) Problem {
 	return p
 }
 
-// The run-level choice (TestScreen16ChoosesFromSample,
-// TestScreen16x64ChoosesFromSample): left to the plan, a run of
-// screen16MinPairs pairs of ordinary rows takes the int16 screen where the
-// CPU runs the integer tile, and a run whose sample leaves most pairs
-// undecided (width 1 under cosine: every score is ±1, a tie with the
-// positive) does not: the float64 protocol keeps the float32 screen, the
-// float32 protocol its exhaustive pass. A smaller run never takes the int16
-// screen. Every run equals the exhaustive one bit for bit.
-func TestScreen16ChoosesFromSample(t *testing.T) {
+// The run-level choice: left to the plan, a run of screenIntMinPairs pairs
+// takes the int8 screen where its sample leaves few pairs undecided
+// (positives near their queries, standing apart from the bulk of the
+// scores), the int16 screen where only the int16 bound is tight enough
+// (positives drawn at random, in the bulk, where the int8 band holds
+// a large share of the pairs), and no integer screen where both leave most
+// pairs undecided (width 1 under cosine: every score is ±1, a tie with the
+// positive): the float64 protocol keeps the float32 screen, the float32
+// protocol its exhaustive pass. A smaller run never takes an integer
+// screen, and a CPU without an integer tile never does. Every run equals
+// the exhaustive one bit for bit.
+func TestIntScreenChoosesFromSample(t *testing.T) {
 	t.Parallel()
-	fast := kernel.Int16Fast()
-	if !fast {
-		t.Log("kernel.Int16Fast() is false on this CPU: the plan must never choose the int16 screen")
-	}
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, prec := range []Precision{Float32, Float64} {
 		other := map[Precision]string{Float32: "", Float64: "float32"}[prec]
+		fast8, fast16 := int8Format.fast(prec), int16Format.fast(prec)
+		t.Logf("%s: int8 tile pays %v, int16 tile pays %v", precName(prec), fast8, fast16)
 		for _, c := range []struct {
 			name string
 			nq   int
 			ng   int
 			d    int
 			sim  Similarity
-			kind string // with the integer tile
+			near bool     // positives near their queries
+			want []string // the screen by preference, where the CPU runs it
 		}{
-			{"gaussian", 32, screen16MinPairs / 32, 8, Dot, "int16"},
-			{"all ties", 32, screen16MinPairs / 32, 1, Cosine, other},
-			{"gaussian, below screen16MinPairs", 32, screen16MinPairs/32 - 1, 8, Dot, other},
+			{"near positives", 32, screenIntMinPairs / 32, 64, Cosine, true, []string{"int8", "int16"}},
+			{"random positives", 32, screenIntMinPairs / 32, 8, Dot, false, []string{"int16"}},
+			{"all ties", 32, screenIntMinPairs / 32, 1, Cosine, false, nil},
+			{"near positives, below screenIntMinPairs", 32, screenIntMinPairs/32 - 1, 64, Cosine, true, nil},
 		} {
 			p := sampleProblem(r, c.nq, c.ng, c.d, prec)
+			if c.near {
+				nearPositives(r, p)
+			}
 			o := Options{Similarity: c.sim, Precision: prec, QueryBatch: 32, GalleryBatch: 1 << 15}
 			got, st, err := scoreStats(context.Background(), p, o, &tuning{screen: "auto"})
 			if err != nil {
@@ -273,22 +280,50 @@ func TestScreen16ChoosesFromSample(t *testing.T) {
 			if d := sameResults(got, want); d != "" {
 				t.Fatalf("%s: %s", what, d)
 			}
-			kind := c.kind
-			if fastHere := fast && (prec == Float32 || kernel.Int16FastFloat64()); !fastHere && kind == "int16" {
-				kind = other // the float64 protocol also needs SIMD re-scoring (kernel.Int16FastFloat64)
+			kind := other
+			for _, k := range c.want {
+				if k == "int8" && fast8 || k == "int16" && fast16 {
+					kind = k
+					break
+				}
 			}
 			if st.Screened != (kind != "") || st.Screen.Kind != kind {
-				t.Fatalf("%s: screened %v by %q, want %q (integer tile %v)", what, st.Screened, st.Screen.Kind, kind, fast)
+				t.Fatalf("%s: screened %v by %q, want %q", what, st.Screened, st.Screen.Kind, kind)
 			}
 		}
 	}
 }
 
-// Both int16 screens run only when the memory budget in the context has
-// room for what they hold, even when forced; otherwise the float64
-// protocol takes the float32 screen (which needs none of it) and the
-// float32 protocol its exhaustive pass, with the same results.
-func TestScreen16MemoryBudget(t *testing.T) {
+// nearPositives moves each query's positive next to the query: the
+// positive's row becomes the query's plus 1 % noise, as relevant items sit
+// near their queries in real embeddings.
+func nearPositives(r *rand.Rand, p Problem) {
+	switch q := p.Queries.(type) {
+	case *matrix.Dense:
+		d := q.Cols()
+		g := p.Gallery.(*matrix.Dense)
+		for i, pos := range p.Relevance {
+			j := pos[0].Index
+			if q.DType() == matrix.Float32 {
+				qd, gd := q.Float32Data(), g.Float32Data()
+				for k := range d {
+					gd[j*d+k] = qd[i*d+k] + float32(0.01*r.NormFloat64())
+				}
+			} else {
+				qd, gd := q.Float64Data(), g.Float64Data()
+				for k := range d {
+					gd[j*d+k] = qd[i*d+k] + 0.01*r.NormFloat64()
+				}
+			}
+		}
+	}
+}
+
+// The integer screens of both protocols run only when the memory budget in
+// the context has room for what they hold, even when forced; otherwise the
+// float64 protocol takes the float32 screen (which needs none of it) and
+// the float32 protocol its exhaustive pass, with the same results.
+func TestScreenIntMemoryBudget(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(95, 96))
 	p := denseProblem(t, screenCases(r, 384, 20, 200)[1], r)
@@ -296,10 +331,12 @@ func TestScreen16MemoryBudget(t *testing.T) {
 		prec  Precision
 		limit int64
 		kind  string // "": not screened
-	}{{Float64, 1 << 10, "float32"}, {Float64, 1 << 40, "int16"}, {Float32, 1 << 10, ""}, {Float32, 1 << 40, "int16"}} {
+		force string
+	}{{Float64, 1 << 10, "float32", "int16"}, {Float64, 1 << 40, "int16", "int16"}, {Float32, 1 << 10, "", "int16"}, {Float32, 1 << 40, "int16", "int16"},
+		{Float64, 1 << 10, "float32", "int8"}, {Float64, 1 << 40, "int8", "int8"}, {Float32, 1 << 10, "", "int8"}, {Float32, 1 << 40, "int8", "int8"}} {
 		o := Options{Similarity: Cosine, Precision: c.prec, QueryBatch: 8, GalleryBatch: 64}
-		got, st, err := scoreStats(memory.WithLimit(context.Background(), c.limit), p, o, &tuning{screen: "int16"})
-		what := fmt.Sprintf("%s limit %d", precName(c.prec), c.limit)
+		got, st, err := scoreStats(memory.WithLimit(context.Background(), c.limit), p, o, &tuning{screen: c.force})
+		what := fmt.Sprintf("%s forced, %s limit %d", c.force, precName(c.prec), c.limit)
 		wantOracle(t, p, Cosine, c.prec, got, err, what)
 		if st.Screened != (c.kind != "") || st.Screen.Kind != c.kind {
 			t.Fatalf("%s: %q screen ran (screened %v), want %q", what, st.Screen.Kind, st.Screened, c.kind)
@@ -335,10 +372,14 @@ func TestScreenedBeyondRangeBlocksScoredExactly(t *testing.T) {
 			{"float32", Float64, 1e40, 1e-25, "tiles"},
 			{"int16", Float64, 1e40, 1e-25, "tiles"},
 			{"int16", Float32, 1e37, 0.1, "tiles"},
+			{"int8", Float64, 1e40, 1e-25, "tiles"},
+			{"int8", Float32, 1e37, 0.1, "tiles"},
 			{"float32", Float64, 1e30, 1e10, "rows"},
 			{"int16", Float64, 1e30, 1e10, "rows"},
+			{"int8", Float64, 1e30, 1e10, "rows"},
 			{"float32", Float64, 1e300, 1e30, "error"},
 			{"int16", Float64, 1e300, 1e30, "error"},
+			{"int8", Float64, 1e300, 1e30, "error"},
 		} {
 			nq, ng := 23, 300
 			sc := screenCase{name: "beyond range"}
@@ -477,7 +518,7 @@ func TestScreenApplicability(t *testing.T) {
 	sg, _ := randomSparseRows(r, 60, 40, 5)
 	sparse := p
 	sparse.Queries, sparse.Gallery = sq, sg
-	for _, kind := range []string{"float32", "int16"} {
+	for _, kind := range []string{"float32", "int8", "int16"} {
 		for _, prec := range []Precision{Float64, Float32} {
 			for _, c := range []struct {
 				name   string
@@ -485,8 +526,8 @@ func TestScreenApplicability(t *testing.T) {
 				o      Options
 				screen bool
 			}{
-				{"dot", p, Options{Similarity: Dot}, kind == "int16" || prec == Float64},
-				{"cosine", p, Options{Similarity: Cosine}, kind == "int16" || prec == Float64},
+				{"dot", p, Options{Similarity: Dot}, kind != "float32" || prec == Float64},
+				{"cosine", p, Options{Similarity: Cosine}, kind != "float32" || prec == Float64},
 				{"squared_l2", p, Options{Similarity: SquaredL2}, false},
 				{"top 3", p, Options{Similarity: Dot, TopN: 3}, false},
 				{"full ranking", p, Options{Similarity: Cosine, FullRanking: true}, false},

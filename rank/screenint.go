@@ -8,18 +8,24 @@ import (
 	"github.com/vertebrae-eval/vertebrae/memory"
 )
 
-// The int16 screen (screen.md §7 for the float32 protocol, §8 for the
-// float64 protocol). Every float32 row x (the working row under float32,
-// fl32 of the float64 working row y under float64) is quantised to int16
-// values Q with a power-of-two step σ; the integer dot product
-// I = Σ Q^q_i Q^g_i is exact (kernel.DotInt16: the VNNI or AVX2 tile), and
-// c = fl32(fl32(fl32(I)·σ_g)·σ_q) is the cheap score. Under float64 the
-// bound adds ‖y − x‖ to the quantisation residual and takes the float64
-// chain's own error.
+// The integer screens (screen.md §7 for the float32 protocol, §8 for the
+// float64 protocol, §9 for int8). Every float32 row x (the working row
+// under float32, fl32 of the float64 working row y under float64) is
+// quantised to integers Q, |Q_i| ≤ 32767 (int16) or 127 (int8), with a
+// float32 step σ; the integer dot product I = Σ Q^q_i Q^g_i is exact
+// (kernel.DotInt16: the VNNI or AVX2 tile; kernel.DotInt8: the VNNI
+// tile), and c = fl32(fl32(fl32(I)·σ_g)·σ_q) is the cheap score. Under
+// float64 the bound adds ‖y − x‖ to the quantisation residual and takes
+// the float64 chain's own error. Both widths share the quantisation rule,
+// the bound and this code; only the kernels and the largest |Q_i| differ.
 //
-// It is used only where it pays: the CPU runs the integer tile
-// (kernel.Int16Fast), the run has at least screen16MinPairs pairs, and a
-// measured sample leaves few pairs undecided.
+// A screen is used only where it pays: the CPU runs its integer tile
+// (kernel.Int8Fast, kernel.Int16Fast), the run has at least
+// screenIntMinPairs pairs, and a measured sample leaves few pairs
+// undecided. The int8 screen is tried first: its tile does twice the
+// multiply-adds per instruction, but its bound is about 50 times wider,
+// so it pays only where the positives stand apart from the bulk of the
+// scores (as real relevance does); elsewhere the int16 screen runs.
 
 // screen16MaxUndecided is the largest undecided share of the sampled pairs
 // for which a float32-protocol run is screened (screen.md §7.5): the
@@ -34,24 +40,83 @@ const screen16MaxUndecided = 0.008
 // 1.5 %).
 const screen16x64MaxUndecided = 0.01
 
-// screen16MinPairs is the smallest run screened: below it the run takes
+// screen8MaxUndecided is the cut of the int8 screen, both protocols
+// (screen.md §9.3): its tile and quantisation cost about 0.3 of the
+// exhaustive float32 pass against the int16 screen's 0.45, and each
+// undecided pair the same 20 exhaustive pairs, so at 0.4 % it costs at
+// most what the int16 screen costs with nothing undecided.
+const screen8MaxUndecided = 0.004
+
+// screenIntMinPairs is the smallest run screened: below it the run takes
 // milliseconds, and quantising the queries and the sample would be most of
 // what the screen saves.
-const screen16MinPairs = 1 << 22
+const screenIntMinPairs = 1 << 22
 
-// int16NormCap bounds ‖Q‖ of every row: then every partial sum of
+// intNormCap bounds ‖Q‖² of every row: then every partial sum of
 // Q^q_i·Q^g_i is at most ‖Q^q‖‖Q^g‖ ≤ 46340² < 2³¹ (Cauchy–Schwarz), so
-// the int32 accumulation is exact in any order.
-const int16NormCap = 46340 * 46340
+// the int32 accumulation is exact in any order. (An int8 row reaches it
+// only beyond d = 133,000.)
+const intNormCap = 46340 * 46340
 
-// screen16Fits bounds the products whose float32 chains are screened:
+// intFormat is the integer type of a screen: its name (ScreenStats.Kind,
+// VERTEBRAE_SCREEN) and its largest |Q_i|.
+type intFormat struct {
+	name string
+	qmax float64
+}
+
+var (
+	int8Format  = intFormat{"int8", 127}
+	int16Format = intFormat{"int16", 32767}
+)
+
+func (f intFormat) is8() bool { return f.qmax == int8Format.qmax }
+
+// queryLen and galleryLen are the int32 lengths of the packed layouts.
+func (f intFormat) queryLen(n, d int) int {
+	if f.is8() {
+		return kernel.Int8QueryLen(n, d)
+	}
+	return kernel.Int16QueryLen(n, d)
+}
+
+func (f intFormat) galleryLen(n, d int) int {
+	if f.is8() {
+		return kernel.Int8GalleryLen(n, d)
+	}
+	return kernel.Int16GalleryLen(n, d)
+}
+
+// rowWords is the int32 words of one packed query row (query tiles start
+// at multiples of it).
+func (f intFormat) rowWords(d int) int {
+	if f.is8() {
+		return kernel.Int8Quads(d)
+	}
+	return kernel.Int16Pairs(d)
+}
+
+// fast reports whether the CPU runs the format's SIMD tile (and, for the
+// float64 protocol, re-scores undecided pairs in SIMD too).
+func (f intFormat) fast(prec Precision) bool {
+	if f.is8() {
+		return kernel.Int8Fast() && (prec == Float32 || kernel.Dot64PairsQueryFast())
+	}
+	if prec == Float64 {
+		return kernel.Int16FastFloat64()
+	}
+	return kernel.Int16Fast()
+}
+
+// screenIntFits bounds the products whose float32 chains are screened:
 // with R_q·R_g ≤ 2¹²⁰ no exact chain or cheap score can overflow, so every
 // exact score of a screened pair is finite (screen.md §7.3).
-const screen16Fits = 0x1p120
+const screenIntFits = 0x1p120
 
-type screen16[T working] struct {
+type screenInt[T working] struct {
 	screenCounters
-	q16         []int16   // quantised queries from qlo
+	format      intFormat
+	q16         []int16   // quantised queries from qlo (int8 values under int8)
 	qs          []float32 // σ_q
 	qn, qr, qR  []float64 // ≥ ‖σ_qQ^q‖, ≥ ‖q − σ_qQ^q‖, ≥ ‖q‖
 	qp          []int32   // the packed queries of the current chunk, from qpLo
@@ -67,30 +132,31 @@ type screen16[T working] struct {
 	d           int
 }
 
-// ws16 is one worker's int16 screen buffers.
-type ws16 struct {
+// wsInt is one worker's integer screen buffers.
+type wsInt struct {
 	row16 []int16
+	row8  []int8 // int8: a row group narrowed for packing
 	gp    []int32
 	gs    []float32
 	r64   []float64 // float64 protocol: the block rows' norm bounds
-	b     block16   // bound data of the prepared sub-block
+	b     blockInt  // bound data of the prepared sub-block
 }
 
-// block16 is what the bound needs of a quantised gallery sub-block.
-type block16 struct {
+// blockInt is what the bound needs of a quantised gallery sub-block.
+type blockInt struct {
 	n, r, R float64 // the largest row bounds: ≥ ‖σQ‖, ≥ ‖y − σQ‖, ≥ ‖y‖
 	ok      bool    // every row quantised
 }
 
-// newScreen16 prepares the int16 screen of a run, or returns nil when it
-// cannot run or (unless forced) the sample says it would not pay. f32 is
-// the float32 screen of a float64-protocol run (its float32 roundings of
-// the query rows and their norm bounds are reused).
-func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 *screen32[T]) *screen16[T] {
+// newScreenInt prepares the integer screen of format f for a run, or
+// returns nil when it cannot run or (unless forced) the sample says it
+// would not pay. f32 is the float32 screen of a float64-protocol run (its
+// float32 roundings of the query rows and their norm bounds are reused).
+func newScreenInt[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 *screen32[T], f intFormat) *screenInt[T] {
 	d, n := s.d, s.qhi-s.qlo
-	st := &screen16[T]{q16: make([]int16, n*d), qs: make([]float32, n), qn: make([]float64, n), qr: make([]float64, n), qR: make([]float64, n),
+	st := &screenInt[T]{format: f, q16: make([]int16, n*d), qs: make([]float32, n), qn: make([]float64, n), qr: make([]float64, n), qR: make([]float64, n),
 		qlo: s.qlo, g3: gamma(3, u32), tau: float64(d+2) * 0x1p-149, scale: s.pl.scale, subN: s.pl.subRows, sim: s.pl.sim, d: d}
-	st.kind = "int16"
+	st.kind = f.name
 	st.f64 = s.pl.prec == Float64
 	st.gd = gamma(d, u32)
 	if st.f64 {
@@ -109,10 +175,10 @@ func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 
 		block = memory.Bytes(int64(s.pr.threads), int64(s.pl.gb), int64(d), 8)
 	}
 	need := memory.Sum(block,
-		memory.Bytes(int64(n), int64(d), 2), memory.Bytes(int64(kernel.Int16QueryLen(c.q1-c.q0, d)), 4), memory.Bytes(int64(n), 4+3*8),
+		memory.Bytes(int64(n), int64(d), 2), memory.Bytes(int64(f.queryLen(c.q1-c.q0, d)), 4), memory.Bytes(int64(n), 4+3*8),
 		memory.Bytes(sn, int64(d), 4+2), memory.Bytes(sn, 2*kernel.Int16QueryTile, 4),
 		memory.Bytes(int64(s.pr.threads), memory.Sum(memory.Bytes(sub, int64(d)+1, 2+4), memory.Bytes(qb, sub, 4+16+8+8+4))))
-	if memory.Check(ctx, "Int16 screen (packed queries and sub-blocks)", need) != nil {
+	if memory.Check(ctx, f.what(), need) != nil {
 		return nil
 	}
 	// Quantise the queries, the sample's first (a run the sample rejects
@@ -128,7 +194,7 @@ func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 
 				x = any(s.qrow(q)).([]float32)
 			}
 			copy(tmp, x)
-			sg, qn, r, R, ok := quantise16(tmp, st.q16[i*d:(i+1)*d])
+			sg, qn, r, R, ok := quantiseInt(tmp, st.q16[i*d:(i+1)*d], f.qmax)
 			if !ok {
 				return false // a value beyond the screen's range
 			}
@@ -145,9 +211,12 @@ func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 
 	if !quantise(c.q0, ns) {
 		return nil
 	}
-	if s.pl.screens.force != "int16" {
+	if s.pl.screens.force != f.name {
 		limit := screen16MaxUndecided
-		if st.f64 {
+		switch {
+		case f.is8():
+			limit = screen8MaxUndecided
+		case st.f64:
 			limit = screen16x64MaxUndecided
 		}
 		st.pack(c.q0, ns)
@@ -165,48 +234,73 @@ func newScreen16[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 
 // rounding x (screen.md §8.1): ‖y − σQ‖ ≤ ‖x − σQ‖ + ‖y − x‖ ≤ r + v·R + √d·2⁻¹⁵⁰,
 // with r ≥ ‖x − σQ‖ and R ≥ ‖y‖. Its two roundings are covered by the
 // outward rounding of the bound.
-func (st *screen16[T]) rho(r, R float64) float64 { return r + u32*R + st.sdv }
+func (st *screenInt[T]) rho(r, R float64) float64 { return r + u32*R + st.sdv }
 
 // pack lays out queries [q0, q1) for the integer tile (groups of
-// kernel.Int16QueryTile from q0, so query tiles of a chunk start aligned).
-func (st *screen16[T]) pack(q0, q1 int) {
+// kernel.Int16QueryTile = kernel.Int8QueryTile from q0, so query tiles of
+// a chunk start aligned).
+func (st *screenInt[T]) pack(q0, q1 int) {
 	d := st.d
-	st.qp = growTo(st.qp, kernel.Int16QueryLen(q1-q0, d))
+	st.qp = growTo(st.qp, st.format.queryLen(q1-q0, d))
 	clear(st.qp)
 	st.qpLo = q0
+	var row8 []int8
+	if st.format.is8() {
+		row8 = make([]int8, d)
+	}
 	for q := q0; q < q1; q++ {
 		i := q - st.qlo
-		kernel.PackInt16Query(st.q16[i*d:(i+1)*d], q-q0, st.qp)
+		row := st.q16[i*d : (i+1)*d]
+		if row8 == nil {
+			kernel.PackInt16Query(row, q-q0, st.qp)
+			continue
+		}
+		narrow8(row, row8)
+		kernel.PackInt8Query(row8, q-q0, st.qp)
 	}
 }
 
+// narrow8 copies int16 values known to lie in [−127, 127] to int8.
+func narrow8(src []int16, dst []int8) {
+	dst = dst[:len(src)]
+	for k, v := range src {
+		dst[k] = int8(v)
+	}
+}
+
+// what names the screen's memory in a budget error.
+func (f intFormat) what() string {
+	return "Int" + f.name[3:] + " screen (packed queries and sub-blocks)"
+}
+
 // chunk packs the queries of a chunk before its pass.
-func (st *screen16[T]) chunk(c *chunk[T]) { st.pack(c.q0, c.q1) }
+func (st *screenInt[T]) chunk(c *chunk[T]) { st.pack(c.q0, c.q1) }
 
-func (st *screen16[T]) counters() *screenCounters { return &st.screenCounters }
+func (st *screenInt[T]) counters() *screenCounters { return &st.screenCounters }
 
-func (st *screen16[T]) stats() ScreenStats { return st.screenCounters.stats() }
+func (st *screenInt[T]) stats() ScreenStats { return st.screenCounters.stats() }
 
-func (st *screen16[T]) queryTile(qb int) int {
+func (st *screenInt[T]) queryTile(qb int) int {
+	// Both formats tile 12 queries (kernel.Int8QueryTile = Int16QueryTile).
 	return max(kernel.Int16QueryTile, qb/kernel.Int16QueryTile*kernel.Int16QueryTile)
 }
 
 // subRows: a sub-block is quantised, scored against a query block and
 // verified while its float32 rows are near in the cache hierarchy; shorter
 // rows would make the per-row work of the decisions dominate.
-func (st *screen16[T]) subRows(n, qb int) int { return st.subN }
+func (st *screenInt[T]) subRows(n, qb int) int { return st.subN }
 
 // block prepares the block's float32 rows (the working rows, or fl32 of the
 // float64 working rows with their norm bounds) and checks that the bound
 // covers them.
-func (st *screen16[T]) block(s *scorer[T], w *worker[T], b block) bool {
+func (st *screenInt[T]) block(s *scorer[T], w *worker[T], b block) bool {
 	cs, d := &w.cheap, s.d
 	cs.rows.reset(s.g, b, false)
 	y := cs.rows.span(0, b.n)
 	if !st.f64 {
 		g32 := any(y).([]float32)
 		cs.g32 = g32
-		return st.maxQR*blockNormBound(st.sim, g32, d) <= screen16Fits
+		return st.maxQR*blockNormBound(st.sim, g32, d) <= screenIntFits
 	}
 	// The float64 working rows are produced once (the int16 screen's
 	// undecided pairs touch most rows of a block); then one pass: the
@@ -214,7 +308,7 @@ func (st *screen16[T]) block(s *scorer[T], w *worker[T], b block) bool {
 	// bound (screen.md §8.2: then no exact score can overflow).
 	y64 := any(y).([]float64)
 	cs.g32 = growTo(cs.g32, b.n*d)
-	x := &cs.s16
+	x := &cs.sInt
 	x.r64 = growTo(x.r64, b.n)
 	fits := true
 	for j := range b.n {
@@ -226,28 +320,32 @@ func (st *screen16[T]) block(s *scorer[T], w *worker[T], b block) bool {
 }
 
 // sub quantises rows [j0, j1) of the prepared block.
-func (st *screen16[T]) sub(w *worker[T], j0, j1 int) bool {
+func (st *screenInt[T]) sub(w *worker[T], j0, j1 int) bool {
 	cs, d := &w.cheap, st.d
 	var r64 []float64
 	if st.f64 {
-		r64 = cs.s16.r64[j0:j1]
+		r64 = cs.sInt.r64[j0:j1]
 	}
-	cs.s16.b = st.quantiseBlock(&cs.s16, cs.g32[j0*d:j1*d], j1-j0, r64)
-	return cs.s16.b.ok
+	cs.sInt.b = st.quantiseBlock(&cs.sInt, cs.g32[j0*d:j1*d], j1-j0, r64)
+	return cs.sInt.b.ok
 }
 
-func (st *screen16[T]) tile(s *scorer[T], w *worker[T], q0, q1, j0, j1 int, out []float32) {
-	x, d := &w.cheap.s16, st.d
-	np := kernel.Int16Pairs(d)
-	kernel.DotInt16(st.qp[(q0-st.qpLo)*np:], q1-q0, x.gp, j1-j0, d, st.qs[q0-st.qlo:q1-st.qlo], x.gs[:j1-j0], out)
+func (st *screenInt[T]) tile(s *scorer[T], w *worker[T], q0, q1, j0, j1 int, out []float32) {
+	x, d := &w.cheap.sInt, st.d
+	qp, qs, gs := st.qp[(q0-st.qpLo)*st.format.rowWords(d):], st.qs[q0-st.qlo:q1-st.qlo], x.gs[:j1-j0]
+	if st.format.is8() {
+		kernel.DotInt8(qp, q1-q0, x.gp, j1-j0, d, qs, gs, out)
+		return
+	}
+	kernel.DotInt16(qp, q1-q0, x.gp, j1-j0, d, qs, gs, out)
 }
 
 // bound is e' ≥ |c − s| for query q and the prepared sub-block, rounded
 // outward (screen.md §7.2):
 //
 //	e = min(n_q r_g + r_q R_g, R_q r_g + r_q n_g) + γ_d·R_q R_g + γ_3(v)·n_q n_g + τ + σ_q·2⁻¹⁴⁹
-func (st *screen16[T]) bound(w *worker[T], q int) float64 {
-	b := w.cheap.s16.b
+func (st *screenInt[T]) bound(w *worker[T], q int) float64 {
+	b := w.cheap.sInt.b
 	i := q - st.qlo
 	nq, rq, Rq := st.qn[i], st.qr[i], st.qR[i]
 	quant := min(nq*b.r+rq*b.R, Rq*b.r+rq*b.n)
@@ -259,21 +357,31 @@ func (st *screen16[T]) bound(w *worker[T], q int) float64 {
 // x.gs (steps). Under the float64 protocol (r64 ≠ nil: the bounds of the
 // float64 working rows y, whose float32 roundings g32 are) the residual
 // bound covers y − σQ (screen.md §8.1).
-func (st *screen16[T]) quantiseBlock(x *ws16, g32 []float32, gn int, r64 []float64) block16 {
-	d := st.d
-	const group = kernel.Int16GalleryGroup // rows packed together, in sequential stores
+func (st *screenInt[T]) quantiseBlock(x *wsInt, g32 []float32, gn int, r64 []float64) blockInt {
+	d, f := st.d, st.format
+	// Rows packed together, in sequential stores (kernel.Int8GalleryGroup =
+	// Int16GalleryGroup).
+	const group = kernel.Int16GalleryGroup
 	x.row16 = growTo(x.row16, group*d)
-	x.gp = growTo(x.gp, kernel.Int16GalleryLen(gn, d))
+	if f.is8() {
+		x.row8 = growTo(x.row8, group*d)
+	}
+	x.gp = growTo(x.gp, f.galleryLen(gn, d))
 	x.gs = growTo(x.gs, gn)
-	b := block16{ok: true}
+	b := blockInt{ok: true}
 	for j := range gn {
 		l := j % group
-		sg, n, r, R, ok := quantise16(g32[j*d:(j+1)*d], x.row16[l*d:(l+1)*d])
+		sg, n, r, R, ok := quantiseInt(g32[j*d:(j+1)*d], x.row16[l*d:(l+1)*d], f.qmax)
 		if !ok {
-			return block16{}
+			return blockInt{}
 		}
 		if l == group-1 || j == gn-1 {
-			kernel.PackInt16GalleryGroup(x.row16, j-l, l+1, d, x.gp)
+			if f.is8() {
+				narrow8(x.row16[:(l+1)*d], x.row8)
+				kernel.PackInt8GalleryGroup(x.row8, j-l, l+1, d, x.gp)
+			} else {
+				kernel.PackInt16GalleryGroup(x.row16, j-l, l+1, d, x.gp)
+			}
 		}
 		x.gs[j] = float32(sg)
 		if r64 != nil {
@@ -284,10 +392,11 @@ func (st *screen16[T]) quantiseBlock(x *ws16, g32 []float32, gn int, r64 []float
 	return b
 }
 
-// quantise16 writes the int16 image of the float32 row x to q and returns
-// its power-of-two step σ and the norms of the bound: n ≥ ‖σQ‖,
-// r ≥ ‖x − σQ‖, R ≥ ‖x‖ (screen.md §7.1). ok is false when no step fits.
-func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
+// quantiseInt writes the integer image of the float32 row x to q, every
+// |Q_i| ≤ qmax (127 or 32767), and returns its float32 step σ and the
+// norms of the bound: n ≥ ‖σQ‖, r ≥ ‖x − σQ‖, R ≥ ‖x‖ (screen.md §7.1,
+// §9.1). ok is false when no step fits.
+func quantiseInt(x []float32, q []int16, qmax float64) (sigma, n, r, R float64, ok bool) {
 	d := len(x)
 	q = q[:d]
 	mx, ss := kernel.AbsMaxSumSq32(x)
@@ -303,20 +412,20 @@ func quantise16(x []float32, q []int16) (sigma, n, r, R float64, ok bool) {
 		return 1, 0, 0, 0, true
 	}
 	// Any float32 step σ will do (σ·Q and x − σ·Q are exact in float64);
-	// the smallest that keeps |Q| ≤ 32767 and ‖Q‖ ≤ 46340 makes the
+	// the smallest that keeps |Q| ≤ qmax and ‖Q‖ ≤ 46340 makes the
 	// residual smallest.
-	sig32 := float32(max(mx/32767, math.Sqrt(ss)/46340, 0x1p-126))
+	sig32 := float32(max(mx/qmax, math.Sqrt(ss)/46340, 0x1p-126))
 	for ; ; sig32 = float32(float64(sig32) * (1 + 0x1p-12)) {
 		sigma = float64(sig32)
 		if sigma > math.MaxFloat32 {
 			return 0, 0, 0, 0, false
 		}
 		inv := 1 / sigma
-		if mx*inv > 32766 { // then every |x_i·inv| rounds to at most 32767
+		if mx*inv > qmax-1 { // then every |x_i·inv| rounds to at most qmax
 			continue
 		}
 		n2, rr := kernel.Quantise16(x, inv, sigma, q)
-		if n2 > int16NormCap {
+		if n2 > intNormCap {
 			continue
 		}
 		// n2 is exact; rr meets at most d + 9 roundings per term.
