@@ -41,8 +41,8 @@ const screen16MaxUndecided = 0.008
 const screen16x64MaxUndecided = 0.01
 
 // screen8MaxUndecided is the cut of the int8 screen, both protocols
-// (screen.md §9.3): its tile and quantisation cost about 0.3 of the
-// exhaustive float32 pass against the int16 screen's 0.45, and each
+// (screen.md §9.3): its tile and quantisation cost about 0.2 of the
+// exhaustive float32 pass against the int16 screen's 0.4, and each
 // undecided pair the same 20 exhaustive pairs, so at 0.4 % it costs at
 // most what the int16 screen costs with nothing undecided.
 const screen8MaxUndecided = 0.004

@@ -37,6 +37,7 @@ type benchFlags struct {
 	write                            string
 	nnz                              int
 	exhaustive                       bool
+	placement                        string
 }
 
 func newBenchCmd(stdout io.Writer) *cobra.Command {
@@ -59,6 +60,7 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 	f.IntVar(&fl.gallery, "gallery", 65536, "number of gallery rows")
 	f.IntVar(&fl.dim, "dim", 768, "embedding width")
 	f.IntVar(&fl.positives, "positives", 1, "positives per query")
+	f.StringVar(&fl.placement, "placement", "random", "where the positives lie: random (gallery rows drawn at random, scores in the bulk: the hardest case for a screen) or near (each positive is its query plus as much noise, cosine about 0.7, as relevant items in real embeddings)")
 	f.StringVar(&fl.precision, "precision", "float64", "float64 or float32")
 	f.StringVar(&fl.storage, "storage", "", "element type of the synthetic matrices, float32 (as most embedding files) or float64; default: the precision")
 	f.StringVar(&fl.similarity, "similarity", "dot", "cosine, dot or squared_l2")
@@ -78,6 +80,12 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 	if fl.queries < 1 || fl.gallery < 1 || fl.dim < 1 || fl.positives < 1 || fl.positives > fl.gallery || fl.repeat < 1 || fl.threads < 0 {
 		return usagef("bench needs --queries, --gallery, --dim, --repeat >= 1, 1 <= --positives <= --gallery and --threads >= 0")
+	}
+	if fl.placement != "random" && fl.placement != "near" {
+		return usagef("--placement must be random or near, not %q", fl.placement)
+	}
+	if fl.placement == "near" && (fl.nnz > 0 || int64(fl.queries)*int64(fl.positives) > int64(fl.gallery)) {
+		return usagef("--placement near needs dense rows (without --nnz) and --queries × --positives <= --gallery (every positive its own row)")
 	}
 	sim, err := rank.ParseSimilarity(fl.similarity)
 	if err != nil {
@@ -137,6 +145,9 @@ func runBench(ctx context.Context, fl *benchFlags, stdout io.Writer) error {
 		}
 	} else if p, err = synthProblem(ctx, fl.queries, fl.gallery, fl.dim, fl.positives, store32, fl.seed); err != nil {
 		return err
+	}
+	if fl.placement == "near" {
+		placeNear(p, fl.seed)
 	}
 	if fl.write != "" {
 		return writeProblem(ctx, fl.write, p, stdout)
@@ -253,6 +264,42 @@ func synthProblem(ctx context.Context, nq, ng, d, positives int, store32 bool, s
 		p.GalleryIDs[i] = strconv.Itoa(i)
 	}
 	return p, ctx.Err()
+}
+
+// placeNear makes every positive of the dense synthetic problem p its
+// query plus independent Gaussian noise of the same scale (cosine about
+// 0.7), so the positives stand apart from the bulk of the scores as
+// relevant items do in real embeddings. Each positive gets a row of its
+// own (a row shared by two queries is replaced by an unused one), so no
+// positive is left in the bulk; the caller ensures there are enough rows.
+func placeNear(p rank.Problem, seed uint64) {
+	r := rand.New(rand.NewPCG(seed^0x5eed, seed))
+	q, g := p.Queries.(*matrix.Dense), p.Gallery.(*matrix.Dense)
+	d, ng := q.Cols(), g.Rows()
+	used := make([]bool, ng)
+	for i, pos := range p.Relevance {
+		for k := range pos {
+			for used[pos[k].Index] {
+				pos[k].Index = r.IntN(ng)
+			}
+			used[pos[k].Index] = true
+		}
+		slices.SortFunc(pos, func(a, b retrieval.Positive) int { return a.Index - b.Index })
+		for _, x := range pos {
+			j := x.Index
+			if q.DType() == matrix.Float32 {
+				qv, gv := q.Float32Data()[i*d:(i+1)*d], g.Float32Data()[j*d:(j+1)*d]
+				for k := range gv {
+					gv[k] = qv[k] + float32(r.NormFloat64())
+				}
+				continue
+			}
+			qv, gv := q.Float64Data()[i*d:(i+1)*d], g.Float64Data()[j*d:(j+1)*d]
+			for k := range gv {
+				gv[k] = qv[k] + r.NormFloat64()
+			}
+		}
+	}
 }
 
 // synthCheckEvery is how many values the synthetic generators draw between
