@@ -337,3 +337,49 @@ func BenchmarkClassesDemoShape(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLabelClasses is bench/labels.sh's shape on one thread: 2,000
+// queries × 100,000 Gaussian gallery rows × 64, float32 cosine, K classes
+// interleaved (query i in class i mod K, gallery row j in j mod K), so a
+// query's positives lie in the bulk of its scores.
+func BenchmarkLabelClasses(b *testing.B) {
+	for _, k := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("classes=%d", k), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(7, 8))
+			const nq, ng, d = 2000, 100000, 64
+			gauss32 := func(n int) matrix.Matrix {
+				x := make([]float32, n*d)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				m, _ := matrix.NewDense32(n, d, x)
+				return m
+			}
+			qc, gc := make([]int32, nq), make([]int32, ng)
+			for i := range qc {
+				qc[i] = int32(i % k)
+			}
+			for j := range gc {
+				gc[j] = int32(j % k)
+			}
+			p := Problem{Queries: gauss32(nq), Gallery: gauss32(ng), Classes: retrieval.NewClasses(qc, gc),
+				QueryIDs: make([]string, nq), GalleryIDs: make([]string, ng)}
+			for i := range p.QueryIDs {
+				p.QueryIDs[i] = fmt.Sprint("q", i)
+			}
+			for j := range p.GalleryIDs {
+				p.GalleryIDs[j] = fmt.Sprint("g", j)
+			}
+			// As evaluate.Direction runs label relevance: ascending ranks,
+			// the pooled summary, results streamed.
+			o := Options{Similarity: Cosine, Precision: Float32, Threads: 1, QueryBatch: 128, GalleryBatch: 10000, SortedRanks: true}
+			b.ResetTimer()
+			for range b.N {
+				o.Pooled = &Pooled{}
+				if err := ScoreEach(context.Background(), p, o, func(int, QueryResult) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

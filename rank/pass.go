@@ -293,6 +293,9 @@ func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []ne
 		neg += int(r[1] - r[0])
 	}
 	if 4*neg >= 3*b.n && th.b.k32 != nil {
+		if len(th.score) >= warmThresholds {
+			warmState(th, cnt, fs)
+		}
 		return countRow(th, cnt, row, runs, b, fs)
 	}
 	m := T(math.Inf(-1))
@@ -323,6 +326,10 @@ func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []ne
 	place()
 	return float64(m)
 }
+
+// warmThresholds is the number of positives from which a query's counting
+// state (about 20 bytes per positive) is read ahead of a row's placement.
+const warmThresholds = 1024
 
 // countRow places every score of the row, len(fs.k) at a time, and counts
 // those of the runs.
@@ -427,6 +434,37 @@ type foldScratch[T working] struct {
 	// global are the global rows of block rows (countRow32).
 	global []int32
 	rows   block
+	warmed uint32 // keeps warmState's loads
+}
+
+// warmState reads a query's counting state — its bucket table, threshold
+// scores and indices, and counters — one cache line at a time before a
+// whole row is placed: independent sequential loads stream it in from the
+// outer caches at their bandwidth, while the placement's gathers, which
+// touch most of its lines in random order, would otherwise each wait for a
+// miss (10 classes over 100,000 rows hold 200 KB per query, and a tile's
+// queries together more than a core's L2). Measured on 2,000 × 100,000 ×
+// 64 in 10 classes, one thread (BenchmarkLabelClasses): 4.0 s → 2.1–2.6 s.
+// (PREFETCHT1 over the same lines was slower: most prefetches were
+// dropped.)
+func warmState[T working](th *thresholds[T], cnt []int32, fs *foldScratch[T]) {
+	var s uint32
+	tab := th.b.k32.Tab
+	for k := 0; k < len(tab); k += 32 {
+		s += uint32(tab[k])
+	}
+	for k := 0; k < len(th.score); k += 8 {
+		if th.score[k] > 0 {
+			s++
+		}
+	}
+	for k := 0; k < len(th.index); k += 16 {
+		s += uint32(th.index[k])
+	}
+	for k := 0; k < len(cnt); k += 16 {
+		s += uint32(cnt[k])
+	}
+	fs.warmed += s
 }
 
 // precedingLast returns the largest value of seg, the number of values that
