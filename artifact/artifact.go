@@ -18,7 +18,8 @@
 // the entry points for embedding caches), WriteRelevance/ReadRelevance,
 // Compress (paired compression, §8.4 no-op included), Score (the checks of
 // §10.7, then evaluate.Pair: bit-identical to a local run), FromArtifacts
-// (the reconstruction of §10.8) and RowAssembler (batched writes for merge).
+// (the reconstruction of §10.8). WriteArray takes any Source, so a merge
+// streams its shards straight into the artifact (package shard).
 package artifact
 
 import (

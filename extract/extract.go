@@ -19,12 +19,37 @@ import (
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
-// Batch is a contiguous run of an endpoint's rows handed to an encoder.
+// Batch is a run of an endpoint's rows handed to an encoder: item i is
+// endpoint row Row(i) = Start + i×Stride. A whole-endpoint run is
+// contiguous (Stride 0 or 1); shard i of N of a modulo split (SPEC §11.2)
+// gathers rows i, i+N, i+2N, … into one batch with Stride N, so an encoder
+// that looks rows up by index (a precomputed table, row numbers in
+// messages or sent to a program) must use Row rather than Start+i.
 type Batch struct {
-	Side  string          // "query" or "gallery"
-	Start int             // index of the batch's first row in the endpoint
-	Items retrieval.Items // rows [Start, Start+Items.Len())
-	IDs   []string        // the rows' IDs
+	Side   string          // "query" or "gallery"
+	Start  int             // index of the batch's first row in the endpoint
+	Stride int             // endpoint rows between consecutive items; 0 means 1
+	Items  retrieval.Items // rows Row(0), …, Row(Items.Len()-1)
+	IDs    []string        // the rows' IDs
+}
+
+// Row is the endpoint row index of item i.
+func (b Batch) Row(i int) int { return b.Start + i*b.Step() }
+
+// Step is the batch's stride, 1 for a contiguous batch.
+func (b Batch) Step() int { return max(1, b.Stride) }
+
+// Contiguous reports whether the batch's rows are consecutive.
+func (b Batch) Contiguous() bool { return b.Step() == 1 }
+
+// Span describes the batch's rows for messages: "[lo, hi)" when
+// contiguous, else "lo to last every N".
+func (b Batch) Span() string {
+	n := b.Items.Len()
+	if b.Contiguous() || n <= 1 {
+		return fmt.Sprintf("[%d, %d)", b.Start, b.Start+n)
+	}
+	return fmt.Sprintf("%d to %d every %d", b.Start, b.Row(n-1), b.Step())
 }
 
 // Extractor is what every backbone declares.

@@ -174,25 +174,31 @@ func (p *Precomputed) checkRows(owner, side string, n int) error {
 	return nil
 }
 
-// Encode implements Encoder: rows [Start, Start+n) of the side's table.
+// Encode implements Encoder: rows Row(0), …, Row(n-1) of the side's table.
 func (p *Precomputed) Encode(_ context.Context, b Batch) (matrix.Matrix, error) {
 	t := p.Query
 	if b.Side == "gallery" {
 		t = p.Gallery
 	}
-	lo, hi := b.Start, b.Start+b.Items.Len()
-	if t == nil || hi > t.Rows() {
+	n := b.Items.Len()
+	if t == nil || b.Start < 0 || (n > 0 && b.Row(n-1) >= t.Rows()) {
 		rows := 0
 		if t != nil {
 			rows = t.Rows()
 		}
-		return nil, fmt.Errorf("precomputed %s table has %d rows; rows [%d, %d) requested", b.Side, rows, lo, hi)
+		return nil, fmt.Errorf("precomputed %s table has %d rows; rows %s requested", b.Side, rows, b.Span())
 	}
-	switch m := t.(type) {
-	case *matrix.Dense:
-		return m.RowSlice(lo, hi), nil
-	case *matrix.CSR:
-		return m.RowSlice(lo, hi), nil
+	if b.Contiguous() {
+		switch m := t.(type) {
+		case *matrix.Dense:
+			return m.RowSlice(b.Start, b.Start+n), nil
+		case *matrix.CSR:
+			return m.RowSlice(b.Start, b.Start+n), nil
+		}
 	}
-	return nil, fmt.Errorf("precomputed %s table: unsupported matrix type %T", b.Side, t)
+	m, err := matrix.StridedRows(t, b.Start, b.Step(), n)
+	if err != nil {
+		return nil, fmt.Errorf("precomputed %s table: %w", b.Side, err)
+	}
+	return m, nil
 }

@@ -13,13 +13,18 @@ import (
 )
 
 // Encode encodes rows {r : r mod N = i} of one endpoint in ascending order
-// (SPEC §11.2): consecutive rows in batches of the shard's batch size when
-// the shard is the whole endpoint (and streaming is enabled for a
-// streaming-safe extractor), one row per call otherwise, so a row's vector
-// never depends on the shard split. The returned IDs are the whole
-// endpoint's: ids_sha256 of a shard is H of its endpoint's ID list, so the
-// merged endpoint carries the hash the scorer checks against the relevance
-// IDs.
+// (SPEC §11.2). When streaming is enabled for a streaming-safe extractor (or
+// a branch encoder) the shard's rows go to the encoder in batches of the
+// shard's batch size: consecutive rows when the shard is the whole
+// endpoint, rows i, i+N, i+2N, … gathered into one extract.Batch of stride
+// N otherwise. Such an extractor's rows depend only on their own inputs, so
+// the vectors are bit-identical to one row per call, whatever the split.
+// Any other extractor gets the whole endpoint in one call when N = 1 and one
+// row per call otherwise, so a row's vector never depends on the split.
+// Work and memory are linear in the shard's rows. The returned IDs are the
+// whole endpoint's: ids_sha256 of a shard is H of its endpoint's ID list, so
+// the merged endpoint carries the hash the scorer checks against the
+// relevance IDs.
 func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, streaming bool, side string, sh Shard) (matrix.Matrix, []string, error) {
 	x := entry.Extractor
 	items, allIDs := ds.Queries(), ds.QueryIDs()
@@ -28,53 +33,149 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, str
 		items, allIDs, branch = ds.Gallery(), ds.GalleryIDs(), entry.GalleryBranch
 	}
 	n := items.Len()
-	step := 1
-	if sh.TotalShards == 1 {
-		step = n
-		if streaming && (x.StreamingSafe() || branch != "") {
-			step = max(1, sh.BatchSize)
+	stride := max(1, sh.TotalShards)
+	first := sh.ShardIndex
+	if first < 0 || first >= stride {
+		return nil, nil, fmt.Errorf("shard index %d is outside [0, %d)", sh.ShardIndex, stride)
+	}
+	rows := 0 // the shard's rows: first, first+stride, … below n
+	if first < n {
+		rows = (n-first-1)/stride + 1
+	}
+	per := 1 // shard rows per encoder call
+	switch {
+	case streaming && (x.StreamingSafe() || branch != ""):
+		per = max(1, sh.BatchSize)
+	case stride == 1:
+		per = max(1, rows)
+	}
+	out := &shardRows{rows: rows}
+	for k := 0; k < rows; k += per {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		start, count := first+k*stride, min(per, rows-k)
+		b := extract.Batch{Side: side, Start: start, Stride: stride}
+		if count == 1 {
+			b.Stride = 1
+		}
+		gathered, ok := retrieval.GatherItems(items, start, b.Step(), count)
+		if !ok {
+			// Items this package cannot gather: one row per call, which
+			// gives the same vectors for a streaming-safe extractor.
+			for i := range count {
+				r := start + i*stride
+				m, err := encodeBatch(ctx, x, branch, extract.Batch{Side: side, Start: r, Items: items.Slice(r, r+1), IDs: allIDs[r : r+1]})
+				if err != nil {
+					return nil, nil, err
+				}
+				if err := out.add(m); err != nil {
+					return nil, nil, err
+				}
+			}
+			continue
+		}
+		b.Items = gathered
+		if b.Contiguous() {
+			b.IDs = allIDs[start : start+count]
+		} else {
+			b.IDs = make([]string, count)
+			for i := range b.IDs {
+				b.IDs[i] = allIDs[b.Row(i)]
+			}
+		}
+		m, err := encodeBatch(ctx, x, branch, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := out.add(m); err != nil {
+			return nil, nil, err
 		}
 	}
-	var parts []matrix.Matrix
-	encodeRange := func(lo, hi int) error {
-		b := extract.Batch{Side: side, Start: lo, Items: items.Slice(lo, hi), IDs: allIDs[lo:hi]}
-		var m matrix.Matrix
-		var err error
-		if branch != "" {
-			m, err = x.(extract.BranchEncoder).EncodeBranch(ctx, b, branch)
-		} else {
-			m, err = x.(extract.Encoder).Encode(ctx, b)
-		}
-		if err != nil {
-			return fmt.Errorf("Retriever '%s' %s embeddings: %w", x.Name(), side, err)
-		}
-		if m == nil || m.Rows() != hi-lo {
-			return fmt.Errorf("Retriever '%s' %s embeddings returned a batch of the wrong size for rows [%d, %d)", x.Name(), side, lo, hi)
-		}
-		parts = append(parts, m)
+	m, err := out.matrix(ctx)
+	return m, allIDs, err
+}
+
+// shardRows collects a shard's encoder batches in order. Dense batches are
+// appended to one slice sized for the shard on the first batch, so the
+// rows are held once (plus the batch in flight), not once as batches and
+// again as their concatenation; CSR batches, whose size is not known
+// ahead, are kept and concatenated at the end (ConcatRows).
+type shardRows struct {
+	rows  int             // the shard's row count
+	parts []matrix.Matrix // every batch while they are CSR
+	first *matrix.Dense   // the first dense batch: kind, dtype and width
+	added int             // rows of the dense batches so far
+	f16   []uint16
+	f32   []float32
+	f64   []float64
+}
+
+func (s *shardRows) add(m matrix.Matrix) error {
+	d, dense := m.(*matrix.Dense)
+	if len(s.parts) > 0 || (s.first == nil && !dense) {
+		s.parts = append(s.parts, m)
 		return nil
 	}
-	if sh.TotalShards == 1 {
-		for lo := 0; lo < n; lo += step {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			if err := encodeRange(lo, min(n, lo+step)); err != nil {
-				return nil, nil, err
-			}
+	if s.first == nil {
+		s.first = d
+		switch n := s.rows * d.Cols(); d.DType() {
+		case matrix.Float16:
+			s.f16 = make([]uint16, 0, n)
+		case matrix.Float32:
+			s.f32 = make([]float32, 0, n)
+		default:
+			s.f64 = make([]float64, 0, n)
 		}
-	} else {
-		for r := sh.ShardIndex; r < n; r += sh.TotalShards {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			if err := encodeRange(r, r+1); err != nil {
-				return nil, nil, err
-			}
-		}
+	} else if !dense || d.DType() != s.first.DType() || d.Cols() != s.first.Cols() {
+		f := s.first
+		return fmt.Errorf("encoder batches differ in kind, dtype or width (%s %d×%d vs %s %d×%d)",
+			f.DType(), f.Rows(), f.Cols(), m.DType(), m.Rows(), m.Cols())
 	}
-	m, err := ConcatRows(ctx, parts)
-	return m, allIDs, err
+	s.added += d.Rows()
+	switch d.DType() {
+	case matrix.Float16:
+		s.f16 = append(s.f16, d.Float16Bits()...)
+	case matrix.Float32:
+		s.f32 = append(s.f32, d.Float32Data()...)
+	default:
+		s.f64 = append(s.f64, d.Float64Data()...)
+	}
+	return nil
+}
+
+// matrix returns the shard's rows as one matrix.
+func (s *shardRows) matrix(ctx context.Context) (matrix.Matrix, error) {
+	if s.first == nil {
+		return ConcatRows(ctx, s.parts)
+	}
+	rows, cols := s.added, s.first.Cols()
+	switch s.first.DType() {
+	case matrix.Float16:
+		return matrix.NewDense16(rows, cols, s.f16)
+	case matrix.Float32:
+		return matrix.NewDense32(rows, cols, s.f32)
+	}
+	return matrix.NewDense64(rows, cols, s.f64)
+}
+
+// encodeBatch makes one encoder call and checks it returned one row per
+// item.
+func encodeBatch(ctx context.Context, x extract.Extractor, branch string, b extract.Batch) (matrix.Matrix, error) {
+	var m matrix.Matrix
+	var err error
+	if branch != "" {
+		m, err = x.(extract.BranchEncoder).EncodeBranch(ctx, b, branch)
+	} else {
+		m, err = x.(extract.Encoder).Encode(ctx, b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Retriever '%s' %s embeddings: %w", x.Name(), b.Side, err)
+	}
+	if m == nil || m.Rows() != b.Items.Len() {
+		return nil, fmt.Errorf("Retriever '%s' %s embeddings returned a batch of the wrong size for rows %s", x.Name(), b.Side, b.Span())
+	}
+	return m, nil
 }
 
 // Write stores an encoded shard m (with its endpoint's ids) at the shard's

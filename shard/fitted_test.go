@@ -79,8 +79,8 @@ func (c *centering) Encode(ctx context.Context, b extract.Batch) (matrix.Matrix,
 	n, d := b.Items.Len(), t.Cols()
 	out := make([]float64, 0, n*d)
 	row := make([]float64, d)
-	for r := b.Start; r < b.Start+n; r++ {
-		t.RowFloat64(r, row)
+	for i := range n {
+		t.RowFloat64(b.Row(i), row)
 		for j, v := range row {
 			out = append(out, v-c.mean[j])
 		}

@@ -10,11 +10,13 @@ import (
 )
 
 // Merge checks every shard of an endpoint against the plan and the others
-// (SPEC §11.2), then re-verifies each while copying its rows to their
-// endpoint indices: dense shards stream into a preallocated file
-// (artifact.RowAssembler), CSR shards are gathered in memory. Violations
-// are *artifact.Error values naming the shard key. The returned source is
-// valid until cleanup.
+// (SPEC §11.2) and returns the merged endpoint as a Source whose rows land
+// at their endpoint indices. Dense shards are merged while streaming: the
+// source reads the N shards in lockstep, re-verifying each (see
+// mergedSource), so memory is O(N × batch) and nothing is staged on disk;
+// CSR shards are verified and gathered in memory here. Violations are
+// *artifact.Error values, or errors naming the shard key. The returned
+// source is valid until cleanup.
 func Merge(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint) (*artifact.Embedding, artifact.Source, *int64, func(), error) {
 	n := len(ep.Shards)
 	if n == 0 {
@@ -70,36 +72,11 @@ func Merge(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	asm, err := artifact.NewRowAssembler("", ep.NSamples, first.EmbeddingDim, dt)
-	if err != nil {
-		return nil, nil, nil, nil, err
+	if first.EmbeddingDim < 1 || dt.Size() == 0 {
+		return nil, nil, nil, nil, fmt.Errorf("merge %s: cannot merge %d-column %s shards", ep.OutputKey, first.EmbeddingDim, dt)
 	}
-	cleanup := func() { _ = asm.Close() }
-	for i, sh := range ep.Shards {
-		k := 0
-		_, err := st.StreamArray(ctx, sh.OutputKey, func(b matrix.Matrix) error {
-			d, ok := b.(*matrix.Dense)
-			if !ok {
-				return fmt.Errorf("a batch is %T, not dense like shard 0", b)
-			}
-			idx := make([]int, d.Rows())
-			for j := range idx {
-				idx[j] = i + n*(k+j)
-			}
-			k += d.Rows()
-			return asm.Put(idx, d)
-		})
-		if err != nil {
-			cleanup()
-			return nil, nil, nil, nil, fmt.Errorf("merge shard %d of %d (artifact %s) into %s: %w", i, n, sh.OutputKey, ep.OutputKey, err)
-		}
-	}
-	src, err := asm.Source()
-	if err != nil {
-		cleanup()
-		return nil, nil, nil, nil, fmt.Errorf("merge the %d shards of %s: %w", n, ep.OutputKey, err)
-	}
-	return meta, src, nil, cleanup, nil
+	src := &mergedSource{st: st, keys: keys, endpoint: ep.OutputKey, rows: ep.NSamples, cols: first.EmbeddingDim, dt: dt}
+	return meta, src, nil, func() {}, nil
 }
 
 // WriteMerged merges an endpoint's shards (Merge) and stores the merged

@@ -40,7 +40,10 @@ func (e encoder) Encode(ctx context.Context, b extract.Batch) (matrix.Matrix, er
 	if err != nil {
 		return nil, err
 	}
-	return e.Extractor.Encode(ctx, b.Side, b.Start, it)
+	if len(e.cfg.Branches) > 0 {
+		return nil, fmt.Errorf("command extractor %q has branches; encode through EncodeBranch", e.cfg.Name)
+	}
+	return e.encode(ctx, DefaultBranch, e.cfg.Modality, b.Side, b.Start, b.Step(), it)
 }
 
 // branchEncoder adapts an Extractor with branches to extract.BranchEncoder.
@@ -51,7 +54,11 @@ func (e branchEncoder) EncodeBranch(ctx context.Context, b extract.Batch, branch
 	if err != nil {
 		return nil, err
 	}
-	return e.Extractor.EncodeBranch(ctx, branch, b.Side, b.Start, it)
+	modality, ok := e.cfg.Branches[branch]
+	if !ok {
+		return nil, fmt.Errorf("command extractor %q has no branch %q", e.cfg.Name, branch)
+	}
+	return e.encode(ctx, branch, modality, b.Side, b.Start, b.Step(), it)
 }
 
 // AsExtractor returns e as an extract.Encoder, or as an

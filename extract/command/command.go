@@ -288,7 +288,7 @@ func (e *Extractor) Encode(ctx context.Context, side string, start int, items []
 	if len(e.cfg.Branches) > 0 {
 		return nil, fmt.Errorf("command extractor %q has branches; encode through EncodeBranch", e.cfg.Name)
 	}
-	return e.encode(ctx, DefaultBranch, e.cfg.Modality, side, start, items)
+	return e.encode(ctx, DefaultBranch, e.cfg.Modality, side, start, 1, items)
 }
 
 // EncodeBranch is Encode for a branch encoder: the branch's modality is used
@@ -301,23 +301,27 @@ func (e *Extractor) EncodeBranch(ctx context.Context, branch, side string, start
 	if !ok {
 		return nil, fmt.Errorf("command extractor %q has no branch %q", e.cfg.Name, branch)
 	}
-	return e.encode(ctx, branch, modality, side, start, items)
+	return e.encode(ctx, branch, modality, side, start, 1, items)
 }
 
-func (e *Extractor) encode(ctx context.Context, branch, modality, side string, start int, items []Item) (*matrix.Dense, error) {
+// encode embeds items, endpoint rows start, start+stride, …: a modulo
+// shard's gathered batch (extract.Batch) has stride N, so the program is
+// sent each row's true endpoint index.
+func (e *Extractor) encode(ctx context.Context, branch, modality, side string, start, stride int, items []Item) (*matrix.Dense, error) {
 	if side != "query" && side != "gallery" {
 		return nil, fmt.Errorf("command extractor %q: side must be \"query\" or \"gallery\"; got %q", e.cfg.Name, side)
 	}
 	if start < 0 {
 		return nil, fmt.Errorf("command extractor %q: negative start row %d", e.cfg.Name, start)
 	}
+	stride = max(1, stride)
 	if len(items) == 0 {
 		return matrix.NewDense64(0, 0, nil)
 	}
 	parts := make([]*matrix.Dense, 0, (len(items)+e.batchSize-1)/e.batchSize)
 	for lo := 0; lo < len(items); lo += e.batchSize {
 		hi := min(lo+e.batchSize, len(items))
-		b := batch{side: side, branch: branch, modality: modality, start: start + lo, items: items[lo:hi]}
+		b := batch{side: side, branch: branch, modality: modality, start: start + lo*stride, stride: stride, items: items[lo:hi]}
 		run := e.run
 		if e.cfg.Persistent {
 			run = e.runPersistent
@@ -333,7 +337,8 @@ func (e *Extractor) encode(ctx context.Context, branch, modality, side string, s
 	}
 	m, err := concat(parts)
 	if err != nil {
-		return nil, fmt.Errorf("command extractor %q: %s rows [%d, %d): %w", e.cfg.Name, side, start, start+len(items), err)
+		all := batch{side: side, start: start, stride: stride, items: items}
+		return nil, fmt.Errorf("command extractor %q: %s rows %s: %w", e.cfg.Name, side, all.span(), err)
 	}
 	return m, nil
 }

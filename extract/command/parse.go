@@ -15,9 +15,16 @@ import (
 
 var npyMagic = []byte("\x93NUMPY")
 
-// parseNPY decodes a single 2-D float .npy array with one row per ID; start
-// is the endpoint index of the first row.
-func parseNPY(out []byte, start int, ids []string) (*matrix.Dense, error) {
+// rowIndex maps a row's position in a batch to its endpoint index, for
+// messages: a modulo shard's batch holds rows N apart (extract.Batch.Row).
+type rowIndex func(i int) int
+
+// from is the rowIndex of a contiguous batch starting at endpoint row start.
+func from(start int) rowIndex { return func(i int) int { return start + i } }
+
+// parseNPY decodes a single 2-D float .npy array with one row per ID; row
+// gives the endpoint index of each row.
+func parseNPY(out []byte, row rowIndex, ids []string) (*matrix.Dense, error) {
 	m, err := npy.DecodeMatrix("stdout", out)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -32,14 +39,14 @@ func parseNPY(out []byte, start int, ids []string) (*matrix.Dense, error) {
 	}
 	if r, c, bad := matrix.FirstNonFinite(m); bad {
 		return nil, fmt.Errorf("row %d (ID %q) must contain only finite numeric values; column %d is %v",
-			start+r, ids[r], c, m.At(r, c))
+			row(r), ids[r], c, m.At(r, c))
 	}
 	return m, nil
 }
 
 // parseJSONL decodes one embedding per non-blank line. Rows past len(ids)
 // are only counted, so the row-count error reports the true number.
-func parseJSONL(out []byte, start int, ids []string) (*matrix.Dense, error) {
+func parseJSONL(out []byte, row rowIndex, ids []string) (*matrix.Dense, error) {
 	n := len(ids)
 	var data []float64
 	width, widthLine := 0, 0
@@ -59,7 +66,7 @@ func parseJSONL(out []byte, start int, ids []string) (*matrix.Dense, error) {
 			rows++
 			continue
 		}
-		vals, err := parseLine(line, start+rows, ids[rows])
+		vals, err := parseLine(line, row(rows), ids[rows])
 		if err != nil {
 			return nil, fmt.Errorf("output line %d: %w", lineNo, err)
 		}
@@ -168,10 +175,10 @@ const maxReplyError = 2048
 // parseReply decodes a persistent worker's answer to batch n, either
 // {"batch": n, "embeddings": [[numbers], ...]} with one row per ID (a row may
 // also be {"embedding": [...]}, as in JSON Lines output) or {"batch": n,
-// "error": "message"}, which yields an error wrapping ErrWorkerReply. start is
-// the endpoint index of the first row. Numbers are parsed exactly as in the
+// "error": "message"}, which yields an error wrapping ErrWorkerReply. row
+// gives the endpoint index of each row. Numbers are parsed exactly as in the
 // per-batch JSON Lines output, so both modes give the same float64 bits.
-func parseReply(line []byte, n, start int, ids []string) (*matrix.Dense, error) {
+func parseReply(line []byte, n int, row rowIndex, ids []string) (*matrix.Dense, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
 		return nil, fmt.Errorf("%w: reply is not a JSON object: %s", ErrMalformed, clip(line))
@@ -219,7 +226,7 @@ func parseReply(line []byte, n, start int, ids []string) (*matrix.Dense, error) 
 	var data []float64
 	width := 0
 	for i, r := range rows {
-		vals, err := parseLine(bytes.TrimSpace(r), start+i, ids[i])
+		vals, err := parseLine(bytes.TrimSpace(r), row(i), ids[i])
 		if err != nil {
 			return nil, fmt.Errorf("embeddings[%d]: %w", i, err)
 		}

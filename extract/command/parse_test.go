@@ -13,7 +13,7 @@ import (
 
 func TestParseJSONL(t *testing.T) {
 	ids := []string{"a", "b"}
-	m, err := parseJSONL([]byte("\n[1, -0.5e1]\r\n\n {\"id\": \"b\", \"index\": 8, \"embedding\": [1e-400, 3]} \n\n"), 7, ids)
+	m, err := parseJSONL([]byte("\n[1, -0.5e1]\r\n\n {\"id\": \"b\", \"index\": 8, \"embedding\": [1e-400, 3]} \n\n"), from(7), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestParseJSONL(t *testing.T) {
 		{"", "returned 0 embeddings for 2 rows", nil},
 	}
 	for _, c := range cases {
-		_, err := parseJSONL([]byte(c.out), 7, ids)
+		_, err := parseJSONL([]byte(c.out), from(7), ids)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: want %q, got %v", c.out, c.want, err)
 			continue
@@ -62,24 +62,24 @@ func TestParseNPY(t *testing.T) {
 	if err := npy.WriteDense(&buf, src); err != nil {
 		t.Fatal(err)
 	}
-	_, err := parseNPY(buf.Bytes(), 5, []string{"x", "y"})
+	_, err := parseNPY(buf.Bytes(), from(5), []string{"x", "y"})
 	if err == nil || !strings.Contains(err.Error(), `row 6 (ID "y") must contain only finite numeric values; column 1 is -Inf`) {
 		t.Errorf("got %v", err)
 	}
 	for _, n := range []int{len(buf.Bytes()) - 1, 20, 8} {
-		if _, err := parseNPY(buf.Bytes()[:n], 0, []string{"x", "y"}); !errors.Is(err, ErrMalformed) {
+		if _, err := parseNPY(buf.Bytes()[:n], from(0), []string{"x", "y"}); !errors.Is(err, ErrMalformed) {
 			t.Errorf("cut at %d: got %v", n, err)
 		}
 	}
 	buf.Reset()
 	src, _ = matrix.NewDense64(2, 0, nil)
 	npy.WriteDense(&buf, src)
-	if _, err := parseNPY(buf.Bytes(), 0, []string{"x", "y"}); err == nil || !strings.Contains(err.Error(), "zero columns") {
+	if _, err := parseNPY(buf.Bytes(), from(0), []string{"x", "y"}); err == nil || !strings.Contains(err.Error(), "zero columns") {
 		t.Errorf("zero columns: %v", err)
 	}
 	buf.Reset()
 	npy.WriteFloat64(&buf, []int{3}, []float64{1, 2, 3})
-	if _, err := parseNPY(buf.Bytes(), 0, []string{"x", "y", "z"}); err == nil || !strings.Contains(err.Error(), "must be a 2D array") {
+	if _, err := parseNPY(buf.Bytes(), from(0), []string{"x", "y", "z"}); err == nil || !strings.Contains(err.Error(), "must be a 2D array") {
 		t.Errorf("1-D: %v", err)
 	}
 }

@@ -205,11 +205,11 @@ func (e *Extractor) runPersistent(ctx context.Context, b batch) (*matrix.Dense, 
 	for i, it := range b.items {
 		ids[i] = it.ID
 	}
-	return w.request(ctx, label, rows, b.start, ids)
+	return w.request(ctx, label, rows, b.row, ids)
 }
 
 // request sends one batch and waits for its reply.
-func (w *worker) request(ctx context.Context, label string, rows []byte, start int, ids []string) (*matrix.Dense, error) {
+func (w *worker) request(ctx context.Context, label string, rows []byte, row rowIndex, ids []string) (*matrix.Dense, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped != nil {
@@ -275,7 +275,7 @@ func (w *worker) request(ctx context.Context, label string, rows []byte, start i
 		}
 	}
 
-	m, err := parseReply(reply, n, start, ids)
+	m, err := parseReply(reply, n, row, ids)
 	if err == nil && w.width != 0 && m.Cols() != w.width {
 		err = fmt.Errorf("%w: inconsistent widths: %d columns, batch %d had %d", ErrMalformed, m.Cols(), w.widthBatch, w.width)
 	}

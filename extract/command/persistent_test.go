@@ -672,7 +672,7 @@ func TestPythonWorkerTemplate(t *testing.T) {
 func TestParseReply(t *testing.T) {
 	t.Parallel()
 	ids := []string{"a", "b"}
-	m, err := parseReply([]byte(` {"batch": 3, "id": "ignored", "embeddings": [[1, -0.5e1], {"index": 8, "embedding": [1e-400, 3]}]}`+"\r\n"), 3, 7, ids)
+	m, err := parseReply([]byte(` {"batch": 3, "id": "ignored", "embeddings": [[1, -0.5e1], {"index": 8, "embedding": [1e-400, 3]}]}`+"\r\n"), 3, from(7), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +705,7 @@ func TestParseReply(t *testing.T) {
 		{`{"batch": 3, "embeddings": [[1, 2], {"index": 9, "embedding": [3, 4]}]}`, `"index" is 9, expected 8`, ErrMalformed},
 	}
 	for _, c := range cases {
-		_, err := parseReply([]byte(c.line), 3, 7, ids)
+		_, err := parseReply([]byte(c.line), 3, from(7), ids)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: want %q, got %v", c.line, c.want, err)
 			continue
@@ -715,7 +715,7 @@ func TestParseReply(t *testing.T) {
 		}
 	}
 	long := `{"batch": 3, "error": "` + strings.Repeat("x", 10000) + `"}`
-	if _, err := parseReply([]byte(long), 3, 0, ids); err == nil || len(err.Error()) > maxReplyError+100 {
+	if _, err := parseReply([]byte(long), 3, from(0), ids); err == nil || len(err.Error()) > maxReplyError+100 {
 		t.Errorf("long error message not clipped: %d bytes", len(err.Error()))
 	}
 }
@@ -734,7 +734,7 @@ func FuzzParseReply(f *testing.F) {
 		for i := range ids {
 			ids[i] = "id" + strconv.Itoa(i)
 		}
-		m, err := parseReply(line, n, 5, ids)
+		m, err := parseReply(line, n, from(5), ids)
 		if err != nil {
 			if m != nil {
 				t.Fatal("matrix and error")

@@ -30,13 +30,24 @@ const (
 // batch is one process's worth of rows.
 type batch struct {
 	side, branch, modality string
-	start                  int
+	start, stride          int // item i is endpoint row start + i×stride
 	items                  []Item
+}
+
+// row is the endpoint index of item i.
+func (b batch) row(i int) int { return b.start + i*max(1, b.stride) }
+
+// span names the batch's rows in messages.
+func (b batch) span() string {
+	if b.stride <= 1 || len(b.items) <= 1 {
+		return fmt.Sprintf("[%d, %d)", b.start, b.start+len(b.items))
+	}
+	return fmt.Sprintf("%d to %d every %d", b.start, b.row(len(b.items)-1), b.stride)
 }
 
 // label names the batch in messages: extractor, side, row range and branch.
 func (e *Extractor) label(b batch) string {
-	s := fmt.Sprintf("command extractor %q: %s rows [%d, %d)", e.cfg.Name, b.side, b.start, b.start+len(b.items))
+	s := fmt.Sprintf("command extractor %q: %s rows %s", e.cfg.Name, b.side, b.span())
 	if b.branch != DefaultBranch {
 		s += fmt.Sprintf(" (branch %q)", b.branch)
 	}
@@ -102,9 +113,9 @@ func (e *Extractor) run(ctx context.Context, b batch) (*matrix.Dense, error) {
 	case e.output == OutputJSONL && isNPY:
 		err = fmt.Errorf("%w: stdout is a .npy stream but output is %q", ErrMalformed, OutputJSONL)
 	case isNPY:
-		m, err = parseNPY(out, b.start, ids)
+		m, err = parseNPY(out, b.row, ids)
 	default:
-		m, err = parseJSONL(out, b.start, ids)
+		m, err = parseJSONL(out, b.row, ids)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w%s", label, err, stderr.quote())
@@ -170,7 +181,7 @@ func encodeInput(b batch) ([]byte, string, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // keep texts readable; JSON does not need it
 	for i, it := range b.items {
-		index := b.start + i
+		index := b.row(i)
 		fail := func(format string, args ...any) ([]byte, string, error) {
 			return nil, "", fmt.Errorf("input row %d (ID %q): %s", index, it.ID, fmt.Sprintf(format, args...))
 		}

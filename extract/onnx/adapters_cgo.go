@@ -251,7 +251,7 @@ func encodeTexts(ctx context.Context, name string, t *textTower, b extract.Batch
 	if !ok {
 		return nil, fmt.Errorf("Extractor %s does not support retrieval modality %s", name, b.Items.Modality())
 	}
-	data, width, err := t.encode(ctx, texts, b.Start)
+	data, width, err := t.encode(ctx, texts, b.Row)
 	if err != nil {
 		return nil, fmt.Errorf("extractor %s, %s side: %w", name, b.Side, err)
 	}
@@ -263,7 +263,7 @@ func encodeImages(ctx context.Context, name string, t *imageTower, b extract.Bat
 	if !ok {
 		return nil, fmt.Errorf("Extractor %s does not support retrieval modality %s", name, b.Items.Modality())
 	}
-	data, width, err := t.encode(ctx, paths, b.Start)
+	data, width, err := t.encode(ctx, paths, b.Row)
 	if err != nil {
 		return nil, fmt.Errorf("extractor %s, %s side: %w", name, b.Side, err)
 	}

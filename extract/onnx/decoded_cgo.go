@@ -20,7 +20,7 @@ func (e *ImageEncoder) EncodeImages(ctx context.Context, imgs []image.Image, fir
 			return nil, "", fmt.Errorf("nil image")
 		}
 		return imgs[i], "", nil
-	}, firstRow)
+	}, func(i int) int { return firstRow + i })
 	if err != nil {
 		return nil, fmt.Errorf("extractor %s: %w", e.name, err)
 	}

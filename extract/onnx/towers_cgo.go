@@ -108,7 +108,11 @@ func selectOutput(outputs []TensorInfo, configured, pooling string, defaults ...
 	return TensorInfo{}, fmt.Errorf("output %s must be 2-D [batch, dim] or 3-D [batch, seq, dim]", out)
 }
 
-func (t *textTower) encode(ctx context.Context, texts []string, firstRow int) ([]float32, int, error) {
+// rowOf maps a position in an encoder call to its endpoint row, for
+// messages: a modulo shard's batch gathers rows N apart (extract.Batch.Row).
+type rowOf func(i int) int
+
+func (t *textTower) encode(ctx context.Context, texts []string, row rowOf) ([]float32, int, error) {
 	var rows []float32
 	width := -1
 	for lo := 0; lo < len(texts); lo += t.batch {
@@ -120,10 +124,10 @@ func (t *textTower) encode(ctx context.Context, texts []string, firstRow int) ([
 		if t.sparse {
 			data, w, err := t.runSparse(ctx, enc)
 			if err != nil {
-				return nil, 0, fmt.Errorf("text rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+				return nil, 0, fmt.Errorf("text rows %d-%d: %w", row(lo), row(hi-1), err)
 			}
 			if width >= 0 && w != width {
-				return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", firstRow+lo, firstRow+hi-1, w, width)
+				return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", row(lo), row(hi-1), w, width)
 			}
 			width = w
 			rows = append(rows, data...)
@@ -150,14 +154,14 @@ func (t *textTower) encode(ctx context.Context, texts []string, firstRow int) ([
 		}
 		out, err := t.sess.Run(ctx, feeds, t.output.Name)
 		if err != nil {
-			return nil, 0, fmt.Errorf("text rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+			return nil, 0, fmt.Errorf("text rows %d-%d: %w", row(lo), row(hi-1), err)
 		}
 		data, w, err := reduce(out, enc.Rows, t.pooling, enc.AttentionMask, enc.Len)
 		if err != nil {
-			return nil, 0, fmt.Errorf("text rows %d-%d: %w", firstRow+lo, firstRow+hi-1, err)
+			return nil, 0, fmt.Errorf("text rows %d-%d: %w", row(lo), row(hi-1), err)
 		}
 		if width >= 0 && w != width {
-			return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", firstRow+lo, firstRow+hi-1, w, width)
+			return nil, 0, fmt.Errorf("text rows %d-%d: output width %d differs from earlier rows (%d)", row(lo), row(hi-1), w, width)
 		}
 		width = w
 		rows = append(rows, data...)
@@ -247,18 +251,18 @@ func newImageTower(sess *Session, prep imageprep.Config, output, pooling string,
 	return t, nil
 }
 
-func (t *imageTower) encode(ctx context.Context, paths []string, firstRow int) ([]float32, int, error) {
+func (t *imageTower) encode(ctx context.Context, paths []string, row rowOf) ([]float32, int, error) {
 	return t.encodeFrom(ctx, len(paths), func(i int) (image.Image, string, error) {
 		img, err := imageprep.DecodeFile(paths[i])
 		return img, paths[i], err
-	}, firstRow)
+	}, row)
 }
 
 // imageSource returns row i's image and a description for errors (its
 // path, or "" for an image decoded by the caller).
 type imageSource func(i int) (image.Image, string, error)
 
-func (t *imageTower) encodeFrom(ctx context.Context, n int, src imageSource, firstRow int) ([]float32, int, error) {
+func (t *imageTower) encodeFrom(ctx context.Context, n int, src imageSource, row rowOf) ([]float32, int, error) {
 	batch := t.batch
 	if t.fixedBatch {
 		batch = 1
@@ -272,7 +276,7 @@ func (t *imageTower) encodeFrom(ctx context.Context, n int, src imageSource, fir
 	chunk := max(batch, runtime.GOMAXPROCS(0))
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
-		tensors, err := t.preprocess(ctx, hi-lo, func(i int) (image.Image, string, error) { return src(lo + i) }, firstRow+lo)
+		tensors, err := t.preprocess(ctx, hi-lo, func(i int) (image.Image, string, error) { return src(lo + i) }, func(i int) int { return row(lo + i) })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -285,7 +289,7 @@ func (t *imageTower) encodeFrom(ctx context.Context, n int, src imageSource, fir
 			for _, x := range tensors[s:e] {
 				pix = append(pix, x.data...)
 			}
-			a, b := firstRow+lo+s, firstRow+lo+e-1
+			a, b := row(lo+s), row(lo+e-1)
 			shape := []int64{int64(e - s), int64(c), int64(tensors[s].h), int64(tensors[s].w)}
 			out, err := t.sess.Run(ctx, []Feed{{Name: t.input.Name, Shape: shape, Float32: pix}}, t.output.Name)
 			if err != nil {
@@ -317,7 +321,7 @@ type imageTensor struct {
 // preprocess decodes and preprocesses images on up to GOMAXPROCS
 // goroutines. Of several failures the lowest row is reported, so the error
 // does not depend on scheduling.
-func (t *imageTower) preprocess(ctx context.Context, n int, src imageSource, firstRow int) ([]imageTensor, error) {
+func (t *imageTower) preprocess(ctx context.Context, n int, src imageSource, row rowOf) ([]imageTensor, error) {
 	out := make([]imageTensor, n)
 	errs := make([]error, n)
 	next := make(chan int)
@@ -333,15 +337,15 @@ func (t *imageTower) preprocess(ctx context.Context, n int, src imageSource, fir
 				}
 				img, what, err := src(i)
 				if err != nil {
-					errs[i] = fmt.Errorf("image row %d: %w", firstRow+i, err)
+					errs[i] = fmt.Errorf("image row %d: %w", row(i), err)
 					continue
 				}
 				data, h, w, err := t.prep.Tensor(img)
 				if err != nil {
 					if what != "" {
-						errs[i] = fmt.Errorf("image row %d (%s): %w", firstRow+i, what, err)
+						errs[i] = fmt.Errorf("image row %d (%s): %w", row(i), what, err)
 					} else {
-						errs[i] = fmt.Errorf("image row %d: %w", firstRow+i, err)
+						errs[i] = fmt.Errorf("image row %d: %w", row(i), err)
 					}
 					continue
 				}

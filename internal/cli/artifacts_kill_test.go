@@ -171,11 +171,44 @@ extractors:
 		t.Errorf("%d temporary files left in the store after the re-run", n)
 	}
 
-	// A merge killed while it assembles the endpoint leaves an
-	// endpoint-sized staging file in TMPDIR; the next merge removes it.
+	// A merge streams its shards straight into the store: killed while it
+	// writes the merged endpoint (the data file is still a temporary file
+	// in the endpoint's directory, so the manifest, written last, cannot
+	// exist yet), it leaves no endpoint artifact (or, on a retry, the
+	// previous generation, still verified) and nothing in TMPDIR; the next
+	// merge commits the endpoint and removes the temporary file.
+	epKey := plan.Extractors[0].Endpoints[1].OutputKey
+	epDir := filepath.Join(storeDir, filepath.FromSlash(epKey))
+	writing := func() bool {
+		entries, _ := os.ReadDir(epDir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), local.TempPrefix) {
+				return true
+			}
+		}
+		return false
+	}
+	endpointState := func() (exists bool, loadErr error) {
+		t.Helper()
+		st, err := local.Open(storeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		a := artifact.New(st)
+		exists, err = a.Exists(context.Background(), epKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exists {
+			_, _, loadErr = a.LoadArray(context.Background(), epKey)
+		}
+		return exists, loadErr
+	}
 	mergeArgs := []string{"retrieval", "merge", "--plan", planPath, "--extractor", "tables", "--side", "gallery", "--store", storeDir}
-	killedMerge := false
+	killedMerge, committedBefore := false, false
 	for attempt := 0; attempt < 4 && !killedMerge; attempt++ {
+		committedBefore, _ = endpointState()
 		cmd := exec.Command(bin, mergeArgs...)
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 		if err := cmd.Start(); err != nil {
@@ -183,33 +216,41 @@ extractors:
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		for !killedMerge {
+	pollMerge:
+		for {
 			select {
-			case <-done:
-				t.Logf("attempt %d: the merge finished before it was seen staging", attempt)
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("merge failed unkilled: %v", err)
+				}
+				t.Logf("attempt %d: the merge finished before it was seen writing", attempt)
+				break pollMerge
 			default:
 			}
-			if countNamed(t, tmp, "vertebrae-merge-") > 0 {
+			if writing() {
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				killedMerge = true
 				<-done
-				break
-			}
-			if cmd.ProcessState != nil {
 				break
 			}
 			time.Sleep(200 * time.Microsecond)
 		}
 	}
 	if !killedMerge {
-		t.Fatal("the merge was never observed staging")
+		t.Fatal("the merge was never observed writing the endpoint")
 	}
-	if n := countNamed(t, tmp, "vertebrae-merge-"); n != 1 {
-		t.Fatalf("%d merge staging files after the kill, want 1", n)
+	switch exists, err := endpointState(); {
+	case exists && !committedBefore:
+		t.Fatal("the killed merge committed the endpoint")
+	case exists && err != nil:
+		t.Fatalf("previous generation of the endpoint unreadable after kill -9: %v", err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("the merge staged %d files in TMPDIR (first %s); it must stream into the store", len(entries), entries[0].Name())
 	}
 	rerun(mergeArgs...)
-	if n := countNamed(t, tmp, "vertebrae-merge-"); n != 0 {
-		t.Errorf("%d merge staging files left after the re-run", n)
+	if exists, err := endpointState(); !exists || err != nil {
+		t.Fatalf("the re-run merge left no readable endpoint (exists %v): %v", exists, err)
 	}
 	if n := countNamed(t, storeDir, local.TempPrefix); n != 0 {
 		t.Errorf("%d temporary files left in the store after the merge", n)
