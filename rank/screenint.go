@@ -437,21 +437,16 @@ func quantiseInt(x []float32, q []int16, qmax float64) (sigma, n, r, R float64, 
 
 // blockNormBound is an upper bound of ‖x‖ over the float32 rows of a
 // block: 2 for cosine (normalised rows: ‖x‖ ≤ (1 + 2⁻²⁴)(1 + O(d·2⁻⁵³))),
-// else √d·max|x_i| (rounded up).
+// else √d·max|x_i| (rounded up), +Inf when a value is not finite (the
+// block is then scored exhaustively). The maximum comes from the SIMD
+// pass of kernel.AbsMaxSumSq32 (its sum of squares is not used).
 func blockNormBound(sim Similarity, g32 []float32, d int) float64 {
 	if sim == Cosine {
 		return 2
 	}
-	// Finite float32 magnitudes order as their bit patterns.
-	var m0, m1 uint32
-	i := 0
-	for ; i+2 <= len(g32); i += 2 {
-		m0 = max(m0, math.Float32bits(g32[i])&0x7fffffff)
-		m1 = max(m1, math.Float32bits(g32[i+1])&0x7fffffff)
+	mx, _ := kernel.AbsMaxSumSq32(g32)
+	if mx-mx != 0 {
+		return math.Inf(1)
 	}
-	if i < len(g32) {
-		m0 = max(m0, math.Float32bits(g32[i])&0x7fffffff)
-	}
-	mx := float64(math.Float32frombits(max(m0, m1)))
 	return math.Sqrt(float64(d)) * mx * (1 + 0x1p-40)
 }
