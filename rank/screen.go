@@ -96,10 +96,12 @@ func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
 		f32 = newScreen32(s)
 	}
 	// The int8 screen first (the cheaper tile, the wider bound), then the
-	// int16 one, each where the plan admits it and its sample pays.
+	// int16 one, each where the plan admits it and its sample pays; both
+	// samples use one prepared sample block.
+	smp := &screenSample[T]{}
 	for _, f := range []intFormat{int8Format, int16Format} {
 		if s.pl.intFits(f, pairs) {
-			if st := newScreenInt[T](ctx, s, c, f32, f); st != nil {
+			if st := newScreenInt[T](ctx, s, c, f32, f, smp); st != nil {
 				return st
 			}
 		}
@@ -525,18 +527,37 @@ func up32(x float64) float32 {
 	return f
 }
 
+// screenSample is the sample block of a run's screen choice: up to 4096
+// gallery rows spread over the pass, prepared (working rows, their float32
+// roundings) once for every integer screen sampled. Their block
+// preparation does not depend on the integer width.
+type screenSample[T working] struct {
+	w         *worker[T]
+	b         block
+	ready, ok bool
+}
+
 // samplePays scores the chunk's first queries (at most 24) cheaply against
 // up to 4096 gallery rows spread over the pass and reports whether the
 // share of their negatives the rules leave undecided is at most limit.
-func samplePays[T working](s *scorer[T], st screen[T], c *chunk[T], limit float64) bool {
-	n := s.pl.rows.len()
-	step := max(1, (n+4095)/4096)
-	sb := block{p0: 0, n: (n + step - 1) / step, g0: s.pl.rows.lo, stride: s.pl.rows.stride * step}
-	q0, q1 := c.q0, min(c.q1, c.q0+2*kernel.Int16QueryTile)
-	w := &worker[T]{tmp: make([]float64, s.d)}
-	if !st.block(s, w, sb) {
+// smp holds the prepared sample block across the screens tried (nil: a
+// fresh one).
+func samplePays[T working](s *scorer[T], st screen[T], c *chunk[T], limit float64, smp *screenSample[T]) bool {
+	if smp == nil {
+		smp = &screenSample[T]{}
+	}
+	if !smp.ready {
+		n := s.pl.rows.len()
+		step := max(1, (n+4095)/4096)
+		smp.b = block{p0: 0, n: (n + step - 1) / step, g0: s.pl.rows.lo, stride: s.pl.rows.stride * step}
+		smp.w = &worker[T]{tmp: make([]float64, s.d)}
+		smp.ok, smp.ready = st.block(s, smp.w, smp.b), true
+	}
+	if !smp.ok {
 		return false // values beyond the screen's range: its blocks would be scored exhaustively
 	}
+	w, sb := smp.w, smp.b
+	q0, q1 := c.q0, min(c.q1, c.q0+2*kernel.Int16QueryTile)
 	sub := st.subRows(sb.n, q1-q0)
 	var und, total int64
 	for j0 := 0; j0 < sb.n; j0 += sub {

@@ -93,7 +93,7 @@ func checkScreenBound[T working](t *testing.T, p Problem, sim Similarity, prec P
 		st = f32
 	case "int8", "int16":
 		f := map[string]intFormat{"int8": int8Format, "int16": int16Format}[kind]
-		si := newScreenInt[T](ctx, s, c, f32, f)
+		si := newScreenInt[T](ctx, s, c, f32, f, nil)
 		if si == nil {
 			t.Fatalf("%v: the forced %s screen could not be prepared", prec, kind)
 		}

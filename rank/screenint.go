@@ -151,8 +151,9 @@ type blockInt struct {
 // newScreenInt prepares the integer screen of format f for a run, or
 // returns nil when it cannot run or (unless forced) the sample says it
 // would not pay. f32 is the float32 screen of a float64-protocol run (its
-// float32 roundings of the query rows and their norm bounds are reused).
-func newScreenInt[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 *screen32[T], f intFormat) *screenInt[T] {
+// float32 roundings of the query rows and their norm bounds are reused);
+// smp is the run's sample block, shared by the integer screens tried.
+func newScreenInt[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32 *screen32[T], f intFormat, smp *screenSample[T]) *screenInt[T] {
 	d, n := s.d, s.qhi-s.qlo
 	st := &screenInt[T]{format: f, q16: make([]int16, n*d), qs: make([]float32, n), qn: make([]float64, n), qr: make([]float64, n), qR: make([]float64, n),
 		qlo: s.qlo, g3: gamma(3, u32), tau: float64(d+2) * 0x1p-149, scale: s.pl.scale, subN: s.pl.subRows, sim: s.pl.sim, d: d}
@@ -220,7 +221,7 @@ func newScreenInt[T working](ctx context.Context, s *scorer[T], c *chunk[T], f32
 			limit = screen16x64MaxUndecided
 		}
 		st.pack(c.q0, ns)
-		if !samplePays[T](s, st, c, limit) {
+		if !samplePays[T](s, st, c, limit, smp) {
 			return nil
 		}
 	}
