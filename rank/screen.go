@@ -97,7 +97,7 @@ func (s *scorer[T]) chooseScreen(ctx context.Context, c *chunk[T]) screen[T] {
 	}
 	// The int8 screen first (the cheaper tile, the wider bound), then the
 	// int16 one, each where the plan admits it and its sample pays; both
-	// samples use one prepared sample block.
+	// samples reuse one sample worker's buffers.
 	smp := &screenSample[T]{}
 	for _, f := range []intFormat{int8Format, int16Format} {
 		if s.pl.intFits(f, pairs) {
@@ -527,34 +527,30 @@ func up32(x float64) float32 {
 	return f
 }
 
-// screenSample is the sample block of a run's screen choice: up to 4096
-// gallery rows spread over the pass, prepared (working rows, their float32
-// roundings) once for every integer screen sampled. Their block
-// preparation does not depend on the integer width.
+// screenSample is the sample of a run's screen choice: up to 4096 gallery
+// rows spread over the pass, and a worker whose buffers every integer
+// screen sampled reuses.
 type screenSample[T working] struct {
-	w         *worker[T]
-	b         block
-	ready, ok bool
+	w *worker[T]
+	b block
 }
 
 // samplePays scores the chunk's first queries (at most 24) cheaply against
 // up to 4096 gallery rows spread over the pass and reports whether the
 // share of their negatives the rules leave undecided is at most limit.
-// smp holds the prepared sample block across the screens tried (nil: a
-// fresh one).
+// The sample is prepared one sub-block at a time, so its buffers stay
+// small (fresh memory costs a page fault per 4 KiB, which on some virtual
+// machines took longer than the sample itself). smp carries them across
+// the screens tried (nil: a fresh one).
 func samplePays[T working](s *scorer[T], st screen[T], c *chunk[T], limit float64, smp *screenSample[T]) bool {
 	if smp == nil {
 		smp = &screenSample[T]{}
 	}
-	if !smp.ready {
+	if smp.w == nil {
 		n := s.pl.rows.len()
 		step := max(1, (n+4095)/4096)
 		smp.b = block{p0: 0, n: (n + step - 1) / step, g0: s.pl.rows.lo, stride: s.pl.rows.stride * step}
 		smp.w = &worker[T]{tmp: make([]float64, s.d)}
-		smp.ok, smp.ready = st.block(s, smp.w, smp.b), true
-	}
-	if !smp.ok {
-		return false // values beyond the screen's range: its blocks would be scored exhaustively
 	}
 	w, sb := smp.w, smp.b
 	q0, q1 := c.q0, min(c.q1, c.q0+2*kernel.Int16QueryTile)
@@ -562,12 +558,16 @@ func samplePays[T working](s *scorer[T], st screen[T], c *chunk[T], limit float6
 	var und, total int64
 	for j0 := 0; j0 < sb.n; j0 += sub {
 		j1 := min(j0+sub, sb.n)
-		if !st.sub(w, j0, j1) {
-			return false
+		piece := sb.sub(j0, j1)
+		if !st.block(s, w, piece) {
+			return false // values beyond the screen's range: its blocks would be scored exhaustively
 		}
 		sn := j1 - j0
+		if !st.sub(w, 0, sn) {
+			return false
+		}
 		out := make([]float32, (q1-q0)*sn)
-		st.tile(s, w, q0, q1, j0, j1, out)
+		st.tile(s, w, q0, q1, 0, sn, out)
 		for q := q0; q < q1; q++ {
 			if !c.neg[q-c.q0] {
 				continue
@@ -575,7 +575,7 @@ func samplePays[T working](s *scorer[T], st screen[T], c *chunk[T], limit float6
 			e := st.bound(w, q)
 			th := &c.th[q-c.q0]
 			row := out[(q-q0)*sn : (q-q0+1)*sn]
-			for _, r := range s.rel.runs(q, sb.sub(j0, j1), nil, nil) {
+			for _, r := range s.rel.runs(q, piece, nil, nil) {
 				for _, x := range row[r[0]:r[1]] {
 					total++
 					cf := float64(x)
