@@ -51,7 +51,7 @@ const (
 	defaultChunkBytes = 32 << 20
 	defaultWindowCap  = 1 << 21
 	defaultSubRows    = 512
-	defaultVerify     = 1 << 17
+	defaultVerify     = 1 << 15 // screen.md §8.3
 	// foldStateBytes is the counting state (thresholds, bucket tables,
 	// counters) of the queries of one tile that a worker keeps near its
 	// core: larger states mean fewer queries per tile.
