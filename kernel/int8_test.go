@@ -458,3 +458,18 @@ func BenchmarkDotInt8Tile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPackInt8GalleryGroup packs 512 rows of width 768 (a screen
+// sub-block) group by group: ns per row.
+func BenchmarkPackInt8GalleryGroup(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const n, d = 512, 768
+	rows := int8Rows(r, n, d)
+	dst := make([]int32, Int8GalleryLen(n, d))
+	for b.Loop() {
+		for j0 := 0; j0 < n; j0 += 16 {
+			PackInt8GalleryGroup(rows[j0*d:(j0+16)*d], j0, 16, d, dst)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+}

@@ -339,11 +339,11 @@ func BenchmarkClassesDemoShape(b *testing.B) {
 }
 
 // BenchmarkLabelClasses is bench/labels.sh's shape on one thread: 2,000
-// queries × 100,000 Gaussian gallery rows × 64, float32 cosine, K classes
-// interleaved (query i in class i mod K, gallery row j in j mod K), so a
-// query's positives lie in the bulk of its scores.
+// queries × 100,000 Gaussian gallery rows × 64, float32 cosine, K = 1, 10
+// or 1,000 classes interleaved (query i in class i mod K, gallery row j in
+// j mod K), so a query's positives lie in the bulk of its scores.
 func BenchmarkLabelClasses(b *testing.B) {
-	for _, k := range []int{10, 1000} {
+	for _, k := range []int{1, 10, 1000} {
 		b.Run(fmt.Sprintf("classes=%d", k), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(7, 8))
 			const nq, ng, d = 2000, 100000, 64
