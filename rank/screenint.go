@@ -70,6 +70,15 @@ var (
 	int16Format = intFormat{"int16", 32767}
 )
 
+// Both widths' packed layouts tile 12 queries against 32 gallery rows in
+// groups of 16, so the driver's tiles and packing groups serve both (a
+// compile error here if a kernel changes its shape).
+var (
+	_ = [1]struct{}{}[kernel.Int8QueryTile-kernel.Int16QueryTile]
+	_ = [1]struct{}{}[kernel.Int8GalleryTile-kernel.Int16GalleryTile]
+	_ = [1]struct{}{}[kernel.Int8GalleryGroup-kernel.Int16GalleryGroup]
+)
+
 func (f intFormat) is8() bool { return f.qmax == int8Format.qmax }
 
 // queryLen and galleryLen are the int32 lengths of the packed layouts.
@@ -303,7 +312,7 @@ func (st *screenInt[T]) block(s *scorer[T], w *worker[T], b block) bool {
 		cs.g32 = g32
 		return st.maxQR*blockNormBound(st.sim, g32, d) <= screenIntFits
 	}
-	// The float64 working rows are produced once (the int16 screen's
+	// The float64 working rows are produced once (an integer screen's
 	// undecided pairs touch most rows of a block); then one pass: the
 	// float32 rounding of each row, whether it fits float32, and its norm
 	// bound (screen.md §8.2: then no exact score can overflow).
