@@ -14,12 +14,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/vertebrae-eval/vertebrae/comparison"
-	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/encode"
-	"github.com/vertebrae-eval/vertebrae/internal/outputset"
+	"github.com/vertebrae-eval/vertebrae/internal/usage"
 	"github.com/vertebrae-eval/vertebrae/memory"
-	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
 // Code is the result code of an ABI call; 1 and 2 are the CLI's exit codes.
@@ -47,11 +44,6 @@ func usagef(format string, args ...any) error {
 // Classify maps an error of a call running under ctx to its code.
 func Classify(ctx context.Context, err error) Code {
 	var ue *UsageError
-	var ce *retrieval.ConfigError
-	var te *outputset.TargetError
-	var mce *memory.ConfigError
-	var cce *compress.ConfigError
-	var oe *comparison.OptionError
 	var mbe *memory.BudgetError
 	var ebe *encode.BudgetError
 	switch {
@@ -59,8 +51,7 @@ func Classify(ctx context.Context, err error) Code {
 		return OK
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return Cancelled
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &te),
-		errors.As(err, &mce), errors.As(err, &cce), errors.As(err, &oe):
+	case errors.As(err, &ue), usage.IsConfig(err): // as the CLI's exit 2
 		return Usage
 	case errors.As(err, &mbe), errors.As(err, &ebe):
 		return Memory

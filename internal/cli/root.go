@@ -17,14 +17,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vertebrae-eval/vertebrae/comparison"
-	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
-	"github.com/vertebrae-eval/vertebrae/internal/outputset"
+	"github.com/vertebrae-eval/vertebrae/internal/usage"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/kernel"
-	"github.com/vertebrae-eval/vertebrae/memory"
-	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
 // Exit codes of SPEC §6.1.
@@ -77,16 +73,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func exitCode(ctx context.Context, err error) int {
 	var ue *UsageError
-	var ce *retrieval.ConfigError
-	var te *outputset.TargetError
-	var me *memory.ConfigError
-	var cce *compress.ConfigError
-	var oe *comparison.OptionError
 	switch {
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &te),
-		errors.As(err, &me), errors.As(err, &cce), errors.As(err, &oe): // run-file sections too (SPEC §12)
+	case errors.As(err, &ue), usage.IsConfig(err): // run-file sections too (SPEC §12)
 		return ExitUsage
 	}
 	return ExitFailure

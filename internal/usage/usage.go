@@ -1,0 +1,27 @@
+// Package usage tells which library errors mean that the caller configured
+// a run wrongly — an option, a configuration field, an output target —
+// rather than that its input is bad. The CLI exits 2 for them and the C
+// ABI returns its usage code; both ask IsConfig, so they agree.
+package usage
+
+import (
+	"errors"
+
+	"github.com/vertebrae-eval/vertebrae/comparison"
+	"github.com/vertebrae-eval/vertebrae/compress"
+	"github.com/vertebrae-eval/vertebrae/internal/outputset"
+	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+)
+
+// IsConfig reports whether err (or an error it wraps) is a configuration
+// error of the protocol config, an output target, the memory config, a
+// compression config or a comparison option.
+func IsConfig(err error) bool {
+	var ce *retrieval.ConfigError
+	var te *outputset.TargetError
+	var me *memory.ConfigError
+	var cce *compress.ConfigError
+	var oe *comparison.OptionError
+	return errors.As(err, &ce) || errors.As(err, &te) || errors.As(err, &me) || errors.As(err, &cce) || errors.As(err, &oe)
+}
