@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
@@ -76,8 +77,14 @@ func (e *OptionError) Error() string { return e.Msg }
 // ErrNoPerQuery is returned when a result carries no per-query values.
 var ErrNoPerQuery = errors.New("significance needs per-query values")
 
-// withDefaults fills zero fields and validates the rest.
-func (o Options) withDefaults() (Options, error) {
+// withDefaults fills zero fields and validates the rest; settings are
+// named as the CLI's flags.
+func (o Options) withDefaults() (Options, error) { return o.withDefaultsNamed(flagName) }
+
+// flagName names a setting as the CLI's flag.
+func flagName(setting string) string { return "--" + setting }
+
+func (o Options) withDefaultsNamed(name func(string) string) (Options, error) {
 	if o.Test == "" {
 		o.Test = TestRandomization
 	}
@@ -95,21 +102,49 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case o.Test != TestRandomization && o.Test != TestTTest:
-		return o, &OptionError{fmt.Sprintf("--test must be randomization or ttest, got %s", msgfmt.Quote(o.Test))}
+		return o, &OptionError{fmt.Sprintf("%s must be randomization or ttest, got %s", name("test"), msgfmt.Quote(o.Test))}
 	case o.CIMethod != CIBCa && o.CIMethod != CIPercentile:
-		return o, &OptionError{fmt.Sprintf("--ci-method must be bca or percentile, got %s", msgfmt.Quote(o.CIMethod))}
+		return o, &OptionError{fmt.Sprintf("%s must be bca or percentile, got %s", name("ci-method"), msgfmt.Quote(o.CIMethod))}
 	case !(o.Alpha > 0 && o.Alpha < 1):
-		return o, &OptionError{fmt.Sprintf("--alpha must lie in (0, 1), got %v", o.Alpha)}
+		return o, &OptionError{fmt.Sprintf("%s must lie in (0, 1), got %v", name("alpha"), o.Alpha)}
 	case o.Bootstrap < 1:
-		return o, &OptionError{"--bootstrap must be >= 1"}
+		return o, &OptionError{name("bootstrap") + " must be >= 1"}
 	case o.Permutations < 1:
-		return o, &OptionError{"--permutations must be >= 1"}
+		return o, &OptionError{name("permutations") + " must be >= 1"}
 	case o.MaxResults < 0 || o.MaxResults == 1:
 		return o, &OptionError{fmt.Sprintf("the comparison cap must be 0 (every result) or at least 2 results, got %d", o.MaxResults)}
 	case o.Threads < 0:
-		return o, &OptionError{"--threads must be >= 0"}
+		return o, &OptionError{name("threads") + " must be >= 0"}
 	}
 	return o, nil
+}
+
+// CheckSettings validates options a caller set explicitly (flags, keyword
+// arguments), where a zero is the caller's value and not "the default":
+// bootstrap and permutations must be at least 1 and alpha must not be 0.
+// Every name in metrics (trimmed) must be one of keys, the metric keys of
+// the results compared; they become o.Metrics in the caller's order. Then
+// the rest is validated as Validate does. name gives the caller's name of
+// a setting ("test", "ci-method", "alpha", "bootstrap", "permutations",
+// "threads", "metrics") for the messages; errors are *OptionError.
+func (o *Options) CheckSettings(metrics, keys []string, name func(setting string) string) error {
+	for _, m := range metrics {
+		m = strings.TrimSpace(m)
+		if !slices.Contains(keys, m) {
+			return &OptionError{fmt.Sprintf("%s: %s is not a metric of the results (metrics: %s)", name("metrics"), msgfmt.Quote(m), strings.Join(keys, ", "))}
+		}
+		o.Metrics = append(o.Metrics, m)
+	}
+	switch {
+	case o.Bootstrap < 1:
+		return &OptionError{fmt.Sprintf("%s must be >= 1, got %d", name("bootstrap"), o.Bootstrap)}
+	case o.Permutations < 1:
+		return &OptionError{fmt.Sprintf("%s must be >= 1, got %d", name("permutations"), o.Permutations)}
+	case o.Alpha == 0:
+		return &OptionError{name("alpha") + " must lie in (0, 1), got 0"}
+	}
+	_, err := o.withDefaultsNamed(name)
+	return err
 }
 
 // Validate checks the options (zero fields take their defaults).

@@ -355,3 +355,43 @@ func TestComputeChecksTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// CheckSettings refuses the explicit zeros Options would read as defaults
+// and metrics the results lack, naming each setting as the caller does,
+// fills Metrics in the caller's order, and validates the rest.
+func TestCheckSettings(t *testing.T) {
+	t.Parallel()
+	keys := []string{"ndcg@10", "mrr", "recall@5"}
+	flag := func(s string) string { return "--" + s }
+	kw := func(s string) string { return strings.ReplaceAll(s, "-", "_") }
+	ok := Options{Alpha: 0.05, Bootstrap: 100, Permutations: 100}
+	for _, c := range []struct {
+		name    string
+		o       Options
+		metrics []string
+		named   func(string) string
+		want    string // "" = valid
+	}{
+		{"valid", ok, []string{" mrr", "recall@5 "}, flag, ""},
+		{"unknown metric", ok, []string{"mrr", "map"}, flag, `--metrics: "map" is not a metric of the results (metrics: ndcg@10, mrr, recall@5)`},
+		{"bootstrap 0", Options{Alpha: 0.05, Permutations: 1}, nil, kw, "bootstrap must be >= 1, got 0"},
+		{"permutations 0", Options{Alpha: 0.05, Bootstrap: 1}, nil, flag, "--permutations must be >= 1, got 0"},
+		{"alpha 0", Options{Bootstrap: 1, Permutations: 1}, nil, kw, "alpha must lie in (0, 1), got 0"},
+		{"alpha 1", Options{Alpha: 1, Bootstrap: 1, Permutations: 1}, nil, flag, "--alpha must lie in (0, 1), got 1"},
+		{"ci method", Options{Alpha: 0.05, Bootstrap: 1, Permutations: 1, CIMethod: "student"}, nil, kw, `ci_method must be bca or percentile, got "student"`},
+		{"test", Options{Alpha: 0.05, Bootstrap: 1, Permutations: 1, Test: "z"}, nil, flag, `--test must be randomization or ttest, got "z"`},
+	} {
+		o := c.o
+		err := o.CheckSettings(c.metrics, keys, c.named)
+		if c.want == "" {
+			if err != nil || !slices.Equal(o.Metrics, []string{"mrr", "recall@5"}) {
+				t.Errorf("%s: %v, metrics %v", c.name, err, o.Metrics)
+			}
+			continue
+		}
+		var oe *OptionError
+		if !errors.As(err, &oe) || err.Error() != c.want {
+			t.Errorf("%s: %v, want the OptionError %q", c.name, err, c.want)
+		}
+	}
+}

@@ -89,27 +89,9 @@ func (r CompareRequest) options(b *results.Benchmark) (comparison.Options, error
 		Baseline: r.Baseline, Test: r.Test, Alpha: r.Alpha, CIMethod: r.CIMethod,
 		Bootstrap: r.Bootstrap, Permutations: r.Permutations, Seed: r.Seed, Threads: r.Threads,
 	}
-	if len(r.Metrics) > 0 {
-		keys := b.Metadata.RetrievalConfig.MetricKeys()
-		for _, m := range r.Metrics {
-			m = strings.TrimSpace(m)
-			if !slices.Contains(keys, m) {
-				return o, usagef("metrics: %s is not a metric of these reports (metrics: %s)", msgfmt.Quote(m), strings.Join(keys, ", "))
-			}
-			o.Metrics = append(o.Metrics, m)
-		}
-	}
-	if r.Bootstrap < 1 {
-		return o, usagef("bootstrap must be >= 1, got %d", r.Bootstrap)
-	}
-	if r.Permutations < 1 {
-		return o, usagef("permutations must be >= 1, got %d", r.Permutations)
-	}
-	if r.Alpha == 0 {
-		return o, usagef("alpha must lie in (0, 1), got 0")
-	}
-	if err := o.Validate(); err != nil {
-		return o, usagef("%v", err)
+	// Settings named as the Python keywords.
+	if err := o.CheckSettings(r.Metrics, b.Metadata.RetrievalConfig.MetricKeys(), keyword); err != nil {
+		return o, err
 	}
 	if r.Baseline != "" && !slices.ContainsFunc(b.ExtractorResults, func(x *results.ExtractorResult) bool { return x.Name == r.Baseline }) {
 		names := make([]string, len(b.ExtractorResults))
@@ -120,3 +102,6 @@ func (r CompareRequest) options(b *results.Benchmark) (comparison.Options, error
 	}
 	return o, nil
 }
+
+// keyword names a comparison setting as the Python package's keyword.
+func keyword(setting string) string { return strings.ReplaceAll(setting, "-", "_") }

@@ -69,30 +69,17 @@ func (c *compareFlags) options(cmd *cobra.Command, cfg retrieval.Config) (compar
 	default:
 		return o, usagef("--compare must be all or baseline, got %s", msgfmt.Quote(c.family))
 	}
+	var metrics []string
 	if strings.TrimSpace(c.metrics) != "" {
-		keys := cfg.MetricKeys()
-		for _, m := range strings.Split(c.metrics, ",") {
-			m = strings.TrimSpace(m)
-			if !slices.Contains(keys, m) {
-				return o, usagef("--compare-metrics: %s is not a metric of this run (metrics: %s)", msgfmt.Quote(m), strings.Join(keys, ", "))
-			}
-			o.Metrics = append(o.Metrics, m)
+		metrics = strings.Split(c.metrics, ",")
+	}
+	err := o.CheckSettings(metrics, cfg.MetricKeys(), func(s string) string {
+		if s == "metrics" {
+			return "--compare-metrics"
 		}
-	}
-	// 0 would silently mean the default in the library options.
-	if c.bootstrap < 1 {
-		return o, usagef("--bootstrap must be >= 1, got %d", c.bootstrap)
-	}
-	if c.permutations < 1 {
-		return o, usagef("--permutations must be >= 1, got %d", c.permutations)
-	}
-	if c.alpha == 0 { // 0 would silently mean the default
-		return o, usagef("--alpha must lie in (0, 1), got 0")
-	}
-	if err := o.Validate(); err != nil {
-		return o, usagef("%v", err)
-	}
-	return o, nil
+		return "--" + s
+	})
+	return o, err
 }
 
 // checkBaseline refuses, before any work, a --baseline that names none of
