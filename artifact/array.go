@@ -3,16 +3,14 @@ package artifact
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/store"
 )
@@ -130,16 +128,20 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 		return err // before encoding: a refused key costs nothing
 	}
 	var a *ArrayEntry
+	var sidecar []byte
 	if ln, ok := s.st.(store.LateNamer); ok {
-		a, err = s.putDataOnce(ctx, ln, key, src)
+		a, sidecar, err = s.putDataOnce(ctx, ln, key, src)
 	} else {
-		a, err = s.putDataTwice(ctx, key, src)
+		a, sidecar, err = s.putDataTwice(ctx, key, src)
+	}
+	if err == nil {
+		err = s.putSidecar(ctx, key, a.Chunks, sidecar)
 	}
 	if err != nil {
 		return err
 	}
-	entry := metadataEntry(md)
-	if err := s.putMetadata(ctx, key, entry, md); err != nil {
+	entry, mdSidecar := metadataEntry(md)
+	if err := s.putMetadata(ctx, key, entry, md, mdSidecar); err != nil {
 		return err
 	}
 	m := &Manifest{SchemaVersion: SchemaVersion, Kind: KindArrayMetadata, Array: a, Metadata: entry}
@@ -150,9 +152,10 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 }
 
 // newArrayEntry describes the encoded data file of src with its digest.
-func newArrayEntry(src Source, sum string, size, nnz int64) *ArrayEntry {
+func newArrayEntry(src Source, d chunkdigest.Digest, nnz int64) *ArrayEntry {
+	sum := d.Hex()
 	a := &ArrayEntry{StorageFormat: "npy", Shape: []int{src.Rows(), src.Cols()}, DType: src.DType().String(),
-		SizeBytes: size, SHA256: sum}
+		SizeBytes: d.Size, SHA256: sum, Chunks: chunksFor(sum)}
 	if src.Sparse() {
 		a.StorageFormat, a.SparseFormat, a.NNZ = "npz", "csr", &nnz
 	}
@@ -160,17 +163,18 @@ func newArrayEntry(src Source, sum string, size, nnz int64) *ArrayEntry {
 	return a
 }
 
-// putDataOnce streams src into the store once, hashing it on the way, and
-// names the object by the digest once the last byte is written. A failure
-// or a crash leaves no object (the store's temporary file goes with the
-// failure, or with the next write into the key after a crash).
-func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string, src Source) (*ArrayEntry, error) {
-	h, cw := sha256.New(), &countWriter{}
+// putDataOnce streams src into the store once, hashing its chunks on the
+// way (on every core), and names the object by the digest once the last
+// byte is written. A failure or a crash leaves no object (the store's
+// temporary file goes with the failure, or with the next write into the
+// key after a crash). It returns the entry and the sidecar to write.
+func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string, src Source) (*ArrayEntry, []byte, error) {
+	h := chunkdigest.NewHasher()
 	var nnz int64
 	pr, pw := io.Pipe()
 	encoded := make(chan error, 1)
 	go func() {
-		bw := bufio.NewWriterSize(&concurrentHash{w: io.MultiWriter(pw, cw), h: h, done: make(chan struct{})}, 1<<20)
+		bw := bufio.NewWriterSize(io.MultiWriter(h, pw), 1<<20)
 		var err error
 		nnz, err = encodeArray(ctx, bw, src)
 		if err == nil {
@@ -180,6 +184,7 @@ func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string,
 		encoded <- err
 	}()
 	var a *ArrayEntry
+	var d chunkdigest.Digest
 	var encErr error
 	received := false
 	err := ln.PutNamed(ctx, key, pr, -1, func() (string, error) {
@@ -189,7 +194,8 @@ func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string,
 		if encErr != nil {
 			return "", encErr
 		}
-		a = newArrayEntry(src, hex.EncodeToString(h.Sum(nil)), cw.n, nnz)
+		d = h.Digest()
+		a = newArrayEntry(src, d, nnz)
 		return a.Filename, nil
 	})
 	pr.CloseWithError(io.ErrClosedPipe) // unblock the encoder if the write stopped early
@@ -200,48 +206,29 @@ func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string,
 		err = encErr
 	}
 	if err != nil {
-		return nil, &Error{Key: key, Msg: "write array", Err: err}
+		return nil, nil, &Error{Key: key, Msg: "write array", Err: err}
 	}
-	return a, nil
-}
-
-// concurrentHash passes each write to w while h hashes the same bytes on
-// another core: SHA-256 runs at about 1 GB/s on one core here, and would
-// otherwise take turns with the store's write.
-type concurrentHash struct {
-	w    io.Writer
-	h    hash.Hash
-	done chan struct{}
-}
-
-func (c *concurrentHash) Write(p []byte) (int, error) {
-	go func() {
-		c.h.Write(p)
-		c.done <- struct{}{}
-	}()
-	n, err := c.w.Write(p)
-	<-c.done // p is the caller's again only once both are done with it
-	return n, err
+	return a, d.Sidecar, nil
 }
 
 // putDataTwice is the path for stores without a cheap rename (object
 // stores): a first pass computes the digest that names the file, a second
 // streams the same bytes into the store, re-hashed to prove the source did
 // not change in between.
-func (s *Store) putDataTwice(ctx context.Context, key string, src Source) (*ArrayEntry, error) {
-	h, cw := sha256.New(), &countWriter{}
-	nnz, err := encodeArray(ctx, io.MultiWriter(h, cw), src)
+func (s *Store) putDataTwice(ctx context.Context, key string, src Source) (*ArrayEntry, []byte, error) {
+	h := chunkdigest.NewHasher()
+	nnz, err := encodeArray(ctx, h, src)
 	if err != nil {
-		return nil, &Error{Key: key, Msg: "encode array", Err: err}
+		return nil, nil, &Error{Key: key, Msg: "encode array", Err: err}
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	a := newArrayEntry(src, sum, cw.n, nnz)
+	d := h.Digest()
+	a := newArrayEntry(src, d, nnz)
 	pr, pw := io.Pipe()
 	encoded := make(chan error, 1)
 	go func() {
-		h2 := sha256.New()
+		h2 := chunkdigest.NewHasher()
 		_, err := encodeArray(ctx, io.MultiWriter(pw, h2), src)
-		if err == nil && hex.EncodeToString(h2.Sum(nil)) != sum {
+		if err == nil && h2.Digest().Hex() != a.SHA256 {
 			err = errors.New("the source changed between the hashing and the upload pass")
 		}
 		pw.CloseWithError(err)
@@ -257,9 +244,9 @@ func (s *Store) putDataTwice(ctx context.Context, key string, src Source) (*Arra
 		err = encErr
 	}
 	if err != nil {
-		return nil, &Error{Key: key, Msg: "write " + a.Filename, Err: err}
+		return nil, nil, &Error{Key: key, Msg: "write " + a.Filename, Err: err}
 	}
-	return a, nil
+	return a, d.Sidecar, nil
 }
 
 // LoadArray verifies and decodes key's array into memory (a dense matrix is
@@ -275,7 +262,7 @@ func (s *Store) LoadArray(ctx context.Context, key string) (matrix.Matrix, []byt
 		return nil, nil, err
 	}
 	var out matrix.Matrix
-	err = s.verified(ctx, key, a.Filename, a.SizeBytes, a.SHA256, func(r io.Reader) error {
+	err = s.verified(ctx, key, a.component(), func(r io.Reader) error {
 		if a.StorageFormat == "npz" {
 			c, err := decodeCSR(key, r, a)
 			out = c
@@ -305,7 +292,7 @@ func (s *Store) StreamArray(ctx context.Context, key string, fn func(batch matri
 	if err != nil {
 		return nil, err
 	}
-	err = s.verified(ctx, key, a.Filename, a.SizeBytes, a.SHA256, func(r io.Reader) error {
+	err = s.verified(ctx, key, a.component(), func(r io.Reader) error {
 		if a.StorageFormat == "npz" {
 			c, err := decodeCSR(key, r, a)
 			if err != nil {

@@ -8,8 +8,13 @@
 //	K/manifest.json              the commit point, written last
 //	K/array-<sha256>.npy | .npz  dense (C order, little-endian) or CSR array
 //	K/metadata-<sha256>.json     the metadata document (canonical JSON)
+//	K/chunks-<sha256>.bin        per data file: its 8 MiB chunks' SHA-256s
 //
-// Data files are immutable and named by their SHA-256, so a write that dies
+// A data file's digest is the SHA-256 of its sidecar of chunk digests
+// (package internal/chunkdigest), so a reader verifies exactly the chunks
+// it reads (ReadRows: a gallery shard's row range) and a full read
+// verifies chunks in parallel. Data files are immutable and named by
+// their digest, so a write that dies
 // before its manifest leaves the previous generation (whose files it never
 // touched) readable, and concurrent writers of one key each commit a
 // complete generation with one atomic manifest Put: the last one wins.
@@ -34,6 +39,7 @@ import (
 	"io"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/store"
 )
 
@@ -102,11 +108,6 @@ func encodeMetadata(key string, metadata any) ([]byte, error) {
 	return b, nil
 }
 
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // WriteJSON commits a JSON-only artifact (kind "json") at key.
 // It never replaces an artifact of another type, and with ExplicitKey
 // nothing but identical content (SPEC §6.8); a refusal writes nothing.
@@ -118,25 +119,37 @@ func (s *Store) WriteJSON(ctx context.Context, key string, metadata any, opts ..
 	if err != nil {
 		return err
 	}
-	entry := metadataEntry(md)
+	entry, sidecar := metadataEntry(md)
 	m := &Manifest{SchemaVersion: SchemaVersion, Kind: KindJSON, Metadata: entry}
 	if err := s.guardCommit(ctx, key, typeOf(md), m, writeOpts(opts)); err != nil {
 		return err
 	}
-	if err := s.putMetadata(ctx, key, entry, md); err != nil {
+	if err := s.putMetadata(ctx, key, entry, md, sidecar); err != nil {
 		return err
 	}
 	return s.commit(ctx, key, m)
 }
 
-func metadataEntry(md []byte) FileEntry {
-	sum := digest(md)
-	return FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: int64(len(md)), SHA256: sum}
+// metadataEntry describes a metadata document and returns its sidecar.
+func metadataEntry(md []byte) (FileEntry, []byte) {
+	d := chunkdigest.Of(md)
+	sum := d.Hex()
+	return FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: int64(len(md)),
+		SHA256: sum, Chunks: chunksFor(sum)}, d.Sidecar
 }
 
-func (s *Store) putMetadata(ctx context.Context, key string, e FileEntry, md []byte) error {
+func (s *Store) putMetadata(ctx context.Context, key string, e FileEntry, md, sidecar []byte) error {
 	if err := s.st.Put(ctx, key+"/"+e.Filename, bytes.NewReader(md), int64(len(md))); err != nil {
 		return &Error{Key: key, Msg: "write " + e.Filename, Err: err}
+	}
+	return s.putSidecar(ctx, key, e.Chunks, sidecar)
+}
+
+// putSidecar writes a data file's chunk digests, after the file and
+// before the manifest that names both.
+func (s *Store) putSidecar(ctx context.Context, key string, c Chunks, sidecar []byte) error {
+	if err := s.st.Put(ctx, key+"/"+c.Filename, bytes.NewReader(sidecar), int64(len(sidecar))); err != nil {
+		return &Error{Key: key, Msg: "write " + c.Filename, Err: err}
 	}
 	return nil
 }
@@ -161,7 +174,7 @@ func (s *Store) ReadMetadata(ctx context.Context, key string) ([]byte, *Manifest
 		return nil, nil, err
 	}
 	var data []byte
-	err = s.verified(ctx, key, m.Metadata.Filename, m.Metadata.SizeBytes, m.Metadata.SHA256, func(r io.Reader) error {
+	err = s.verified(ctx, key, m.Metadata.component(), func(r io.Reader) error {
 		var err error
 		data, err = io.ReadAll(r)
 		return err
@@ -213,33 +226,41 @@ func (c *countingHash) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// verified streams object key/name through consume while checking its size
-// (truncated / size mismatch) and SHA-256 (checksum mismatch). The checksum
-// verdict wins over a decoding error of consume: damaged bytes are reported
-// as damage, not as the parse error they happen to cause.
-func (s *Store) verified(ctx context.Context, key, name string, size int64, sum string, consume func(io.Reader) error) error {
-	obj := key + "/" + name
-	got, err := s.st.Stat(ctx, obj)
-	if errors.Is(err, store.ErrNotExist) {
-		return &Error{Key: key, Msg: fmt.Sprintf("manifest names %s, which is missing", name), Err: ErrNotFound}
+// verified streams data file c of key through consume while checking its
+// size (truncated / size mismatch) and digest (checksum mismatch). A
+// chunked file (schema 3) hands consume only verified chunks, read ahead
+// and hashed in parallel; a whole-file digest (schema 2) is known only at
+// the end. Either way the integrity verdict wins over a decoding error of
+// consume: damaged bytes are reported as damage, not as the parse error
+// they happen to cause.
+func (s *Store) verified(ctx context.Context, key string, c component, consume func(io.Reader) error) error {
+	if err := s.checkSize(ctx, key, c); err != nil {
+		return err
 	}
+	var sc chunkdigest.Sidecar
+	if c.chunks.Filename != "" {
+		var err error
+		if sc, err = s.sidecar(ctx, key, c); err != nil {
+			return err
+		}
+	}
+	rc, err := s.st.Get(ctx, key+"/"+c.name)
 	if err != nil {
-		return &Error{Key: key, Msg: "stat " + name, Err: err}
-	}
-	switch {
-	case got < size:
-		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: %d bytes, manifest says %d", name, got, size))
-	case got > size:
-		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: %d bytes, manifest says %d", name, got, size))
-	}
-	rc, err := s.st.Get(ctx, obj)
-	if errors.Is(err, store.ErrNotExist) {
-		return &Error{Key: key, Msg: fmt.Sprintf("manifest names %s, which is missing", name), Err: ErrNotFound}
-	}
-	if err != nil {
-		return &Error{Key: key, Msg: "read " + name, Err: err}
+		return s.readErr(key, c.name, err)
 	}
 	defer rc.Close()
+	if c.chunks.Filename != "" {
+		vr := &integrity{r: chunkdigest.NewReader(ctx, rc, sc, 0, chunkdigest.Count(c.size))}
+		defer vr.r.Close()
+		cerr := consume(vr)
+		if vr.err == nil && cerr == nil {
+			_, cerr = io.Copy(io.Discard, vr) // the bytes consume left must verify too
+		}
+		if vr.err != nil {
+			return s.integrityErr(ctx, key, c.name, vr.err)
+		}
+		return decodeErr(key, c.name, cerr)
+	}
 	ch := &countingHash{ctx: ctx, r: rc, h: sha256.New()}
 	cerr := consume(ch)
 	if _, err := io.Copy(io.Discard, ch); err != nil && cerr == nil {
@@ -249,20 +270,105 @@ func (s *Store) verified(ctx context.Context, key, name string, size int64, sum 
 		return ctx.Err()
 	}
 	switch {
-	case ch.n < size:
-		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: read %d bytes, manifest says %d", name, ch.n, size))
-	case ch.n > size:
-		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: read %d bytes, manifest says %d", name, ch.n, size))
+	case ch.n < c.size:
+		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: read %d bytes, manifest says %d", c.name, ch.n, c.size))
+	case ch.n > c.size:
+		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: read %d bytes, manifest says %d", c.name, ch.n, c.size))
 	}
-	if h := hex.EncodeToString(ch.h.Sum(nil)); h != sum {
-		return keyErr(key, ErrChecksum, fmt.Sprintf("%s: checksum mismatch: SHA-256 %s, manifest says %s", name, h, sum))
+	if h := hex.EncodeToString(ch.h.Sum(nil)); h != c.sum {
+		return keyErr(key, ErrChecksum, fmt.Sprintf("%s: checksum mismatch: SHA-256 %s, manifest says %s", c.name, h, c.sum))
 	}
-	if cerr != nil {
-		var ae *Error
-		if errors.As(cerr, &ae) {
-			return cerr
-		}
-		return &Error{Key: key, Msg: "decode " + name, Err: cerr}
+	return decodeErr(key, c.name, cerr)
+}
+
+func decodeErr(key, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	return &Error{Key: key, Msg: "decode " + name, Err: err}
+}
+
+// checkSize compares a data file's stored size with the manifest's.
+func (s *Store) checkSize(ctx context.Context, key string, c component) error {
+	got, err := s.st.Stat(ctx, key+"/"+c.name)
+	if err != nil {
+		return s.readErr(key, c.name, err)
+	}
+	switch {
+	case got < c.size:
+		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: %d bytes, manifest says %d", c.name, got, c.size))
+	case got > c.size:
+		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: %d bytes, manifest says %d", c.name, got, c.size))
 	}
 	return nil
+}
+
+func (s *Store) readErr(key, name string, err error) error {
+	if errors.Is(err, store.ErrNotExist) {
+		return &Error{Key: key, Msg: fmt.Sprintf("manifest names %s, which is missing", name), Err: ErrNotFound}
+	}
+	return &Error{Key: key, Msg: "read " + name, Err: err}
+}
+
+// sidecar reads and verifies data file c's chunk digests: their length
+// follows from the size, their SHA-256 is the file's digest.
+func (s *Store) sidecar(ctx context.Context, key string, c component) (chunkdigest.Sidecar, error) {
+	want := chunkdigest.SidecarBytes(c.size)
+	rc, err := s.st.Get(ctx, key+"/"+c.chunks.Filename)
+	if err != nil {
+		return chunkdigest.Sidecar{}, s.readErr(key, c.chunks.Filename, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, want+1))
+	if err != nil {
+		return chunkdigest.Sidecar{}, &Error{Key: key, Msg: "read " + c.chunks.Filename, Err: err}
+	}
+	if int64(len(b)) > want {
+		return chunkdigest.Sidecar{}, keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: more than %d bytes for a %d-byte %s", c.chunks.Filename, want, c.size, c.name))
+	}
+	if int64(len(b)) < want {
+		return chunkdigest.Sidecar{}, keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: %d bytes, a %d-byte %s has %d chunk digests (%d bytes)", c.chunks.Filename, len(b), c.size, c.name, chunkdigest.Count(c.size), want))
+	}
+	sc, err := chunkdigest.ParseSidecar(b, c.size, c.sum)
+	if err != nil {
+		return chunkdigest.Sidecar{}, keyErr(key, ErrChecksum, fmt.Sprintf("%s (the chunk digests of %s): %v", c.chunks.Filename, c.name, err))
+	}
+	return sc, nil
+}
+
+// integrity records the first integrity error of a chunk reader, so it can
+// win over the decoding error it causes in consume.
+type integrity struct {
+	r   *chunkdigest.Reader
+	err error
+}
+
+func (v *integrity) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	if err != nil && err != io.EOF && v.err == nil {
+		v.err = err
+	}
+	return n, err
+}
+
+// integrityErr names what a chunk reader found wrong in data file name.
+func (s *Store) integrityErr(ctx context.Context, key, name string, err error) error {
+	var me *chunkdigest.MismatchError
+	var te *chunkdigest.TruncatedError
+	var oe *chunkdigest.OverrunError
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &me):
+		return keyErr(key, ErrChecksum, fmt.Sprintf("%s: %v", name, me))
+	case errors.As(err, &te):
+		return keyErr(key, ErrTruncated, fmt.Sprintf("%s is truncated: read %d bytes, manifest says %d", name, te.Read, te.Want))
+	case errors.As(err, &oe):
+		return keyErr(key, ErrSizeMismatch, fmt.Sprintf("%s: size mismatch: read more than %d bytes, manifest says %d", name, oe.Want, oe.Want))
+	}
+	return &Error{Key: key, Msg: "read " + name, Err: err}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/store"
 	"github.com/vertebrae-eval/vertebrae/store/faulty"
@@ -67,6 +68,12 @@ func TestKeyBuilders(t *testing.T) {
 	if p != "retrieval/compressions/"+digest([]byte(`{"gallery":"g","identity_schema":2,"query":"q"}`))+"/h" {
 		t.Error(p)
 	}
+}
+
+// digest is a plain SHA-256 in hex (key components are canonical hashes).
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func dense32(t *testing.T, rows, cols int, seed float32) *matrix.Dense {
@@ -131,7 +138,7 @@ func TestArrayRoundTrip(t *testing.T) {
 			// The dense file is exactly what np.save writes.
 			var buf bytes.Buffer
 			_ = npy.WriteDense(&buf, d)
-			if man.Array.SHA256 != digest(buf.Bytes()) || man.Array.StorageFormat != "npy" || man.Array.NNZ != nil {
+			if man.Array.SHA256 != chunkdigest.Of(buf.Bytes()).Hex() || man.Array.StorageFormat != "npy" || man.Array.NNZ != nil {
 				t.Errorf("%s: manifest %+v", name, man.Array)
 			}
 		} else if man.Array.StorageFormat != "npz" || man.Array.SparseFormat != "csr" || *man.Array.NNZ != int64(m.(*matrix.CSR).NNZ()) {
@@ -227,6 +234,22 @@ func TestTamperingDetected(t *testing.T) {
 		{"data file missing", func(st store.Store, man *Manifest) {
 			_ = st.Delete(ctx, "k/"+man.Array.Filename)
 		}, "which is missing", ErrNotFound},
+		{"sidecar flipped", func(st store.Store, man *Manifest) {
+			n := "k/" + man.Array.Chunks.Filename
+			b := objectBytes(t, st, n)
+			b[5] ^= 0x01
+			putBytes(t, st, n, b)
+		}, "checksum mismatch", ErrChecksum},
+		{"sidecar truncated", func(st store.Store, man *Manifest) {
+			n := "k/" + man.Array.Chunks.Filename
+			putBytes(t, st, n, objectBytes(t, st, n)[:31])
+		}, "truncated", ErrTruncated},
+		{"sidecar missing", func(st store.Store, man *Manifest) {
+			_ = st.Delete(ctx, "k/"+man.Array.Chunks.Filename)
+		}, "which is missing", ErrNotFound},
+		{"metadata sidecar missing", func(st store.Store, man *Manifest) {
+			_ = st.Delete(ctx, "k/"+man.Metadata.Chunks.Filename)
+		}, "which is missing", ErrNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -247,6 +270,9 @@ func TestTamperingDetected(t *testing.T) {
 			if _, err := s.StreamArray(ctx, "k", func(matrix.Matrix) error { return nil }); !errors.Is(err, c.is) {
 				t.Fatalf("stream: got %v", err)
 			}
+			if _, _, err := s.ReadRows(ctx, "k", 1, 3); !errors.Is(err, c.is) {
+				t.Fatalf("rows: got %v", err)
+			}
 		})
 	}
 }
@@ -261,8 +287,32 @@ func TestManifestStrict(t *testing.T) {
 	if _, err := DecodeManifest("k", enc(base())); err != nil {
 		t.Fatal(err)
 	}
+	chunked := func(m map[string]any) {
+		m["schema_version"] = 3
+		for _, k := range []string{"metadata", "array"} {
+			if c, ok := m[k].(map[string]any); ok {
+				c["chunk_bytes"], c["chunks_filename"] = 8<<20, "chunks-"+sum+".bin"
+			}
+		}
+	}
+	if m := base(); true {
+		chunked(m)
+		if _, err := DecodeManifest("k", enc(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	edits := map[string]func(m map[string]any){
-		"schema 3":         func(m map[string]any) { m["schema_version"] = 3 },
+		"schema 3 without chunks": func(m map[string]any) { m["schema_version"] = 3 },
+		"schema 4":                func(m map[string]any) { chunked(m); m["schema_version"] = 4 },
+		"schema 2 with chunks":    func(m map[string]any) { chunked(m); m["schema_version"] = 2 },
+		"chunk size": func(m map[string]any) {
+			chunked(m)
+			m["metadata"].(map[string]any)["chunk_bytes"] = 1 << 20
+		},
+		"sidecar name": func(m map[string]any) {
+			chunked(m)
+			m["metadata"].(map[string]any)["chunks_filename"] = "chunks-" + strings.Repeat("b", 64) + ".bin"
+		},
 		"schema string":    func(m map[string]any) { m["schema_version"] = "2" },
 		"missing kind":     func(m map[string]any) { delete(m, "kind") },
 		"unknown kind":     func(m map[string]any) { m["kind"] = "blob" },
@@ -291,6 +341,16 @@ func TestManifestStrict(t *testing.T) {
 	}
 	if _, err := DecodeManifest("k", enc(arr())); err != nil {
 		t.Fatal(err)
+	}
+	if m := arr(); true {
+		chunked(m)
+		if _, err := DecodeManifest("k", enc(m)); err != nil {
+			t.Fatal(err)
+		}
+		delete(m["array"].(map[string]any), "chunks_filename")
+		if _, err := DecodeManifest("k", enc(m)); !errors.Is(err, ErrInvalidManifest) {
+			t.Errorf("array without its sidecar name: %v", err)
+		}
 	}
 	for name, edit := range map[string]func(a map[string]any){
 		"dense with nnz":  func(a map[string]any) { a["nnz"] = 3 },
@@ -365,7 +425,7 @@ func TestCrashBeforeManifestKeepsPreviousGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	puts := fs.Puts()
-	if len(puts) != 3 || puts[2] != "k/manifest.json" {
+	if len(puts) != 5 || puts[4] != "k/manifest.json" {
 		t.Fatalf("puts %v: the manifest must be written last", puts)
 	}
 }
@@ -519,17 +579,18 @@ func TestSinglePassWrite(t *testing.T) {
 			}
 			names = append(names, n)
 		}
-		if len(names) != 3 || !strings.HasPrefix(names[0], "k/array-") || !strings.HasPrefix(names[2], "k/metadata-") || names[1] != "k/manifest.json" {
+		if len(names) != 5 || !strings.HasPrefix(names[0], "k/array-") || !strings.HasPrefix(names[1], "k/chunks-") ||
+			!strings.HasPrefix(names[2], "k/chunks-") || names[3] != "k/manifest.json" || !strings.HasPrefix(names[4], "k/metadata-") {
 			t.Fatalf("%s: objects %v", name, names)
 		}
 		rc, err := st.Get(ctx, names[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := sha256.New()
+		h := chunkdigest.NewHasher()
 		_, err = io.Copy(h, rc)
 		rc.Close()
-		if err != nil || "k/array-"+hex.EncodeToString(h.Sum(nil))+".npy" != names[0] {
+		if err != nil || "k/array-"+h.Digest().Hex()+".npy" != names[0] {
 			t.Fatalf("%s: %s is not named by its digest (%v)", name, names[0], err)
 		}
 		if _, _, err := s.LoadArray(ctx, "k"); err != nil {

@@ -95,6 +95,25 @@ func (s *Store) ReadEndpoint(ctx context.Context, key string) (matrix.Matrix, *E
 	return m, em, nil
 }
 
+// ReadEndpointRows verifies and loads rows [lo, hi) of a dense endpoint
+// artifact (ReadRows: only the chunks holding them are read) with the
+// endpoint's metadata, checked against the whole array's manifest.
+func (s *Store) ReadEndpointRows(ctx context.Context, key string, lo, hi int) (*matrix.Dense, *EndpointMeta, error) {
+	d, data, a, err := s.readRows(ctx, key, lo, hi)
+	if err != nil {
+		return nil, nil, err
+	}
+	em, err := decodeEndpointMeta(key, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if em.NSamples != a.Shape[0] || em.EmbeddingDim != d.Cols() || em.DType != d.DType().String() || em.Sparse {
+		return nil, nil, mismatch(key, "metadata says %d×%d %s sparse=%v, array is %d×%d %s sparse=false",
+			em.NSamples, em.EmbeddingDim, em.DType, em.Sparse, a.Shape[0], d.Cols(), d.DType())
+	}
+	return d, em, nil
+}
+
 // checkSides is the side check of SPEC §10.7 (score) and of compress: the
 // query key names a query-side endpoint, the gallery key a gallery-side one.
 func checkSides(queryKey string, qm *EndpointMeta, galleryKey string, gm *EndpointMeta) error {

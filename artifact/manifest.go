@@ -10,10 +10,17 @@ import (
 	"strings"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 )
 
-// SchemaVersion is the only manifest schema understood (SPEC §10.5).
-const SchemaVersion = 2
+// SchemaVersion is the manifest schema written (SPEC §10.5): every data
+// file carries a chunked SHA-256 and its sidecar of chunk digests, so a
+// byte range verifies without the rest of the file.
+const SchemaVersion = 3
+
+// schemaWholeFile is the older schema, still read: one SHA-256 over each
+// whole data file, so every read verifies the whole file.
+const schemaWholeFile = 2
 
 // Manifest kinds.
 const (
@@ -43,6 +50,33 @@ type ArrayEntry struct {
 	SHA256        string
 	SparseFormat  string // "" (null) or "csr"
 	NNZ           *int64 // nil (null) for dense
+	Chunks        Chunks
+}
+
+// Chunks locate a data file's chunk digest sidecar (schema 3; zero in a
+// schema-2 manifest, whose SHA256 hashes the whole file).
+type Chunks struct {
+	Bytes    int64  // chunk size: chunkdigest.ChunkBytes
+	Filename string // chunks-<sha256>.bin
+}
+
+func chunksFor(sum string) Chunks {
+	return Chunks{Bytes: chunkdigest.ChunkBytes, Filename: "chunks-" + sum + ".bin"}
+}
+
+// component is one data file as the readers see it.
+type component struct {
+	name, sum string
+	size      int64
+	chunks    Chunks
+}
+
+func (a *ArrayEntry) component() component {
+	return component{a.Filename, a.SHA256, a.SizeBytes, a.Chunks}
+}
+
+func (f FileEntry) component() component {
+	return component{f.Filename, f.SHA256, f.SizeBytes, f.Chunks}
 }
 
 // FileEntry describes the metadata document.
@@ -51,18 +85,25 @@ type FileEntry struct {
 	MediaType string
 	SizeBytes int64
 	SHA256    string
+	Chunks    Chunks
 }
 
 var hexRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (m *Manifest) asMap() map[string]any {
+	chunked := func(obj map[string]any, c Chunks) map[string]any {
+		if m.SchemaVersion != schemaWholeFile {
+			obj["chunk_bytes"], obj["chunks_filename"] = c.Bytes, c.Filename
+		}
+		return obj
+	}
 	out := map[string]any{
 		"schema_version": m.SchemaVersion,
 		"kind":           m.Kind,
-		"metadata": map[string]any{
+		"metadata": chunked(map[string]any{
 			"filename": m.Metadata.Filename, "media_type": m.Metadata.MediaType,
 			"size_bytes": m.Metadata.SizeBytes, "sha256": m.Metadata.SHA256,
-		},
+		}, m.Metadata.Chunks),
 	}
 	if a := m.Array; a != nil {
 		shape := make([]any, len(a.Shape))
@@ -76,10 +117,10 @@ func (m *Manifest) asMap() map[string]any {
 		if a.NNZ != nil {
 			nnz = *a.NNZ
 		}
-		out["array"] = map[string]any{
+		out["array"] = chunked(map[string]any{
 			"filename": a.Filename, "storage_format": a.StorageFormat, "shape": shape, "dtype": a.DType,
 			"size_bytes": a.SizeBytes, "sha256": a.SHA256, "sparse_format": sf, "nnz": nnz,
-		}
+		}, a.Chunks)
 	}
 	return out
 }
@@ -89,8 +130,9 @@ func (m *Manifest) asMap() map[string]any {
 func (m *Manifest) Encode() ([]byte, error) { return canonjson.Marshal(m.asMap()) }
 
 // DecodeManifest parses manifest bytes strictly: an extra, missing or
-// mistyped field, a schema_version other than 2, or file names that do not
-// follow the content-address rule fail with ErrInvalidManifest.
+// mistyped field, a schema_version other than 3 (or 2, still read), or
+// file names that do not follow the content-address rule fail with
+// ErrInvalidManifest.
 func DecodeManifest(key string, data []byte) (*Manifest, error) {
 	bad := func(format string, args ...any) error {
 		return keyErr(key, ErrInvalidManifest, "invalid manifest: "+fmt.Sprintf(format, args...))
@@ -109,10 +151,33 @@ func DecodeManifest(key string, data []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	if sv != SchemaVersion {
-		return nil, bad("schema_version must be %d; got %d", SchemaVersion, sv)
+	if sv != SchemaVersion && sv != schemaWholeFile {
+		return nil, bad("schema_version must be %d (or %d); got %d", SchemaVersion, schemaWholeFile, sv)
 	}
 	m.SchemaVersion = int(sv)
+	// chunkFields reads a schema-3 component's sidecar fields, which must
+	// name the sidecar of the component's digest.
+	var chunkKeys []string
+	if sv == SchemaVersion {
+		chunkKeys = []string{"chunk_bytes", "chunks_filename"}
+	}
+	chunkFields := func(where string, obj map[string]any, sum string) (Chunks, error) {
+		if sv != SchemaVersion {
+			return Chunks{}, nil
+		}
+		var c Chunks
+		var err error
+		if c.Bytes, err = intField(obj, "chunk_bytes"); err != nil {
+			return c, bad("%s.%v", where, err)
+		}
+		if c.Filename, err = strField(obj, "chunks_filename"); err != nil {
+			return c, bad("%s.%v", where, err)
+		}
+		if c != chunksFor(sum) {
+			return c, bad("%s must have chunk_bytes %d and chunks_filename chunks-<sha256>.bin of its digest", where, chunkdigest.ChunkBytes)
+		}
+		return c, nil
+	}
 	if m.Kind, err = strField(top, "kind"); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -132,7 +197,7 @@ func DecodeManifest(key string, data []byte) (*Manifest, error) {
 	if !ok {
 		return nil, bad("metadata must be an object")
 	}
-	if err := exactKeys("metadata", md, []string{"filename", "media_type", "sha256", "size_bytes"}); err != nil {
+	if err := exactKeys("metadata", md, append([]string{"filename", "media_type", "sha256", "size_bytes"}, chunkKeys...)); err != nil {
 		return nil, bad("%v", err)
 	}
 	f := &m.Metadata
@@ -152,6 +217,9 @@ func DecodeManifest(key string, data []byte) (*Manifest, error) {
 	if !hexRe.MatchString(f.SHA256) || f.Filename != "metadata-"+f.SHA256+".json" || f.SizeBytes < 0 {
 		return nil, bad("metadata entry does not name metadata-<sha256>.json with its digest and size")
 	}
+	if f.Chunks, err = chunkFields("metadata", md, f.SHA256); err != nil {
+		return nil, err
+	}
 	if m.Kind == KindJSON {
 		return m, nil
 	}
@@ -159,7 +227,7 @@ func DecodeManifest(key string, data []byte) (*Manifest, error) {
 	if !ok {
 		return nil, bad("array must be an object")
 	}
-	if err := exactKeys("array", arr, []string{"dtype", "filename", "nnz", "sha256", "shape", "size_bytes", "sparse_format", "storage_format"}); err != nil {
+	if err := exactKeys("array", arr, append([]string{"dtype", "filename", "nnz", "sha256", "shape", "size_bytes", "sparse_format", "storage_format"}, chunkKeys...)); err != nil {
 		return nil, bad("%v", err)
 	}
 	a := &ArrayEntry{}
@@ -214,6 +282,9 @@ func DecodeManifest(key string, data []byte) (*Manifest, error) {
 	case !hexRe.MatchString(a.SHA256) || a.Filename != "array-"+a.SHA256+"."+a.StorageFormat || a.SizeBytes < 0:
 		return nil, bad("array entry does not name array-<sha256>.%s with its digest and size", a.StorageFormat)
 	}
+	if a.Chunks, err = chunkFields("array", arr, a.SHA256); err != nil {
+		return nil, err
+	}
 	m.Array = a
 	return m, nil
 }
@@ -264,11 +335,18 @@ func toInt(v any) (int64, error) {
 	return strconv.ParseInt(string(n), 10, 64)
 }
 
-// Files are the data file names the manifest references.
+// Files are the data file names the manifest references, sidecars
+// included.
 func (m *Manifest) Files() []string {
 	out := []string{m.Metadata.Filename}
-	if m.Array != nil {
-		out = append(out, m.Array.Filename)
+	if m.Metadata.Chunks.Filename != "" {
+		out = append(out, m.Metadata.Chunks.Filename)
+	}
+	if a := m.Array; a != nil {
+		out = append(out, a.Filename)
+		if a.Chunks.Filename != "" {
+			out = append(out, a.Chunks.Filename)
+		}
 	}
 	return out
 }

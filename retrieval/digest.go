@@ -2,14 +2,14 @@ package retrieval
 
 import (
 	"context"
-	"hash"
+	"io"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
 // EmbeddingDigest is the SPEC §2.9 endpoint digest of an embedding matrix
-// (dense: dtype, shape and SHA-256 of the little-endian elements; CSR: the
-// digests of its three arrays). Precomputed recipes carry it as the content
+// (dense: dtype, shape and chunked SHA-256 of the little-endian elements;
+// CSR: the chunked digests of its three arrays). Precomputed recipes carry it as the content
 // identity of their tables (§9.5).
 func EmbeddingDigest(m matrix.Matrix) (map[string]any, error) {
 	return endpointDigest(context.Background(), Embeddings(m))
@@ -29,7 +29,7 @@ const hashBlock = 4 << 20
 // interrupted.
 type ctxHash struct {
 	ctx context.Context
-	h   hash.Hash
+	h   io.Writer
 }
 
 func (c ctxHash) Write(p []byte) (int, error) {

@@ -1,6 +1,10 @@
 package retrieval
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,5 +49,30 @@ func TestEmbeddingsWithDigest(t *testing.T) {
 	sliced := EmbeddingsWithDigest(g, func() map[string]any { return wrong }).Slice(0, 3)
 	if got := key(sliced); got != want {
 		t.Errorf("slice used the whole endpoint's digest: %s, want %s", got, want)
+	}
+}
+
+// The endpoint digests of SPEC §2.9 are chunked SHA-256s (§10.5): for data
+// under one chunk, SHA-256 of the SHA-256 of the bytes, written out here
+// from the little-endian elements and the text framing.
+func TestEndpointDigestIsChunked(t *testing.T) {
+	chunked := func(b []byte) string {
+		one := sha256.Sum256(b)
+		two := sha256.Sum256(one[:])
+		return hex.EncodeToString(two[:])
+	}
+	g, _ := matrix.FromRows([][]float64{{1, 0}, {0, 1}, {1, 1}})
+	var le []byte
+	for _, v := range []float64{1, 0, 0, 1, 1, 1} {
+		le = binary.LittleEndian.AppendUint64(le, math.Float64bits(v))
+	}
+	d, err := EmbeddingDigest(g)
+	if err != nil || d["sha256"] != chunked(le) || d["kind"] != "dense" {
+		t.Fatalf("dense digest %v (%v), want sha256 %s", d, err, chunked(le))
+	}
+	framed := []byte{0, 0, 0, 0, 0, 0, 0, 2, 'h', 'i', 0, 0, 0, 0, 0, 0, 0, 0}
+	td, err := Texts{"hi", ""}.ContentDigest()
+	if err != nil || td["sha256"] != chunked(framed) || td["count"] != 2 {
+		t.Fatalf("text digest %v (%v), want sha256 %s", td, err, chunked(framed))
 	}
 }

@@ -3,13 +3,13 @@ package retrieval
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -282,11 +282,11 @@ func endpointDigest(ctx context.Context, it Items) (map[string]any, error) {
 		if err != nil {
 			return ""
 		}
-		h := sha256.New()
+		h := chunkdigest.NewHasher() // SPEC §10.5's chunked SHA-256, on every core
 		if err = write(ctxHash{ctx, h}); err != nil {
 			return ""
 		}
-		return hex.EncodeToString(h.Sum(nil))
+		return h.Digest().Hex()
 	}
 	var out map[string]any
 	switch m := e.m.(type) {

@@ -1,13 +1,12 @@
 package retrieval
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"regexp"
 
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -84,17 +83,17 @@ func (t Texts) Modality() string { return "text" }
 // Slice implements Items.
 func (t Texts) Slice(lo, hi int) Items { return t[lo:hi:hi] }
 
-// ContentDigest is the §2.9 text digest: SHA-256 over, per item, an 8-byte
-// big-endian length followed by the UTF-8 bytes.
+// ContentDigest is the §2.9 text digest: the chunked SHA-256 (§10.5) of,
+// per item, an 8-byte big-endian length followed by the UTF-8 bytes.
 func (t Texts) ContentDigest() (map[string]any, error) {
-	h := sha256.New()
+	h := chunkdigest.NewHasher()
 	var n [8]byte
 	for _, s := range t {
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	return map[string]any{"kind": "text", "count": len(t), "sha256": hex.EncodeToString(h.Sum(nil))}, nil
+	return map[string]any{"kind": "text", "count": len(t), "sha256": h.Digest().Hex()}, nil
 }
 
 // Images is an endpoint of local image file paths (modality "image").
@@ -112,7 +111,7 @@ func (im Images) Slice(lo, hi int) Items { return im[lo:hi:hi] }
 // ContentDigest is the §2.9 image digest: the text framing over each file's
 // bytes.
 func (im Images) ContentDigest() (map[string]any, error) {
-	h := sha256.New()
+	h := chunkdigest.NewHasher()
 	var n [8]byte
 	for i, p := range im {
 		data, err := os.ReadFile(p)
@@ -123,7 +122,7 @@ func (im Images) ContentDigest() (map[string]any, error) {
 		h.Write(n[:])
 		h.Write(data)
 	}
-	return map[string]any{"kind": "image", "count": len(im), "sha256": hex.EncodeToString(h.Sum(nil))}, nil
+	return map[string]any{"kind": "image", "count": len(im), "sha256": h.Digest().Hex()}, nil
 }
 
 // IDsOnly is an endpoint known only by its row count, for extractors that

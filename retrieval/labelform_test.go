@@ -202,8 +202,9 @@ func sha256Hex(s string) string {
 // {"gallery_labels", "query_labels"} and the relevance fingerprint is H of
 // the SPEC §10.3 label object, labels in row order (checked against text
 // written out by hand). Explicit relevance keeps its forms: the content
-// key and fingerprints of the same pairs as records are pinned to their
-// values before the label form existed.
+// key and fingerprints of the same pairs as records are pinned (with the
+// chunked endpoint digests of SPEC §10.5; TestEndpointDigestIsChunked
+// checks those by hand).
 func TestLabelFormExact(t *testing.T) {
 	ds := pinDataset(t, LabelRelevance([]string{"a", "b"}, []string{"a", "b", "a"}))
 	rel, err := canonjson.Marshal(ds.snapshotRelevance())
@@ -220,9 +221,9 @@ func TestLabelFormExact(t *testing.T) {
 	rf, err1 := ex.RelevanceFingerprint()
 	pf, err2 := ex.ProtocolFingerprint(DefaultConfig())
 	if err1 != nil || err2 != nil ||
-		ex.IdentityKey() != "00134e1e22d9483072a09a50297562f85e087d70790b0fb22fe6b06db015483d" ||
-		rf != "ae5b58f43c0b8af203fd06a1d9a1ef24f45aa35f38d5ee875fa86287821eaacd" ||
-		pf != "d65fb84a037e2b90b331fdea4a7acb008a72ca2db7ab3b52f69df1c5938f74f9" {
+		ex.IdentityKey() != "fe53af8e8c81154bd6fa23f6c32ed2777dfc998e064d3f28661b53922ad7cefd" ||
+		rf != "882afa184ee19ed6d55c2a8f73449a18cb7fc27b42c3bb3a8f04b3e4e05415f7" ||
+		pf != "ef1e7db049e9569483e18a8815bf0d617588c8f69f52b9112fcfa868de71e341" {
 		t.Fatalf("explicit relevance: key %s, relevance fingerprint %s, protocol fingerprint %s (%v %v)", ex.IdentityKey(), rf, pf, err1, err2)
 	}
 	if got, err := RelevanceFingerprintOf(ex.IdentityKey(), ex.QueryIDs(), ex.GalleryIDs(), ex.relevanceTriples()); err != nil || got != rf {

@@ -28,6 +28,12 @@ type Store interface {
 	// Get opens the object for reading; a missing object gives an error
 	// that matches ErrNotExist.
 	Get(ctx context.Context, name string) (io.ReadCloser, error)
+	// GetRange opens n bytes of the object starting at byte off (off ≥ 0,
+	// n ≥ 0): a pread on local disk, a range GET on object stores, so a
+	// reader verifies one chunk of a large file without fetching the rest.
+	// The reader yields fewer than n bytes only when the object ends
+	// first; a missing object matches ErrNotExist.
+	GetRange(ctx context.Context, name string, off, n int64) (io.ReadCloser, error)
 	// Stat returns the object's size in bytes (ErrNotExist when missing).
 	Stat(ctx context.Context, name string) (int64, error)
 	// List yields the names of every object whose name starts with

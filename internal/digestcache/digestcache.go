@@ -41,8 +41,8 @@ const EnvVar = "VERTEBRAE_DIGEST_CACHE"
 var racyWindow = 2 * time.Second
 
 // schema versions the entry format and key; a change makes old entries
-// miss.
-const schema = 1
+// miss. 2: endpoint digests are chunked SHA-256s (SPEC §10.5).
+const schema = 2
 
 // Cache is a directory of digest entries. The zero value and nil are a
 // disabled cache.

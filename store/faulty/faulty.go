@@ -21,6 +21,7 @@
 //	faulty.FailPutAfter(faulty.Prefix("x/"), 1<<20) // the backend receives 1 MiB, then the reader fails
 //	faulty.CorruptGet(faulty.Named("array-…npy"), 100) // byte 100 reads flipped
 //	faulty.TruncateGet(nil, 10)                 // every object reads as its first 10 bytes
+//	faulty.CorruptGetRange(nil, 0)              // the first byte of every ranged read reads flipped
 //
 // Crashing() turns a fault into a simulated process death: after it fires,
 // every call fails with ErrCrashed, so code that "cleans up" after an error
@@ -62,6 +63,10 @@ const (
 	OpStat
 	OpList
 	OpDelete
+	// OpGetRange is GetRange. Its faults are its own: a Get fault does not
+	// fire on a GetRange, nor a GetRange fault on a Get (but see
+	// Store.GetRange for a truncating Get fault).
+	OpGetRange
 )
 
 func (o Op) String() string {
@@ -76,6 +81,8 @@ func (o Op) String() string {
 		return "List"
 	case OpDelete:
 		return "Delete"
+	case OpGetRange:
+		return "GetRange"
 	}
 	return fmt.Sprintf("Op(%d)", int(o))
 }
@@ -89,15 +96,18 @@ const (
 	Fail Mode = iota
 	// FailAfter lets Bytes bytes through, then fails the stream: a Put's
 	// backend receives a reader that errors after Bytes bytes (so the
-	// backend's own abort path runs), a Get's reader errors after Bytes
-	// bytes.
+	// backend's own abort path runs), a Get's or GetRange's reader errors
+	// after Bytes bytes.
 	FailAfter
 	// Corrupt flips (XOR 0xff) the byte at offset Bytes: on its way into
 	// the store for a Put (which succeeds: silent damage at rest), on its
-	// way out for a Get. An object shorter than that is unchanged.
+	// way out for a Get. For a GetRange the offset is relative to the start
+	// of the range (Bytes 0 is the range's first byte, object byte off). An
+	// object (or range) shorter than that is unchanged.
 	Corrupt
 	// Truncate keeps only the first Bytes bytes: a Put stores them and
-	// succeeds, a Get's reader ends there.
+	// succeeds, a Get's reader ends there, a GetRange's reader ends after
+	// the first Bytes bytes of its range.
 	Truncate
 )
 
@@ -109,9 +119,11 @@ type Fault struct {
 	Match func(name string) bool
 	// Nth: 0 fires on every matching call, n ≥ 1 only on the nth matching
 	// call (1-based, counted from when the fault was injected).
-	Nth   int
-	Mode  Mode
-	Bytes int64 // the byte count or offset of FailAfter, Corrupt, Truncate
+	Nth  int
+	Mode Mode
+	// Bytes is the byte count or offset of FailAfter, Corrupt, Truncate;
+	// for OpGetRange counted from the start of the range.
+	Bytes int64
 	// Crash: once fired, every later call of any kind fails with
 	// ErrCrashed.
 	Crash bool
@@ -164,6 +176,26 @@ func TruncateGet(match func(string) bool, n int64) Fault {
 	return Fault{Op: OpGet, Match: match, Mode: Truncate, Bytes: n}
 }
 
+// FailGetRange fails matching GetRanges.
+func FailGetRange(match func(string) bool) Fault { return Fault{Op: OpGetRange, Match: match} }
+
+// FailGetRangeAfter makes matching GetRanges' readers fail after k bytes
+// of the range.
+func FailGetRangeAfter(match func(string) bool, k int64) Fault {
+	return Fault{Op: OpGetRange, Match: match, Mode: FailAfter, Bytes: k}
+}
+
+// CorruptGetRange makes matching GetRanges read the byte at offset flipped,
+// offset counted from the start of the range (0: the range's first byte).
+func CorruptGetRange(match func(string) bool, offset int64) Fault {
+	return Fault{Op: OpGetRange, Match: match, Mode: Corrupt, Bytes: offset}
+}
+
+// TruncateGetRange makes matching GetRanges end after n bytes of the range.
+func TruncateGetRange(match func(string) bool, n int64) Fault {
+	return Fault{Op: OpGetRange, Match: match, Mode: Truncate, Bytes: n}
+}
+
 // FailStat fails matching Stats.
 func FailStat(match func(string) bool) Fault { return Fault{Op: OpStat, Match: match} }
 
@@ -195,7 +227,9 @@ type Call struct {
 	// Fault is the index (in injection order) of the fault that fired on
 	// this call, or -1.
 	Fault int
-	Err   error // the call's result (for Get and List: of opening)
+	Err   error // the call's result (for Get, GetRange and List: of opening)
+	// Off and N are GetRange's range (0 for other operations).
+	Off, N int64
 }
 
 type rule struct {
@@ -306,12 +340,17 @@ func (s *Store) decide(op Op, name string) (*rule, bool) {
 }
 
 func (s *Store) record(op Op, name string, r *rule, err error) {
-	idx := -1
+	s.recordCall(Call{Op: op, Name: name}, r, err)
+}
+
+// recordCall logs c with the fault r (nil: none) and the result err.
+func (s *Store) recordCall(c Call, r *rule, err error) {
+	c.Fault, c.Err = -1, err
 	if r != nil {
-		idx = r.index
+		c.Fault = r.index
 	}
 	s.mu.Lock()
-	s.log = append(s.log, Call{Op: op, Name: name, Fault: idx, Err: err})
+	s.log = append(s.log, c)
 	s.mu.Unlock()
 }
 
@@ -362,6 +401,41 @@ func (s *Store) Get(ctx context.Context, name string) (rc io.ReadCloser, err err
 		return rc, err
 	}
 	st := &stream{r: rc, at: r.Bytes, mode: r.Mode, err: injected(OpGet, name, r)}
+	return struct {
+		io.Reader
+		io.Closer
+	}{st, rc}, nil
+}
+
+// GetRange implements store.Store. A GetRange fault's Bytes count from the
+// start of the range. A truncating Get fault that fires on every call
+// (Nth 0) also ends every matching GetRange at its Bytes (an object
+// offset), as it shrinks Stat's size, so ranged reads see the same object
+// as Get; it is not logged as firing there.
+func (s *Store) GetRange(ctx context.Context, name string, off, n int64) (rc io.ReadCloser, err error) {
+	r, crashed := s.decide(OpGetRange, name)
+	defer func() { s.recordCall(Call{Op: OpGetRange, Name: name, Off: off, N: n}, r, err) }()
+	if crashed {
+		return nil, fmt.Errorf("get %s [%d, +%d): %w", name, off, n, ErrCrashed)
+	}
+	if r != nil && r.Mode == Fail {
+		return nil, injected(OpGetRange, name, r)
+	}
+	length := n
+	if off >= 0 && n >= 0 {
+		s.mu.Lock()
+		for _, g := range s.rules {
+			if g.Op == OpGet && g.Mode == Truncate && g.Nth == 0 && (g.Match == nil || g.Match(name)) {
+				length = max(0, min(length, g.Bytes-off))
+			}
+		}
+		s.mu.Unlock()
+	}
+	rc, err = s.inner.GetRange(ctx, name, off, length)
+	if err != nil || r == nil {
+		return rc, err
+	}
+	st := &stream{r: rc, at: r.Bytes, mode: r.Mode, err: injected(OpGetRange, name, r)}
 	return struct {
 		io.Reader
 		io.Closer

@@ -366,3 +366,110 @@ func TestNthIsExactUnderConcurrency(t *testing.T) {
 		t.Fatalf("inner holds %d objects, want 19", n)
 	}
 }
+
+func readRange(t *testing.T, s store.Store, name string, off, n int64) (string, error) {
+	t.Helper()
+	rc, err := s.GetRange(ctx, name, off, n)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	return string(b), err
+}
+
+func TestGetRangeFaults(t *testing.T) {
+	each(t, func(t *testing.T, inner store.Store) {
+		mustPut(t, inner, "k/array-1.npy", "0123456789")
+		mustPut(t, inner, "k/manifest.json", "{}")
+		cases := []struct {
+			fault   faulty.Fault
+			want    string // of GetRange(3, 5), unfaulted "34567"
+			wantErr bool
+		}{
+			{faulty.FailGetRange(faulty.Named("array-1.npy")), "", true},
+			{faulty.FailGetRangeAfter(faulty.Named("array-1.npy"), 2), "34", true},
+			{faulty.FailGetRangeAfter(nil, 6), "34567", false}, // the range ends first
+			// Corrupt offsets count from the start of the range.
+			{faulty.CorruptGetRange(faulty.Named("array-1.npy"), 0), "\xcc4567", false},
+			{faulty.CorruptGetRange(faulty.Named("array-1.npy"), 4), "3456\xc8", false},
+			{faulty.CorruptGetRange(faulty.Named("array-1.npy"), 5), "34567", false},
+			{faulty.TruncateGetRange(nil, 2), "34", false},
+			{faulty.TruncateGetRange(nil, 0), "", false},
+			{faulty.TruncateGetRange(nil, 50), "34567", false},
+			// Get faults do not fire on GetRange...
+			{faulty.FailGet(nil), "34567", false},
+			{faulty.CorruptGet(nil, 3), "34567", false},
+			{faulty.FailGetAfter(nil, 1), "34567", false},
+			// ...but a truncating one shrinks the object for ranges too,
+			// as it does for Stat (its Bytes are an object offset).
+			{faulty.TruncateGet(nil, 5), "34", false},
+			{faulty.TruncateGet(nil, 2), "", false},
+		}
+		for i, tc := range cases {
+			s := faulty.New(inner, tc.fault)
+			got, err := readRange(t, s, "k/array-1.npy", 3, 5)
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, faulty.ErrInjected)) {
+				t.Errorf("case %d: GetRange error = %v, want error %v", i, err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("case %d: read %q, want %q", i, got, tc.want)
+			}
+			log := s.Log()
+			if len(log) != 1 {
+				t.Fatalf("case %d: log = %v, want one call", i, log)
+			}
+			c := log[0]
+			wantFault := -1
+			if tc.fault.Op == faulty.OpGetRange {
+				wantFault = 0
+			}
+			if c.Op != faulty.OpGetRange || c.Name != "k/array-1.npy" || c.Off != 3 || c.N != 5 || c.Fault != wantFault {
+				t.Errorf("case %d: logged %v %q [%d, +%d) fault %d; want GetRange k/array-1.npy [3, +5) fault %d", i, c.Op, c.Name, c.Off, c.N, c.Fault, wantFault)
+			}
+			if tc.fault.Mode == faulty.Fail && tc.fault.Op == faulty.OpGetRange && !errors.Is(c.Err, faulty.ErrInjected) {
+				t.Errorf("case %d: logged error %v, want the injected one", i, c.Err)
+			}
+			if tc.fault.Op == faulty.OpGetRange {
+				// A GetRange fault does not fire on Get.
+				if got := mustRead(t, s, "k/array-1.npy"); got != "0123456789" {
+					t.Errorf("case %d: Get reads %q under a GetRange fault", i, got)
+				}
+				if tc.fault.Match != nil {
+					if got, err := readRange(t, s, "k/manifest.json", 0, 2); err != nil || got != "{}" {
+						t.Errorf("case %d: an unmatched object reads %q, %v", i, got, err)
+					}
+				}
+			}
+			if got, err := readRange(t, inner, "k/array-1.npy", 0, 10); err != nil || got != "0123456789" {
+				t.Fatalf("case %d: a GetRange fault changed the stored object: %q, %v", i, got, err)
+			}
+		}
+	})
+}
+
+func TestGetRangeFaultOnNthAndCrash(t *testing.T) {
+	s := faulty.New(mem.New(), faulty.FailGetRange(nil).OnNth(2).Crashing())
+	mustPut(t, s, "k", "abcdef")
+	if got, err := readRange(t, s, "k", 1, 2); err != nil || got != "bc" {
+		t.Fatalf("first GetRange = %q, %v", got, err)
+	}
+	if _, err := readRange(t, s, "k", 1, 2); !errors.Is(err, faulty.ErrInjected) {
+		t.Fatalf("second GetRange error = %v, want injected", err)
+	}
+	if !s.Crashed() {
+		t.Fatal("a crashing GetRange fault did not crash the store")
+	}
+	if _, err := readRange(t, s, "k", 0, 1); !errors.Is(err, faulty.ErrCrashed) {
+		t.Errorf("GetRange after the crash: %v, want ErrCrashed", err)
+	}
+	if _, err := read(t, s, "k"); !errors.Is(err, faulty.ErrCrashed) {
+		t.Errorf("Get after the crash: %v, want ErrCrashed", err)
+	}
+	if s.Fired() != 1 {
+		t.Errorf("Fired = %d, want 1", s.Fired())
+	}
+	if faulty.OpGetRange.String() != "GetRange" {
+		t.Errorf("OpGetRange.String() = %q", faulty.OpGetRange.String())
+	}
+}

@@ -357,6 +357,11 @@ func notExist(err error) bool {
 // Get implements store.Store. The returned *os.File lets io.Copy into
 // another file or socket use the kernel's copy paths.
 func (s *Store) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	return s.open(ctx, name)
+}
+
+// open opens a regular file of the store for reading.
+func (s *Store) open(ctx context.Context, name string) (*os.File, error) {
 	p, err := s.path(name)
 	if err != nil {
 		return nil, err
@@ -382,6 +387,30 @@ func (s *Store) Get(ctx context.Context, name string) (io.ReadCloser, error) {
 	}
 	return f, nil
 }
+
+// GetRange implements store.Store: the reader preads (ReadAt) the bytes
+// [off, off+n) of the file, clamped at its end, so a range at or past the
+// end reads as empty; Close closes the file. A negative off or n is an
+// error.
+func (s *Store) GetRange(ctx context.Context, name string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("local store: get %s: invalid range: offset %d, length %d (both must be ≥ 0)", name, off, n)
+	}
+	f, err := s.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	// NewSectionReader clamps an off+n that overflows int64.
+	return &rangeReader{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
+}
+
+// rangeReader is GetRange's reader: a section of the file, closing it.
+type rangeReader struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (r *rangeReader) Close() error { return r.f.Close() }
 
 // Stat implements store.Store.
 func (s *Store) Stat(ctx context.Context, name string) (int64, error) {

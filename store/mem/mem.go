@@ -62,6 +62,29 @@ func (s *Store) Get(ctx context.Context, name string) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
+// GetRange implements store.Store: the bytes [off, off+n) of the object,
+// clamped at its end (a range at or past the end reads as empty). A
+// negative off or n is an error.
+func (s *Store) GetRange(ctx context.Context, name string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("mem store: get %s: invalid range: offset %d, length %d (both must be ≥ 0)", name, off, n)
+	}
+	s.mu.RLock()
+	b, ok := s.objects[name]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("mem store: %s: %w", name, store.ErrNotExist)
+	}
+	size := int64(len(b))
+	start := min(off, size)
+	end := size
+	if n < size-start {
+		end = start + n
+	}
+	// Objects are replaced, never modified, so the slice stays valid.
+	return io.NopCloser(bytes.NewReader(b[start:end])), nil
+}
+
 // Stat implements store.Store.
 func (s *Store) Stat(ctx context.Context, name string) (int64, error) {
 	s.mu.RLock()

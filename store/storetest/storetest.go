@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -71,6 +72,8 @@ func RunWith(t *testing.T, opt Options, newStore func(t *testing.T) store.Store)
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ReadDuringOverwrite", testReadDuringOverwrite},
 		{"Large", func(t *testing.T, s store.Store) { testLarge(t, s, opt.LargeSize) }},
+		{"GetRange", testGetRange},
+		{"GetRangeLarge", testGetRangeLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -617,5 +620,126 @@ func testLarge(t *testing.T, s store.Store, size int64) {
 	}
 	if n, err := s.Stat(ctx, "big/unknown"); err != nil || n != size/2+3 {
 		t.Fatalf("Stat = %d, %v; want %d", n, err, size/2+3)
+	}
+}
+
+// getRange reads the range [off, off+n) of name.
+func getRange(t *testing.T, s store.Store, name string, off, n int64) []byte {
+	t.Helper()
+	rc, err := s.GetRange(context.Background(), name, off, n)
+	if err != nil {
+		t.Fatalf("GetRange(%q, %d, %d): %v", name, off, n, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("GetRange(%q, %d, %d): read: %v", name, off, n, err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatalf("GetRange(%q, %d, %d): Close: %v", name, off, n, err)
+	}
+	return b
+}
+
+func testGetRange(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const size = 1000
+	data, err := io.ReadAll(NewGenerator(11, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "r/data.bin", data)
+	put(t, s, "r/empty", nil)
+	for _, tc := range []struct {
+		name      string
+		obj       string
+		off, n    int64
+		from, end int // the expected bytes: data[from:end]
+	}{
+		{"whole", "r/data.bin", 0, size, 0, size},
+		{"first byte", "r/data.bin", 0, 1, 0, 1},
+		{"last byte", "r/data.bin", size - 1, 1, size - 1, size},
+		{"middle", "r/data.bin", 123, 456, 123, 579},
+		{"ends at the end", "r/data.bin", 600, size - 600, 600, size},
+		{"runs past the end", "r/data.bin", 900, 300, 900, size},
+		{"from 0 past the end", "r/data.bin", 0, size + 1, 0, size},
+		{"to the largest offset", "r/data.bin", 10, math.MaxInt64, 10, size},
+		{"off == size", "r/data.bin", size, 10, 0, 0},
+		{"off past the end", "r/data.bin", size + 500, 10, 0, 0},
+		{"n == 0", "r/data.bin", 17, 0, 0, 0},
+		{"n == 0 at 0", "r/data.bin", 0, 0, 0, 0},
+		{"n == 0 at the end", "r/data.bin", size, 0, 0, 0},
+		{"empty object", "r/empty", 0, 10, 0, 0},
+		{"empty object, n == 0", "r/empty", 0, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := []byte{}
+			if tc.obj == "r/data.bin" {
+				want = data[tc.from:tc.end]
+			}
+			if got := getRange(t, s, tc.obj, tc.off, tc.n); !bytes.Equal(got, want) {
+				t.Fatalf("GetRange(%q, %d, %d) = %d bytes %x..., want %d bytes %x...", tc.obj, tc.off, tc.n, len(got), clip(got), len(want), clip(want))
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		for _, name := range []string{"nope", "r/nope", "r", "r/data.bin/x"} {
+			for _, r := range [][2]int64{{0, 10}, {5, 1}, {0, 0}} {
+				rc, err := s.GetRange(ctx, name, r[0], r[1])
+				if !errors.Is(err, store.ErrNotExist) {
+					if err == nil {
+						rc.Close()
+					}
+					t.Errorf("GetRange(%q, %d, %d) error = %v, want ErrNotExist", name, r[0], r[1], err)
+				}
+			}
+		}
+	})
+	t.Run("negative", func(t *testing.T) {
+		for _, r := range [][2]int64{{-1, 10}, {0, -1}, {-5, -5}} {
+			rc, err := s.GetRange(ctx, "r/data.bin", r[0], r[1])
+			if err == nil {
+				rc.Close()
+				t.Errorf("GetRange(%d, %d) succeeded, want an error", r[0], r[1])
+			} else if errors.Is(err, store.ErrNotExist) {
+				t.Errorf("GetRange(%d, %d) error = %v, matches ErrNotExist for an existing object", r[0], r[1], err)
+			}
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		rc, err := s.GetRange(cctx, "r/data.bin", 0, 10)
+		if err == nil {
+			// A lazy backend may fail on the first read instead.
+			_, err = io.ReadAll(rc)
+			rc.Close()
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("GetRange with a cancelled context: error = %v, want context.Canceled", err)
+		}
+	})
+	// The object is unchanged by ranged reads.
+	wantContent(t, s, "r/data.bin", data)
+}
+
+func testGetRangeLarge(t *testing.T, s store.Store) {
+	const size = 3 << 20
+	data, err := io.ReadAll(NewGenerator(12, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "big/array-r.npy", data)
+	for _, r := range [][2]int64{
+		{1<<20 + 12345, 1<<20 + 7}, // the middle, across a MiB boundary
+		{0, 64 << 10},
+		{size - 100, 1000}, // the tail
+		{size/2 - 1, 2},
+	} {
+		off, n := r[0], r[1]
+		want := data[off:min(off+n, size)]
+		if got := getRange(t, s, "big/array-r.npy", off, n); !bytes.Equal(got, want) {
+			t.Fatalf("GetRange(%d, %d) = %d bytes, want %d bytes (equal: %v)", off, n, len(got), len(want), bytes.Equal(got, want))
+		}
 	}
 }
