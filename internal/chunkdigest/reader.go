@@ -14,7 +14,7 @@ import (
 // hashed on up to GOMAXPROCS goroutines while the caller consumes earlier
 // ones; a byte reaches the caller only after its chunk verified, so damage
 // is reported as damage (MismatchError with the chunk's byte range), never
-// as the parse error it would cause. Memory: about GOMAXPROCS + 2 chunks.
+// as the parse error it would cause. Memory: about GOMAXPROCS + 1 chunks.
 type Reader struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -50,7 +50,7 @@ func (e *OverrunError) Error() string {
 // after it.
 func NewReader(ctx context.Context, src io.Reader, sc Sidecar, first, end int) *Reader {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Reader{ctx: ctx, cancel: cancel, results: make(chan *chunkRead, max(1, runtime.GOMAXPROCS(0)))}
+	r := &Reader{ctx: ctx, cancel: cancel, results: make(chan *chunkRead, max(1, runtime.GOMAXPROCS(0)-1))}
 	go r.produce(src, sc, first, end)
 	return r
 }
