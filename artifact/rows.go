@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"unsafe"
 
 	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -65,29 +66,22 @@ func (s *Store) readRows(ctx context.Context, key string, lo, hi int) (*matrix.D
 // with the byte view the file's little-endian data is copied into (the
 // element bytes themselves on little-endian hosts).
 func newDense(dt matrix.DType, rows, cols int) (func() (*matrix.Dense, error), []byte) {
-	n := rows * cols
 	switch dt {
 	case matrix.Float16:
-		v := make([]uint16, n)
-		b := asBytes(v)
-		if !hostLittleEndian {
-			b = make([]byte, 2*n)
-		}
-		return func() (*matrix.Dense, error) { return matrix.NewDense16(rows, cols, v) }, b
+		return alloc(rows, cols, matrix.NewDense16)
 	case matrix.Float32:
-		v := make([]float32, n)
-		b := asBytes(v)
-		if !hostLittleEndian {
-			b = make([]byte, 4*n)
-		}
-		return func() (*matrix.Dense, error) { return matrix.NewDense32(rows, cols, v) }, b
+		return alloc(rows, cols, matrix.NewDense32)
 	}
-	v := make([]float64, n)
+	return alloc(rows, cols, matrix.NewDense64)
+}
+
+func alloc[T uint16 | float32 | float64](rows, cols int, mk func(int, int, []T) (*matrix.Dense, error)) (func() (*matrix.Dense, error), []byte) {
+	v := make([]T, rows*cols)
 	b := asBytes(v)
 	if !hostLittleEndian {
-		b = make([]byte, 8*n)
+		b = make([]byte, len(v)*int(unsafe.Sizeof(v[0])))
 	}
-	return func() (*matrix.Dense, error) { return matrix.NewDense64(rows, cols, v) }, b
+	return func() (*matrix.Dense, error) { return mk(rows, cols, v) }, b
 }
 
 // fromLE decodes little-endian bytes on a big-endian host.

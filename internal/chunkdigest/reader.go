@@ -101,25 +101,11 @@ func (r *Reader) produce(src io.Reader, sc Sidecar, first, end int) {
 
 // Read implements io.Reader.
 func (r *Reader) Read(p []byte) (int, error) {
+	for r.err == nil && (r.cur == nil || r.off == len(r.cur.buf)) {
+		r.advance()
+	}
 	if r.err != nil {
 		return 0, r.err
-	}
-	for r.cur == nil || r.off == len(r.cur.buf) {
-		r.release()
-		c, ok := <-r.results
-		if !ok {
-			if err := r.ctx.Err(); err != nil {
-				r.err = err
-			} else {
-				r.err = io.EOF
-			}
-			return 0, r.err
-		}
-		if err := <-c.ok; err != nil {
-			r.err = err
-			return 0, err
-		}
-		r.cur, r.off = c, 0
 	}
 	n := copy(p, r.cur.buf[r.off:])
 	r.off += n
@@ -130,25 +116,32 @@ func (r *Reader) Read(p []byte) (int, error) {
 // or io.EOF after the last; it saves a copy when the caller can use the
 // chunk in place. Do not mix with Read.
 func (r *Reader) Next() ([]byte, error) {
+	if r.err == nil {
+		r.advance()
+	}
 	if r.err != nil {
 		return nil, r.err
 	}
+	r.off = len(r.cur.buf)
+	return r.cur.buf, nil
+}
+
+// advance makes the next verified chunk current, or sets r.err.
+func (r *Reader) advance() {
 	r.release()
 	c, ok := <-r.results
-	if !ok {
-		if err := r.ctx.Err(); err != nil {
+	switch {
+	case !ok && r.ctx.Err() != nil:
+		r.err = r.ctx.Err()
+	case !ok:
+		r.err = io.EOF
+	default:
+		if err := <-c.ok; err != nil {
 			r.err = err
-		} else {
-			r.err = io.EOF
+			return
 		}
-		return nil, r.err
+		r.cur, r.off = c, 0
 	}
-	if err := <-c.ok; err != nil {
-		r.err = err
-		return nil, err
-	}
-	r.cur, r.off = c, len(c.buf)
-	return c.buf, nil
 }
 
 func (r *Reader) release() {
