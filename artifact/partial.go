@@ -48,8 +48,9 @@ type EvaluationPartial struct {
 	Reverse               *PartialDirection `json:"reverse"`
 }
 
-// PartialShard locates a gallery shard; the reverse direction shards the
-// query endpoint the same way.
+// PartialShard locates a gallery shard. Its reverse direction is the
+// reverse-query block evaluate.ReverseBlock(shard_index, total_shards, n)
+// (n reverse queries), scored against every original query.
 type PartialShard struct {
 	TotalShards int    `json:"total_shards"`
 	ShardIndex  int    `json:"shard_index"`
@@ -58,10 +59,15 @@ type PartialShard struct {
 
 // PartialDirection is one direction of a partial: its rows of the array
 // and, per query, the best negative score among the shard's candidates
-// (null when the shard holds none).
+// (null when the shard holds none). Forward: every query against the
+// shard's shard_rows gallery rows. Reverse: the block [query_lo, query_hi)
+// of reverse queries (shard_rows of them) against every candidate, so its
+// counts are final.
 type PartialDirection struct {
 	NPositives      int        `json:"n_positives"`
 	ShardRows       int        `json:"shard_rows"`
+	QueryLo         *int       `json:"query_lo,omitempty"`
+	QueryHi         *int       `json:"query_hi,omitempty"`
 	NearestNegative []*float64 `json:"nearest_negative"`
 }
 
@@ -122,8 +128,13 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*Evalua
 		if p.Top != nil {
 			return nil, nil, fmt.Errorf("a score partial keeps no ranking")
 		}
-		shardRows := len(rank.Shard{Index: p.Shards[0], Total: p.TotalShards, Layout: p.Layout}.Rows(p.NGallery))
-		d := PartialDirection{NPositives: len(p.Counts), ShardRows: shardRows, NearestNegative: make([]*float64, len(p.HasNegative))}
+		d := PartialDirection{NPositives: len(p.Counts), NearestNegative: make([]*float64, len(p.HasNegative))}
+		if i == 0 {
+			d.ShardRows = len(rank.Shard{Index: p.Shards[0], Total: p.TotalShards, Layout: p.Layout}.Rows(p.NGallery))
+		} else {
+			lo, hi := p.QueryLo, p.QueryHi()
+			d.ShardRows, d.QueryLo, d.QueryHi = hi-lo, &lo, &hi
+		}
 		for q, has := range p.HasNegative {
 			if has {
 				v := p.Nearest[q]
@@ -166,16 +177,18 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 	if err != nil {
 		return nil, err
 	}
-	// Partials are merged as they are read (merging is exact and
-	// associative), so finalize holds two partials at a time, not N.
-	var f, r *rank.Partial
-	merge := func(acc, p *rank.Partial, what string) (*rank.Partial, error) {
+	// Forward partials are merged as they are read (merging is exact and
+	// associative), so finalize holds two at a time, not N; each reverse
+	// block is already complete and is kept as it is.
+	var f *rank.Partial
+	var revBlocks []*rank.Partial
+	merge := func(acc, p *rank.Partial) (*rank.Partial, error) {
 		if acc == nil {
 			return p, nil
 		}
 		m, err := rank.MergePartials(acc, p)
 		if err != nil {
-			return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging %spartials: %v", what, err))
+			return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging partials: %v", err))
 		}
 		return m, nil
 	}
@@ -191,18 +204,12 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 		} else if doc.Shard.ShardBy != layout {
 			return nil, checkErr(key, fmt.Sprintf("foreign partial: shard_by %q differs from %q", doc.Shard.ShardBy, layout))
 		}
-		if f, err = merge(f, pp.Forward, ""); err != nil {
+		if f, err = merge(f, pp.Forward); err != nil {
 			return nil, err
 		}
 		if pp.Reverse != nil {
-			if r, err = merge(r, pp.Reverse, "reverse "); err != nil {
-				return nil, err
-			}
+			revBlocks = append(revBlocks, pp.Reverse) // complete blocks, in query order
 		}
-	}
-	var revBlocks []*rank.Partial
-	if r != nil {
-		revBlocks = []*rank.Partial{r}
 	}
 	res, err := evaluate.PairFromPartials(problem, job.cfg, compWarnings, -1, []*rank.Partial{f}, revBlocks)
 	if err != nil {
@@ -255,16 +262,17 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 		return nil, nil, foreign("%d × %d rows, the relevance artifact has %d × %d", doc.NQueries, doc.NGallery, nq, ng)
 	}
 	problem := j.Problem()
-	build := func(d *PartialDirection, p rank.Problem, nq, ng int, rows []float64) (*rank.Partial, error) {
-		el := eligibleOf(p, nq)
-		pt := &rank.Partial{Layout: layout, TotalShards: n, Shards: []int{i}, NQueries: nq, NGallery: ng,
-			Offsets: make([]int, nq+1), HasNegative: make([]bool, nq), Nearest: make([]float64, nq)}
+	// build rebuilds a direction's partial for queries [lo, hi) of p.
+	build := func(d *PartialDirection, p rank.Problem, pt *rank.Partial, lo, hi int, rows []float64) (*rank.Partial, error) {
+		el := eligibleOf(p, lo, hi)
+		bn := hi - lo
+		pt.QueryLo, pt.Offsets, pt.HasNegative, pt.Nearest = lo, make([]int, bn+1), make([]bool, bn), make([]float64, bn)
 		for q, e := range el {
 			pt.Offsets[q+1] = pt.Offsets[q] + len(e)
 		}
-		np := pt.Offsets[nq]
-		if d.NPositives != np || len(rows) != 2*np || len(d.NearestNegative) != nq {
-			return nil, foreign("%d positives and %d best negatives, the relevance has %d eligible positives of %d queries", d.NPositives, len(d.NearestNegative), np, nq)
+		np := pt.Offsets[bn]
+		if d.NPositives != np || len(rows) != 2*np || len(d.NearestNegative) != bn {
+			return nil, foreign("%d positives and %d best negatives, the relevance has %d eligible positives of %d queries", d.NPositives, len(d.NearestNegative), np, bn)
 		}
 		pt.Positives, pt.Scores, pt.Counts = make([]int, 0, np), make([]float64, np), make([]int64, np)
 		for _, e := range el {
@@ -274,7 +282,7 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 		}
 		for k := range np {
 			c := rows[2*k]
-			if c != math.Trunc(c) || c < 0 || c >= float64(ng) {
+			if c != math.Trunc(c) || c < 0 || c >= float64(pt.NGallery) {
 				return nil, foreign("count %v of row %d is not a count", c, k)
 			}
 			pt.Counts[k], pt.Scores[k] = int64(c), rows[2*k+1]
@@ -291,15 +299,22 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 	if 2*nf > len(data) {
 		return nil, nil, foreign("array has %d rows for %d forward positives", len(data)/2, nf)
 	}
-	if out.Forward, err = build(&doc.Forward, problem, nq, ng, data[:2*nf]); err != nil {
+	fwd := &rank.Partial{Layout: layout, TotalShards: n, Shards: []int{i}, NQueries: nq, NGallery: ng}
+	if out.Forward, err = build(&doc.Forward, problem, fwd, 0, nq, data[:2*nf]); err != nil {
 		return nil, nil, err
 	}
-	if doc.Reverse != nil {
+	if d := doc.Reverse; d != nil {
 		rp, err := evaluate.ReverseFor(problem, j.cfg, ng)
 		if err != nil {
 			return nil, nil, err
 		}
-		if out.Reverse, err = build(doc.Reverse, rp, len(rp.QueryIDs), nq, data[2*nf:]); err != nil {
+		nr := len(rp.QueryIDs)
+		lo, hi := evaluate.ReverseBlock(i, n, nr)
+		if d.QueryLo == nil || d.QueryHi == nil || *d.QueryLo != lo || *d.QueryHi != hi || d.ShardRows != hi-lo {
+			return nil, nil, foreign("its reverse direction is not the block [%d, %d) of the %d reverse queries", lo, hi, nr)
+		}
+		rev := &rank.Partial{Layout: rank.Contiguous, TotalShards: 1, Shards: []int{0}, NQueries: nr, NGallery: nq}
+		if out.Reverse, err = build(d, rp, rev, lo, hi, data[2*nf:]); err != nil {
 			return nil, nil, err
 		}
 	} else if len(data) != 2*nf {
@@ -308,19 +323,20 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 	return out, &doc, nil
 }
 
-// eligibleOf lists the eligible positives of the first nq queries of a
-// problem (SPEC §4.3), explicit or label-derived.
-func eligibleOf(p rank.Problem, nq int) [][]retrieval.Positive {
-	out := make([][]retrieval.Positive, nq)
-	for q := range out {
+// eligibleOf lists the eligible positives of queries [lo, hi) of a problem
+// (SPEC §4.3), explicit or label-derived.
+func eligibleOf(p rank.Problem, lo, hi int) [][]retrieval.Positive {
+	out := make([][]retrieval.Positive, hi-lo)
+	for i := range out {
+		q := lo + i
 		var ex []int
 		if p.Exclusions != nil {
 			ex = p.Exclusions[q]
 		}
 		if p.Classes != nil {
-			out[q] = retrieval.EligiblePositives(p.Classes.Positives(q), ex)
+			out[i] = retrieval.EligiblePositives(p.Classes.Positives(q), ex)
 		} else {
-			out[q] = retrieval.EligiblePositives(p.Relevance[q], ex)
+			out[i] = retrieval.EligiblePositives(p.Relevance[q], ex)
 		}
 	}
 	return out

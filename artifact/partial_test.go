@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
+	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -57,6 +59,12 @@ func TestFinalizeScoreEqualsScore(t *testing.T) {
 						(d.Reverse != nil) != bidir || d.Shape[1] != 2 || d.Forward.NPositives != 4 {
 						t.Fatalf("partial %d: %+v", i, d)
 					}
+					if r := d.Reverse; r != nil {
+						lo, hi := evaluate.ReverseBlock(i, 3, d.NGallery)
+						if *r.QueryLo != lo || *r.QueryHi != hi || r.ShardRows != hi-lo || len(r.NearestNegative) != hi-lo {
+							t.Fatalf("partial %d: reverse %+v, want the block [%d, %d)", i, r, lo, hi)
+						}
+					}
 				}
 				got, err := f.s.FinalizeScore(ctx, req, 3, "")
 				if err != nil {
@@ -64,6 +72,25 @@ func TestFinalizeScoreEqualsScore(t *testing.T) {
 				}
 				if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
 					t.Fatalf("bidirectional %v %s %s:\nfinalize %s\nscore    %s", bidir, pair[1], layout, a, b)
+				}
+				if bidir && pi == 0 {
+					// A partial whose reverse block is not its shard's is refused.
+					key := PartialKey(req.OutputKey, 1, 3)
+					m, md, err := f.s.LoadArray(ctx, key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var doc EvaluationPartial
+					if err := json.Unmarshal(md, &doc); err != nil {
+						t.Fatal(err)
+					}
+					*doc.Reverse.QueryLo++
+					if err := f.s.WriteArray(ctx, key, FromMatrix(m), doc); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := f.s.FinalizeScore(ctx, req, 3, ""); !errors.Is(err, ErrCheck) || !strings.Contains(err.Error(), "foreign partial: its reverse direction is not the block") {
+						t.Fatalf("shifted reverse block: %v", err)
+					}
 				}
 			}
 		}

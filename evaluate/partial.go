@@ -2,10 +2,13 @@ package evaluate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
+	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -13,8 +16,8 @@ import (
 
 // PairPartial is gallery shard I of N of Pair (SPEC §11.3): the forward
 // direction (every query against gallery shard I) and, when the config is
-// bidirectional, the reverse one (every gallery row against shard I of the
-// original query endpoint, sharded the same way).
+// bidirectional, the reverse one (reverse-query block ReverseBlock(I, N,
+// n) against all original queries: complete for its block).
 type PairPartial struct {
 	Forward *rank.Partial
 	Reverse *rank.Partial // nil unless bidirectional
@@ -23,6 +26,14 @@ type PairPartial struct {
 // PairShard scores shard of one pair of endpoints as Pair would, direction
 // by direction (so input errors come in Pair's order). runDepth is the
 // forward kept ranking (Pair keeps none in reverse).
+//
+// The forward direction counts every query against the shard's gallery
+// rows. The reverse direction is split by its queries instead (SPEC
+// §11.3): shard i of N scores reverse-query block ReverseBlock(i, N, n)
+// (n = reverse queries) against the whole reverse gallery, the original
+// queries, which every worker holds, so its reverse results are complete
+// and finalize concatenates the blocks in order, with no count merge and
+// per-worker state for 1/N of the reverse queries.
 func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard) (*PairPartial, error) {
 	fwd, err := DirectionShard(ctx, p, cfg, threads, runDepth, shard)
 	if err != nil {
@@ -34,9 +45,73 @@ func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 		if err != nil {
 			return nil, err
 		}
-		if out.Reverse, err = DirectionShard(ctx, rp, cfg, threads, -1, shard); err != nil {
+		lo, hi := ReverseBlock(shard.Index, shard.Total, len(rp.QueryIDs))
+		if out.Reverse, err = DirectionBlock(ctx, rp, cfg, threads, lo, hi); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// ReverseBlock is the reverse-query block [lo, hi) of shard i of n over a
+// direction with nq queries: the contiguous split, for either gallery
+// layout (empty when n > nq).
+func ReverseBlock(i, n, nq int) (lo, hi int) {
+	return int(int64(i) * int64(nq) / int64(n)), int(int64(i+1) * int64(nq) / int64(n))
+}
+
+// DirectionBlock scores queries [lo, hi) of p against its whole gallery
+// and returns their complete partial (every gallery row counted), a query
+// block of p: the block's queries, IDs, relevance and exclusions form a
+// problem of their own, since one query's results depend on nothing of
+// the others. An empty block gives an empty partial.
+func DirectionBlock(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, lo, hi int) (*rank.Partial, error) {
+	nq, ng := len(p.QueryIDs), len(p.GalleryIDs)
+	if lo < 0 || hi > nq || lo > hi {
+		return nil, fmt.Errorf("query block [%d, %d) is not a range of [0, %d)", lo, hi, nq)
+	}
+	if lo == hi {
+		return &rank.Partial{Layout: rank.Contiguous, TotalShards: 1, Shards: []int{0}, NQueries: nq, NGallery: ng,
+			QueryLo: lo, Offsets: []int{0}, Positives: []int{}, Scores: []float64{}, Counts: []int64{},
+			HasNegative: []bool{}, Nearest: []float64{}}, nil
+	}
+	sub, err := queryBlock(p, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	part, err := DirectionShard(ctx, sub, cfg, threads, -1, rank.Shard{Index: 0, Total: 1})
+	if err != nil {
+		return nil, err
+	}
+	part.QueryLo, part.NQueries = lo, nq
+	return part, nil
+}
+
+// queryBlock is the problem of queries [lo, hi) of p against p's gallery.
+func queryBlock(p rank.Problem, lo, hi int) (rank.Problem, error) {
+	out := rank.Problem{Gallery: p.Gallery, GalleryIDs: p.GalleryIDs, QueryIDs: p.QueryIDs[lo:hi:hi]}
+	switch m := p.Queries.(type) {
+	case *matrix.Dense:
+		out.Queries = m.RowSlice(lo, hi)
+	default:
+		rows := make([]int, hi-lo)
+		for i := range rows {
+			rows[i] = lo + i
+		}
+		q, err := retrieval.SelectRows(p.Queries, rows)
+		if err != nil {
+			return rank.Problem{}, err
+		}
+		out.Queries = q
+	}
+	if p.Relevance != nil {
+		out.Relevance = p.Relevance[lo:hi:hi]
+	}
+	if p.Exclusions != nil {
+		out.Exclusions = p.Exclusions[lo:hi:hi]
+	}
+	if p.Classes != nil {
+		out.Classes = retrieval.NewClasses(p.Classes.Query[lo:hi:hi], p.Classes.Gallery)
 	}
 	return out, nil
 }
@@ -58,34 +133,30 @@ func DirectionShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, t
 	return rank.ScoreShard(ctx, p, opts, pos, rank.ShardTask{QueryLo: 0, QueryHi: p.Queries.Rows(), Gallery: shard})
 }
 
-// MergePairPartials merges pair partials of disjoint shard sets
-// (rank.MergePartials per direction).
-func MergePairPartials(parts ...*PairPartial) (*PairPartial, error) {
+// MergePairPartials combines the pair partials of gallery shards given in
+// any order: the forward partials merge (rank.MergePartials), the reverse
+// blocks (complete per block) are returned in query order.
+func MergePairPartials(parts ...*PairPartial) (fwd *rank.Partial, rev []*rank.Partial, err error) {
 	if len(parts) == 0 {
-		return nil, fmt.Errorf("%w: no partials to merge", rank.ErrPartialMismatch)
+		return nil, nil, fmt.Errorf("%w: no partials to merge", rank.ErrPartialMismatch)
 	}
-	fwd := make([]*rank.Partial, len(parts))
-	var rev []*rank.Partial
+	fs := make([]*rank.Partial, len(parts))
 	for i, pp := range parts {
 		if (pp.Reverse == nil) != (parts[0].Reverse == nil) {
-			return nil, fmt.Errorf("%w: some partials hold the reverse direction and some do not", rank.ErrPartialMismatch)
+			return nil, nil, fmt.Errorf("%w: some partials hold the reverse direction and some do not", rank.ErrPartialMismatch)
 		}
-		fwd[i] = pp.Forward
+		fs[i] = pp.Forward
 		if pp.Reverse != nil {
 			rev = append(rev, pp.Reverse)
 		}
 	}
-	f, err := rank.MergePartials(fwd...)
-	if err != nil {
-		return nil, err
+	if fwd, err = rank.MergePartials(fs...); err != nil {
+		return nil, nil, err
 	}
-	out := &PairPartial{Forward: f}
-	if rev != nil {
-		if out.Reverse, err = rank.MergePartials(rev...); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	slices.SortFunc(rev, func(a, b *rank.Partial) int {
+		return cmp.Or(cmp.Compare(a.QueryLo, b.QueryLo), cmp.Compare(a.QueryHi(), b.QueryHi()))
+	})
+	return fwd, rev, nil
 }
 
 // PairFromPartials is Pair computed from finished shards: fwd (and, when

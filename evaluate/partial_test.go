@@ -125,6 +125,14 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if rv := pp.Reverse; rv != nil {
+				// The reverse direction is this shard's block of reverse
+				// queries, complete: 1/N of the reverse work and state.
+				lo, hi := ReverseBlock(i, total, ng)
+				if rv.QueryLo != lo || rv.QueryHi() != hi || !rv.Complete() || rv.NQueries != ng || rv.NGallery != nq {
+					t.Fatalf("shard %d of %d: reverse block [%d, %d) of %d (complete %v), want [%d, %d)", i, total, rv.QueryLo, rv.QueryHi(), rv.NQueries, rv.Complete(), lo, hi)
+				}
+			}
 			enc, err := pp.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
@@ -136,16 +144,12 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 			parts = append(parts, &dec)
 		}
 		r.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
-		m, err := MergePairPartials(parts...)
+		fwd, rev, err := MergePairPartials(parts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rev []*rank.Partial
-		if m.Reverse != nil {
-			rev = []*rank.Partial{m.Reverse}
-		}
 		bare := rank.Problem{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Relevance: p.Relevance, Exclusions: p.Exclusions}
-		got, err := PairFromPartials(bare, cfg, []string{"w"}, depth, []*rank.Partial{m.Forward}, rev)
+		got, err := PairFromPartials(bare, cfg, []string{"w"}, depth, []*rank.Partial{fwd}, rev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,12 +225,12 @@ func TestPairFromPartialsClasses(t *testing.T) {
 			}
 			parts = append(parts, pp)
 		}
-		m, err := MergePairPartials(parts...)
+		fwd, rev, err := MergePairPartials(parts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		bare := rank.Problem{QueryIDs: p.QueryIDs, GalleryIDs: p.GalleryIDs, Classes: p.Classes, Exclusions: p.Exclusions}
-		got, err := PairFromPartials(bare, cfg, nil, -1, []*rank.Partial{m.Forward}, []*rank.Partial{m.Reverse})
+		got, err := PairFromPartials(bare, cfg, nil, -1, []*rank.Partial{fwd}, rev)
 		if err != nil {
 			t.Fatal(err)
 		}

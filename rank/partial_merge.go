@@ -114,7 +114,9 @@ func (p *Partial) validate() error {
 		return mismatchf("invalid shard set %v of %d", p.Shards, p.TotalShards)
 	case p.Layout != Contiguous && p.Layout != Modulo:
 		return mismatchf("invalid shard layout %d", p.Layout)
-	case bn < 1 || p.QueryLo < 0 || p.QueryLo+bn > p.NQueries || p.NGallery < 1:
+	case bn < 0 || p.QueryLo < 0 || p.QueryLo+bn > p.NQueries || p.NGallery < 1:
+		// An empty block is valid: the reverse block of a gallery shard
+		// when a direction has fewer queries than there are shards.
 		return mismatchf("invalid query block")
 	case p.Offsets[0] != 0 || len(p.Positives) != p.Offsets[bn] || len(p.Scores) != len(p.Positives) || len(p.Counts) != len(p.Positives):
 		return mismatchf("invalid positive lists")
@@ -312,7 +314,7 @@ func (p *Partial) UnmarshalBinary(data []byte) error {
 	for i := range out.Offsets {
 		out.Offsets[i] = n(remaining(24) * 2)
 	}
-	if bad || no < 2 {
+	if bad || no < 1 {
 		return fmt.Errorf("invalid partial encoding: truncated or malformed")
 	}
 	np := out.Offsets[no-1]

@@ -4,16 +4,23 @@
 # deploy/slurm/stage.sbatch through the CLI on a local store, one process per
 # shard run one after the other, with wall time and peak RSS from GNU time
 # (Debian package "time").
-#   [STORE=URI] bash bench/shards/run.sh [QUERIES GALLERY DIM SHARDS THREADS [DIR]]
+#   [STORE=URI] [BIDIRECTIONAL=1] bash bench/shards/run.sh [QUERIES GALLERY DIM SHARDS THREADS [DIR]]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nq="${1:-1000}" ng="${2:-100000}" dim="${3:-768}" shards="${4:-4}" threads="${5:-1}"
 work="${6:-$(mktemp -d)}"
+bidi=false
+if [ -n "${BIDIRECTIONAL:-}" ]; then bidi=true; fi
 mkdir -p "$work"
 trap 'rm -rf "$work/store" "$work/data"' EXIT
 go build -o "$work/vertebrae" ./cmd/vertebrae
 vb="$work/vertebrae"
 "$vb" bench --write "$work/data" --queries "$nq" --gallery "$ng" --dim "$dim" --precision float32 >/dev/null
+if [ "$bidi" = true ]; then
+  # Every gallery row is a positive of query (row mod Q), so every row is a
+  # reverse query: the worst case for the reverse direction of a shard.
+  awk -v q="$nq" -v g="$ng" 'BEGIN { for (i = 0; i < g; i++) printf "%d\t%d\t1\n", i % q, i }' >"$work/data/qrels.tsv"
+fi
 cat >"$work/run.yaml" <<YAML
 version: 1
 dataset:
@@ -22,7 +29,7 @@ dataset:
   queries: {path: data/queries.npy}
   gallery: {path: data/gallery.npy}
   qrels: {path: data/qrels.tsv}
-retrieval: {similarity: dot, ks: [1, 10, 100], primary_metric: ndcg@10}
+retrieval: {similarity: dot, ks: [1, 10, 100], primary_metric: ndcg@10, bidirectional: $bidi}
 extractors:
   - {name: tables, type: precomputed}
 YAML
