@@ -49,8 +49,8 @@ type EvaluationPartial struct {
 }
 
 // PartialShard locates a gallery shard. Its reverse direction is the
-// reverse-query block evaluate.ReverseBlock(shard_index, total_shards, n)
-// (n reverse queries), scored against every original query.
+// shard's block of reverse queries (evaluate.ReverseBlock), scored against
+// every original query.
 type PartialShard struct {
 	TotalShards int    `json:"total_shards"`
 	ShardIndex  int    `json:"shard_index"`
@@ -308,8 +308,12 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 		if err != nil {
 			return nil, nil, err
 		}
+		keep, err := evaluate.ReverseQueries(problem, j.cfg, ng)
+		if err != nil {
+			return nil, nil, err
+		}
 		nr := len(rp.QueryIDs)
-		lo, hi := evaluate.ReverseBlock(i, n, nr)
+		lo, hi := evaluate.ReverseBlock(rank.Shard{Index: i, Total: n, Layout: layout}, ng, keep)
 		if d.QueryLo == nil || d.QueryHi == nil || *d.QueryLo != lo || *d.QueryHi != hi || d.ShardRows != hi-lo {
 			return nil, nil, foreign("its reverse direction is not the block [%d, %d) of the %d reverse queries", lo, hi, nr)
 		}

@@ -60,7 +60,7 @@ func TestFinalizeScoreEqualsScore(t *testing.T) {
 						t.Fatalf("partial %d: %+v", i, d)
 					}
 					if r := d.Reverse; r != nil {
-						lo, hi := evaluate.ReverseBlock(i, 3, d.NGallery)
+						lo, hi := evaluate.ReverseBlock(rank.Shard{Index: i, Total: 3, Layout: layout}, d.NGallery, nil)
 						if *r.QueryLo != lo || *r.QueryHi != hi || r.ShardRows != hi-lo || len(r.NearestNegative) != hi-lo {
 							t.Fatalf("partial %d: reverse %+v, want the block [%d, %d)", i, r, lo, hi)
 						}

@@ -368,8 +368,24 @@ func ReverseRows(p rank.Problem, ng int) rank.Problem {
 // absent.
 func ReverseFor(p rank.Problem, cfg retrieval.Config, ng int) (rank.Problem, error) {
 	r := ReverseRows(p, ng)
+	keep, err := reverseKeep(r, cfg, ng)
+	if err != nil || keep == nil {
+		return r, err
+	}
+	return selectQueries(r, keep)
+}
+
+// ReverseQueries lists the gallery rows that are reverse queries under cfg
+// (ascending: the reverse problem's query i is gallery row keep[i]), or nil
+// when every one of the ng rows is.
+func ReverseQueries(p rank.Problem, cfg retrieval.Config, ng int) ([]int, error) {
+	return reverseKeep(ReverseRows(p, ng), cfg, ng)
+}
+
+// reverseKeep is ReverseQueries of the unrestricted reverse problem r.
+func reverseKeep(r rank.Problem, cfg retrieval.Config, ng int) ([]int, error) {
 	if !cfg.DropsQueriesWithoutPositives() {
-		return r, nil
+		return nil, nil
 	}
 	keep := make([]int, 0, ng)
 	for g := range ng {
@@ -388,36 +404,47 @@ func ReverseFor(p rank.Problem, cfg retrieval.Config, ng int) (rank.Problem, err
 		}
 	}
 	if len(keep) == ng {
-		return r, nil
+		return nil, nil
 	}
 	if len(keep) == 0 {
-		return rank.Problem{}, &retrieval.InvalidError{Msg: retrieval.ErrNoReverseRelation.Error() + "; no gallery item has one, so no reverse query is left to evaluate"}
+		return nil, &retrieval.InvalidError{Msg: retrieval.ErrNoReverseRelation.Error() + "; no gallery item has one, so no reverse query is left to evaluate"}
 	}
-	out := rank.Problem{Gallery: r.Gallery, GalleryIDs: r.GalleryIDs, QueryIDs: make([]string, len(keep))}
-	for i, g := range keep {
-		out.QueryIDs[i] = r.QueryIDs[g]
+	return keep, nil
+}
+
+// selectQueries is the problem of p's queries rows (ascending) against
+// p's whole gallery: one query's results depend on nothing of the others.
+// Contiguous rows of a dense endpoint are a view, not a copy.
+func selectQueries(p rank.Problem, rows []int) (rank.Problem, error) {
+	out := rank.Problem{Gallery: p.Gallery, GalleryIDs: p.GalleryIDs, QueryIDs: make([]string, len(rows))}
+	for i, q := range rows {
+		out.QueryIDs[i] = p.QueryIDs[q]
 	}
-	if r.Queries != nil {
-		m, err := retrieval.SelectRows(r.Queries, keep)
-		if err != nil {
-			return rank.Problem{}, err
+	if p.Queries != nil {
+		if d, ok := p.Queries.(*matrix.Dense); ok && len(rows) > 0 && rows[len(rows)-1]-rows[0] == len(rows)-1 {
+			out.Queries = d.RowSlice(rows[0], rows[0]+len(rows))
+		} else {
+			m, err := retrieval.SelectRows(p.Queries, rows)
+			if err != nil {
+				return rank.Problem{}, err
+			}
+			out.Queries = m
 		}
-		out.Queries = m
 	}
-	if r.Relevance != nil {
-		out.Relevance = make([][]retrieval.Positive, len(keep))
-		for i, g := range keep {
-			out.Relevance[i] = r.Relevance[g]
+	if p.Relevance != nil {
+		out.Relevance = make([][]retrieval.Positive, len(rows))
+		for i, q := range rows {
+			out.Relevance[i] = p.Relevance[q]
 		}
 	}
-	if r.Exclusions != nil {
-		out.Exclusions = make([][]int, len(keep))
-		for i, g := range keep {
-			out.Exclusions[i] = r.Exclusions[g]
+	if p.Exclusions != nil {
+		out.Exclusions = make([][]int, len(rows))
+		for i, q := range rows {
+			out.Exclusions[i] = p.Exclusions[q]
 		}
 	}
-	if r.Classes != nil {
-		out.Classes = r.Classes.SelectQueries(keep)
+	if p.Classes != nil {
+		out.Classes = p.Classes.SelectQueries(rows)
 	}
 	return out, nil
 }

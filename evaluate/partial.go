@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -29,11 +28,11 @@ type PairPartial struct {
 //
 // The forward direction counts every query against the shard's gallery
 // rows. The reverse direction is split by its queries instead (SPEC
-// §11.3): shard i of N scores reverse-query block ReverseBlock(i, N, n)
-// (n = reverse queries) against the whole reverse gallery, the original
-// queries, which every worker holds, so its reverse results are complete
-// and finalize concatenates the blocks in order, with no count merge and
-// per-worker state for 1/N of the reverse queries.
+// §11.3): the shard scores its block of reverse queries (ReverseBlock)
+// against the whole reverse gallery, the original queries, which every
+// worker holds, so its reverse results are complete and finalize
+// concatenates the blocks in order: no count merge, and per-worker work
+// and state for 1/N of the reverse queries.
 func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard) (*PairPartial, error) {
 	fwd, err := DirectionShard(ctx, p, cfg, threads, runDepth, shard)
 	if err != nil {
@@ -41,79 +40,73 @@ func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	}
 	out := &PairPartial{Forward: fwd}
 	if cfg.Bidirectional {
-		rp, err := ReverseFor(p, cfg, p.Gallery.Rows())
-		if err != nil {
-			return nil, err
-		}
-		lo, hi := ReverseBlock(shard.Index, shard.Total, len(rp.QueryIDs))
-		if out.Reverse, err = DirectionBlock(ctx, rp, cfg, threads, lo, hi); err != nil {
+		if out.Reverse, err = reverseShard(ctx, p, cfg, threads, shard); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// ReverseBlock is the reverse-query block [lo, hi) of shard i of n over a
-// direction with nq queries: the contiguous split, for either gallery
-// layout (empty when n > nq).
-func ReverseBlock(i, n, nq int) (lo, hi int) {
-	return int(int64(i) * int64(nq) / int64(n)), int(int64(i+1) * int64(nq) / int64(n))
+// ReverseBlock is a gallery shard's block [lo, hi) of the reverse queries:
+// keep lists the gallery rows that are reverse queries (ReverseQueries;
+// nil: all ng). A contiguous shard takes the reverse queries among its own
+// gallery rows; a modulo shard, whose rows are not a block, the contiguous
+// split of the reverse queries (every worker holds the whole gallery). A
+// block is empty when the shard holds no reverse query.
+func ReverseBlock(shard rank.Shard, ng int, keep []int) (lo, hi int) {
+	m := ng
+	if keep != nil {
+		m = len(keep)
+	}
+	if shard.Layout == rank.Modulo {
+		return int(int64(shard.Index) * int64(m) / int64(shard.Total)), int(int64(shard.Index+1) * int64(m) / int64(shard.Total))
+	}
+	glo, ghi := int(int64(shard.Index)*int64(ng)/int64(shard.Total)), int(int64(shard.Index+1)*int64(ng)/int64(shard.Total))
+	if keep == nil {
+		return glo, ghi
+	}
+	lo, _ = slices.BinarySearch(keep, glo)
+	hi, _ = slices.BinarySearch(keep, ghi)
+	return lo, hi
 }
 
-// DirectionBlock scores queries [lo, hi) of p against its whole gallery
-// and returns their complete partial (every gallery row counted), a query
-// block of p: the block's queries, IDs, relevance and exclusions form a
-// problem of their own, since one query's results depend on nothing of
-// the others. An empty block gives an empty partial.
-func DirectionBlock(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, lo, hi int) (*rank.Partial, error) {
-	nq, ng := len(p.QueryIDs), len(p.GalleryIDs)
-	if lo < 0 || hi > nq || lo > hi {
-		return nil, fmt.Errorf("query block [%d, %d) is not a range of [0, %d)", lo, hi, nq)
+// reverseShard scores the shard's block of reverse queries against every
+// original query: a complete partial of the reverse problem's block (an
+// empty one when the block is).
+func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads int, shard rank.Shard) (*rank.Partial, error) {
+	ng := p.Gallery.Rows()
+	r := ReverseRows(p, ng)
+	keep, err := reverseKeep(r, cfg, ng)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := ReverseBlock(shard, ng, keep)
+	m := ng
+	if keep != nil {
+		m = len(keep)
 	}
 	if lo == hi {
-		return &rank.Partial{Layout: rank.Contiguous, TotalShards: 1, Shards: []int{0}, NQueries: nq, NGallery: ng,
+		return &rank.Partial{Layout: rank.Contiguous, TotalShards: 1, Shards: []int{0}, NQueries: m, NGallery: len(p.QueryIDs),
 			QueryLo: lo, Offsets: []int{0}, Positives: []int{}, Scores: []float64{}, Counts: []int64{},
 			HasNegative: []bool{}, Nearest: []float64{}}, nil
 	}
-	sub, err := queryBlock(p, lo, hi)
+	rows := make([]int, hi-lo)
+	for i := range rows {
+		rows[i] = lo + i
+		if keep != nil {
+			rows[i] = keep[lo+i]
+		}
+	}
+	block, err := selectQueries(r, rows)
 	if err != nil {
 		return nil, err
 	}
-	part, err := DirectionShard(ctx, sub, cfg, threads, -1, rank.Shard{Index: 0, Total: 1})
+	part, err := DirectionShard(ctx, block, cfg, threads, -1, rank.Shard{Index: 0, Total: 1})
 	if err != nil {
 		return nil, err
 	}
-	part.QueryLo, part.NQueries = lo, nq
+	part.QueryLo, part.NQueries = lo, m
 	return part, nil
-}
-
-// queryBlock is the problem of queries [lo, hi) of p against p's gallery.
-func queryBlock(p rank.Problem, lo, hi int) (rank.Problem, error) {
-	out := rank.Problem{Gallery: p.Gallery, GalleryIDs: p.GalleryIDs, QueryIDs: p.QueryIDs[lo:hi:hi]}
-	switch m := p.Queries.(type) {
-	case *matrix.Dense:
-		out.Queries = m.RowSlice(lo, hi)
-	default:
-		rows := make([]int, hi-lo)
-		for i := range rows {
-			rows[i] = lo + i
-		}
-		q, err := retrieval.SelectRows(p.Queries, rows)
-		if err != nil {
-			return rank.Problem{}, err
-		}
-		out.Queries = q
-	}
-	if p.Relevance != nil {
-		out.Relevance = p.Relevance[lo:hi:hi]
-	}
-	if p.Exclusions != nil {
-		out.Exclusions = p.Exclusions[lo:hi:hi]
-	}
-	if p.Classes != nil {
-		out.Classes = retrieval.NewClasses(p.Classes.Query[lo:hi:hi], p.Classes.Gallery)
-	}
-	return out, nil
 }
 
 // DirectionShard scores every query of p against one gallery shard: the

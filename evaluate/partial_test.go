@@ -128,7 +128,7 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 			if rv := pp.Reverse; rv != nil {
 				// The reverse direction is this shard's block of reverse
 				// queries, complete: 1/N of the reverse work and state.
-				lo, hi := ReverseBlock(i, total, ng)
+				lo, hi := ReverseBlock(rank.Shard{Index: i, Total: total, Layout: layout}, ng, nil)
 				if rv.QueryLo != lo || rv.QueryHi() != hi || !rv.Complete() || rv.NQueries != ng || rv.NGallery != nq {
 					t.Fatalf("shard %d of %d: reverse block [%d, %d) of %d (complete %v), want [%d, %d)", i, total, rv.QueryLo, rv.QueryHi(), rv.NQueries, rv.Complete(), lo, hi)
 				}
@@ -289,5 +289,32 @@ func TestDirectionFromQueryBlocks(t *testing.T) {
 		if _, err := DirectionFromPartials(p, cfg, depth, []*rank.Partial{blocks[0], blocks[2], blocks[1]}); err == nil {
 			t.Fatal("blocks out of query order accepted")
 		}
+	}
+}
+
+// A contiguous shard's reverse block is the reverse queries among its own
+// gallery rows; a modulo shard's the contiguous split of the reverse
+// queries. Blocks tile the reverse queries in shard order.
+func TestReverseBlock(t *testing.T) {
+	t.Parallel()
+	keep := []int{1, 2, 5, 8, 9} // reverse queries among 10 gallery rows
+	for _, c := range []struct {
+		layout rank.ShardLayout
+		keep   []int
+		want   [][2]int
+	}{
+		{rank.Contiguous, nil, [][2]int{{0, 3}, {3, 6}, {6, 10}}},
+		{rank.Contiguous, keep, [][2]int{{0, 2}, {2, 3}, {3, 5}}}, // rows [0,3): 1, 2; [3,6): 5; [6,10): 8, 9
+		{rank.Modulo, nil, [][2]int{{0, 3}, {3, 6}, {6, 10}}},
+		{rank.Modulo, keep, [][2]int{{0, 1}, {1, 3}, {3, 5}}},
+	} {
+		for i, w := range c.want {
+			if lo, hi := ReverseBlock(rank.Shard{Index: i, Total: 3, Layout: c.layout}, 10, c.keep); lo != w[0] || hi != w[1] {
+				t.Errorf("%s shard %d keep %v: [%d, %d), want %v", c.layout, i, c.keep, lo, hi, w)
+			}
+		}
+	}
+	if lo, hi := ReverseBlock(rank.Shard{Index: 0, Total: 7}, 3, nil); lo != 0 || hi != 0 {
+		t.Errorf("shard 0 of 7 over 3 rows holds none, got [%d, %d)", lo, hi)
 	}
 }
