@@ -63,6 +63,30 @@ type Problem struct {
 	// held implicitly (SPEC §2.7): every result is as if Relevance held
 	// the pairs Classes.Materialise() lists, without materialising them.
 	Classes *retrieval.Classes
+	// GalleryTotal > 0 says Gallery holds only the rows [GalleryFirst,
+	// GalleryFirst+Gallery.Rows()) of a GalleryTotal-row endpoint: a
+	// contiguous gallery shard that read only its own rows (SPEC §11.3).
+	// IDs, relevance and exclusions stay those of the whole endpoint, and
+	// every index and message is global. Such a problem is scored by
+	// ScoreWindowPositives and by ScoreShard on that shard; its row
+	// checks cover the rows it holds.
+	GalleryFirst, GalleryTotal int
+}
+
+// galleryRows is the row count of the whole gallery endpoint.
+func (p Problem) galleryRows() int {
+	if p.GalleryTotal > 0 {
+		return p.GalleryTotal
+	}
+	return p.Gallery.Rows()
+}
+
+// window is the global rows the problem's gallery matrix holds.
+func (p Problem) window() rowSet {
+	if p.GalleryTotal > 0 {
+		return rowSet{p.GalleryFirst, p.GalleryFirst + p.Gallery.Rows(), 1}
+	}
+	return allRows(p.Gallery.Rows())
 }
 
 // Options are the protocol and performance settings of one scoring run.

@@ -37,7 +37,7 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
+	nq, ng := p.Queries.Rows(), p.galleryRows()
 	rel := newRelevance(p)
 	var missing []string
 	for q := range nq {
@@ -51,14 +51,14 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0])
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0], 0)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1])
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1], p.window().lo)
 	if err != nil {
 		return nil, err
 	}
@@ -74,21 +74,28 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 // check tests the preconditions of SPEC §4.9 in order up to the
 // eligible-positive rule. The finiteness check of a dense float32/float64
 // endpoint is the fused pass of fused.go, whose norms newSource then uses.
+//
+// A gallery window (Problem.GalleryTotal) is checked on the rows it holds,
+// reported by their global indices.
 func check(p Problem, o Options, threads int) (scans [2]*endpointScan, err error) {
+	if p.GalleryTotal > 0 && p.Gallery != nil && (p.GalleryFirst < 0 || p.GalleryFirst+p.Gallery.Rows() > p.GalleryTotal) {
+		return scans, errorf("gallery rows [%d, %d) are not rows of a %d-row gallery", p.GalleryFirst, p.GalleryFirst+p.Gallery.Rows(), p.GalleryTotal)
+	}
 	for i, e := range []struct {
 		name string
 		m    matrix.Matrix
-	}{{"Query", p.Queries}, {"Gallery", p.Gallery}} {
+		base int
+	}{{"Query", p.Queries, 0}, {"Gallery", p.Gallery, p.GalleryFirst}} {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 			return scans, errorf("%s embeddings must be a 2D array with at least one row", e.name)
 		}
 		if sc := scanEndpoint(e.m, o.Similarity == Cosine, threads); sc != nil {
 			scans[i] = sc
 			if sc.bad {
-				return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, sc.badRow, sc.badCol)
+				return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, e.base+sc.badRow, sc.badCol)
 			}
 		} else if r, c, bad := matrix.FirstNonFiniteParallel(e.m, threads); bad {
-			return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, r, c)
+			return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, e.base+r, c)
 		}
 	}
 	return scans, checkRest(p, o)
@@ -98,7 +105,7 @@ func checkRest(p Problem, o Options) error {
 	if p.Queries.Cols() != p.Gallery.Cols() {
 		return errorf("Query and gallery embedding dimensions must match; got %d and %d", p.Queries.Cols(), p.Gallery.Cols())
 	}
-	nq, ng := p.Queries.Rows(), p.Gallery.Rows()
+	nq, ng := p.Queries.Rows(), p.galleryRows()
 	if c := p.Classes; c != nil {
 		if p.Relevance != nil || len(c.Query) != nq {
 			return errorf("Relevance must contain one entry for each query; got %d entries for %d queries", len(c.Query), nq)

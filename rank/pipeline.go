@@ -24,6 +24,7 @@ type scorer[T working] struct {
 	qlo, qhi   int
 	q          []T     // the queries' working rows from qlo (nil: a sparse endpoint)
 	g          *source // the gallery's rows (its working rows, when cached)
+	posRows    rowSet  // the gallery rows whose positives the positives stage scores
 	stats      *Stats
 	meter      *meter
 	sink       *sink[T]  // pooled positive summary (nil: results carry Scores)
@@ -83,7 +84,7 @@ func runAs[T working](ctx context.Context, pr *prepared, t0 time.Time, fn func(q
 }
 
 func newScorer[T working](ctx context.Context, pr *prepared, rows rowSet, qlo, qhi int) *scorer[T] {
-	s := &scorer[T]{pr: pr, pl: newPlan(pr, rows), rel: pr.rel, d: pr.d, qlo: qlo, qhi: qhi, g: pr.g,
+	s := &scorer[T]{pr: pr, pl: newPlan(pr, rows), rel: pr.rel, d: pr.d, qlo: qlo, qhi: qhi, g: pr.g, posRows: pr.p.window(),
 		ex: exact[T]{sqDist: pr.o.Similarity == SquaredL2, d: pr.d}, stats: pr.o.Stats}
 	if s.stats == nil {
 		s.stats = &Stats{}
@@ -231,7 +232,7 @@ func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
 	if ctx.Err() != nil {
 		return // some rows are missing: keep reading the source
 	}
-	c := &source{m: g.m, rows: g.rows, cols: d, prec: g.prec}
+	c := &source{m: g.m, base: g.base, rows: g.rows, cols: d, prec: g.prec}
 	switch r := any(rows).(type) {
 	case []float64:
 		c.direct64 = r

@@ -259,6 +259,7 @@ type planPoint struct {
 	screen string // off, auto (""), float32, int8, int16
 	shards int    // 0: a whole run
 	layout ShardLayout
+	window bool // contiguous shards that hold only their rows (Problem.GalleryTotal)
 	pooled bool
 	sorted bool
 	export int // 0 none, >0 TopN, −1 FullRanking
@@ -271,6 +272,9 @@ func (pp planPoint) String() string {
 	}
 	if pp.shards > 0 {
 		s += fmt.Sprintf(" shards=%d/%s", pp.shards, pp.layout)
+	}
+	if pp.window {
+		s += " window"
 	}
 	if pp.pooled {
 		s += " pooled"
@@ -302,6 +306,7 @@ func planPoints(labels bool) []planPoint {
 				for _, l := range []ShardLayout{Contiguous, Modulo} {
 					out = append(out, planPoint{screen: screen, export: export, shards: n, layout: l})
 				}
+				out = append(out, planPoint{screen: screen, export: export, shards: n, layout: Contiguous, window: true})
 			}
 		}
 	}
@@ -340,6 +345,40 @@ func runPlan(r *rand.Rand, p Problem, sim Similarity, prec Precision, pp planPoi
 	if err != nil {
 		return nil, nil, err
 	}
+	// With windows, shard i holds only its rows: its positives stage scores
+	// the positives among them, the merged stages must be ScorePositives
+	// bit for bit, and the shard's pass runs on the window.
+	shardProblem := func(int) Problem { return p }
+	if pp.window {
+		ng := p.Gallery.Rows()
+		wins := make([]Problem, pp.shards)
+		var parts []*PositiveScores
+		for i := range pp.shards {
+			rows := Shard{Index: i, Total: pp.shards}.Rows(ng)
+			if len(rows) == 0 {
+				wins[i] = p // an empty shard reads nothing; its pass has no rows
+				continue
+			}
+			if wins[i], err = windowOf(p, rows[0], rows[len(rows)-1]+1); err != nil {
+				return nil, nil, err
+			}
+			wp, err := ScoreWindowPositives(ctx, wins[i], o)
+			if err != nil {
+				return nil, nil, err
+			}
+			parts = append(parts, wp)
+		}
+		r.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
+		merged, err := MergePositiveScores(parts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		bits := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+		if !slices.Equal(merged.Offsets, pos.Offsets) || !slices.Equal(merged.Index, pos.Index) || !slices.EqualFunc(merged.Scores, pos.Scores, bits) {
+			return nil, nil, fmt.Errorf("merged window positives differ from ScorePositives")
+		}
+		pos, shardProblem = merged, func(i int) Problem { return wins[i] }
+	}
 	nq := p.Queries.Rows()
 	cuts := []int{0}
 	for q := 1; q < nq; q++ {
@@ -352,7 +391,7 @@ func runPlan(r *rand.Rand, p Problem, sim Similarity, prec Precision, pp planPoi
 	for b := range len(cuts) - 1 {
 		var parts []*Partial
 		for i := range pp.shards {
-			pt, err := ScoreShard(ctx, p, o, pos, ShardTask{QueryLo: cuts[b], QueryHi: cuts[b+1], Gallery: Shard{Index: i, Total: pp.shards, Layout: pp.layout}})
+			pt, err := ScoreShard(ctx, shardProblem(i), o, pos, ShardTask{QueryLo: cuts[b], QueryHi: cuts[b+1], Gallery: Shard{Index: i, Total: pp.shards, Layout: pp.layout}})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -455,6 +494,9 @@ func TestEveryPlanEqualsOracle(t *testing.T) {
 				for _, prec := range []Precision{Float64, Float32} {
 					want, werr := oracle(pb.p, sim, prec)
 					for _, pp := range planPoints(pb.p.Classes != nil) {
+						if pp.window && werr != nil {
+							continue // a window reports its own rows' first failure (TestWindowErrorsNameGlobalRows)
+						}
 						got, sum, err := runPlan(r, pb.p, sim, prec, pp, randomTuning(r))
 						if werr != nil || err != nil {
 							if prec == Float32 && err != nil && strings.Contains(err.Error(), "cannot be represented in float32") {
@@ -525,5 +567,90 @@ func TestCountsMergedWithMaxAreCaught(t *testing.T) {
 		if n := mismatches(t, []Similarity{Cosine, Dot, SquaredL2}, Float64, pp, func() *tuning { return &tuning{mergeMax: true, static: true} }); n == 0 {
 			t.Fatalf("screen %s: counts merged with max went unnoticed", screen)
 		}
+	}
+}
+
+// windowOf is p's gallery shard [lo, hi) as a worker that read only those
+// rows holds it.
+func windowOf(p Problem, lo, hi int) (Problem, error) {
+	w := p
+	w.GalleryFirst, w.GalleryTotal = lo, p.Gallery.Rows()
+	switch g := p.Gallery.(type) {
+	case *matrix.Dense:
+		w.Gallery = g.RowSlice(lo, hi).Clone() // a copy: nothing outside the window is reachable
+	default:
+		rows := make([]int, hi-lo)
+		for i := range rows {
+			rows[i] = lo + i
+		}
+		m, err := retrieval.SelectRows(p.Gallery, rows)
+		if err != nil {
+			return Problem{}, err
+		}
+		w.Gallery = m
+	}
+	return w, nil
+}
+
+// A window's row checks cover its rows and name them by their global
+// index and ID; a window is scored only as the shard it is.
+func TestWindowErrorsNameGlobalRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nq, ng, d := 2, 10, 3
+	qv := make([]float64, nq*d)
+	gv := make([]float64, ng*d)
+	for i := range qv {
+		qv[i] = float64(i%5 + 1)
+	}
+	for i := range gv {
+		gv[i] = float64(i%7 + 1)
+	}
+	q, _ := matrix.NewDense64(nq, d, qv)
+	p := Problem{Queries: q, QueryIDs: []string{"q0", "q1"}, GalleryIDs: make([]string, ng), Relevance: [][]retrieval.Positive{{{Index: 1, Grade: 1}}, {{Index: 8, Grade: 1}}}}
+	for i := range p.GalleryIDs {
+		p.GalleryIDs[i] = fmt.Sprintf("g%d", i)
+	}
+	window := func(edit func(v []float64)) Problem {
+		v := slices.Clone(gv[5*d:])
+		if edit != nil {
+			edit(v)
+		}
+		g, _ := matrix.NewDense64(5, d, v)
+		w := p
+		w.Gallery, w.GalleryFirst, w.GalleryTotal = g, 5, ng
+		return w
+	}
+	o := Options{Similarity: Cosine, Precision: Float64, QueryBatch: 4, GalleryBatch: 4}
+	for _, c := range []struct {
+		name string
+		edit func(v []float64)
+		o    Options
+		want string
+	}{
+		{"zero norm", func(v []float64) { clear(v[2*d : 3*d]) }, o, `Gallery embeddings contain 1 zero-norm row(s): index 7 (ID "g7")`},
+		{"non-finite", func(v []float64) { v[3*d+1] = math.NaN() }, o, "Gallery embeddings must contain only finite numeric values; row 8, column 1"},
+		{"float32 range", func(v []float64) { v[4*d+2] = 1e300 }, Options{Similarity: Dot, Precision: Float32, QueryBatch: 4, GalleryBatch: 4},
+			`Gallery embeddings: value at row 9 (ID "g9"), column 2 cannot be represented in float32`},
+	} {
+		if _, err := ScoreWindowPositives(ctx, window(c.edit), c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	w := window(nil)
+	if _, err := ScorePositives(ctx, w, o); err == nil {
+		t.Error("ScorePositives took a window")
+	}
+	wp, err := ScoreWindowPositives(ctx, w, o)
+	if err != nil || !slices.Equal(wp.Index, []int{8}) || !slices.Equal(wp.Offsets, []int{0, 0, 1}) {
+		t.Fatalf("window positives %+v, %v", wp, err)
+	}
+	w.GalleryFirst = 6
+	if _, err := ScoreWindowPositives(ctx, w, o); err == nil || !strings.Contains(err.Error(), "not rows of a 10-row gallery") {
+		t.Errorf("a window past the gallery: %v", err)
+	}
+	w.GalleryFirst = 5
+	if _, err := ScoreShard(ctx, w, o, wp, ShardTask{QueryLo: 0, QueryHi: 2, Gallery: Shard{Index: 0, Total: 2}}); err == nil || !strings.Contains(err.Error(), "is not the rows [5, 10)") {
+		t.Errorf("the wrong shard of a window: %v", err)
 	}
 }

@@ -109,9 +109,12 @@ func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
 		}
 		for _, k := range order {
 			qs, m := byClass[k], cl.Members(int(k))
-			for m0 := 0; m0 < len(m); m0 += gBlock {
+			// The members among the positive rows (all but for a window).
+			a, _ := slices.BinarySearch(m, int32(s.posRows.lo))
+			b, _ := slices.BinarySearch(m, int32(s.posRows.hi))
+			for m0 := a; m0 < b; m0 += gBlock {
 				for q0 := 0; q0 < len(qs); q0 += qBlock {
-					tasks = append(tasks, posTask{qs: qs[q0:min(q0+qBlock, len(qs))], gs: m[m0:min(m0+gBlock, len(m))], m0: m0})
+					tasks = append(tasks, posTask{qs: qs[q0:min(q0+qBlock, len(qs))], gs: m[m0:min(m0+gBlock, b)], m0: m0})
 				}
 			}
 		}
@@ -138,7 +141,7 @@ func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
 		}
 	}
 	const maxGather = 256
-	for g := range ng {
+	for g := s.posRows.lo; g < s.posRows.hi; g++ {
 		rs := refs[start[g]:start[g+1]]
 		for lo := 0; lo < len(rs); lo += maxGather {
 			part := rs[lo:min(lo+maxGather, len(rs))]

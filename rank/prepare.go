@@ -18,8 +18,13 @@ import (
 // per-row norms instead of holding a normalised copy of a large gallery;
 // when the stored rows already are the working values they are used as
 // they are (no copy at all, also for memory-mapped files).
+//
+// Rows are addressed by global index: a gallery window (a shard holding
+// only its rows) has base = its first row, and stored row i is global row
+// base+i.
 type source struct {
 	m          matrix.Matrix
+	base       int
 	rows, cols int
 	prec       Precision
 	cosine     bool
@@ -33,13 +38,13 @@ type source struct {
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
 // sc, when set, is the endpoint's fused scan (its norms are used as they
 // are).
-func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan) (*source, error) {
-	s := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
+func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan, base int) (*source, error) {
+	s := &source{m: m, base: base, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
 	s.csr, _ = m.(*matrix.CSR)
 	if s.cosine && sc != nil && sc.norms != nil {
 		s.norms = sc.norms
 		if len(sc.zeros) > 0 {
-			return s, &Error{Msg: ZeroNormMessage(endpoint, sc.zeros, ids)}
+			return s, &Error{Msg: ZeroNormMessage(endpoint, s.global(sc.zeros), ids)}
 		}
 		return s, nil
 	}
@@ -68,7 +73,7 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 			var idx []int32
 			var vals []float64
 			for i := lo; i < hi; i++ {
-				idx, vals = s.storedRow(i, vals)
+				idx, vals = s.storedRow(base+i, vals)
 				for k, v := range vals {
 					if math.IsInf(float64(float32(v)), 0) {
 						j := k
@@ -84,22 +89,34 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 		for c, i := range bad {
 			if i >= 0 {
 				return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
-					endpoint, i, msgfmt.Quote(ids[i]), cols[c])}
+					endpoint, base+i, msgfmt.Quote(ids[base+i]), cols[c])}
 			}
 		}
 	}
 	return s, nil
 }
 
-// storedRow returns row i's stored values widened to float64 (for a sparse
-// endpoint its stored entries and their column indices; idx is nil for a
-// dense one). vals is reused.
-func (s *source) storedRow(i int, vals []float64) ([]int32, []float64) {
+// global maps stored row indices to global ones.
+func (s *source) global(rows []int) []int {
+	if s.base == 0 {
+		return rows
+	}
+	out := make([]int, len(rows))
+	for k, i := range rows {
+		out[k] = s.base + i
+	}
+	return out
+}
+
+// storedRow returns global row g's stored values widened to float64 (for a
+// sparse endpoint its stored entries and their column indices; idx is nil
+// for a dense one). vals is reused.
+func (s *source) storedRow(g int, vals []float64) ([]int32, []float64) {
 	if s.csr != nil {
-		return s.csr.RowEntries(i, vals)
+		return s.csr.RowEntries(g-s.base, vals)
 	}
 	vals = growTo(vals, s.cols)
-	s.m.RowFloat64(i, vals)
+	s.m.RowFloat64(g-s.base, vals)
 	return nil, vals
 }
 
@@ -107,7 +124,8 @@ func (s *source) storedRow(i int, vals []float64) ([]int32, []float64) {
 // indices (ascending) and values normalised (cosine) or rounded (float32)
 // as the dense path would produce them, so skipping the zero entries gives
 // the same sums (SPEC §4.2).
-func (s *source) sparseRow(i int, vals []float64) ([]int32, []float64) {
+func (s *source) sparseRow(g int, vals []float64) ([]int32, []float64) {
+	i := g - s.base
 	idx, vals := s.csr.RowEntries(i, vals)
 	for k, v := range vals {
 		if s.cosine {
@@ -134,7 +152,7 @@ func (s *source) computeNorms(ids []string, endpoint string, threads int) error 
 			// with a zero product), so a sparse row needs only its stored
 			// values. Values are finite (checked first), so a plain
 			// comparison is math.Max.
-			_, row = s.storedRow(i, row)
+			_, row = s.storedRow(s.base+i, row)
 			var mx float64
 			for _, v := range row {
 				if a := math.Abs(v); a > mx {
@@ -158,7 +176,7 @@ func (s *source) computeNorms(ids []string, endpoint string, threads int) error 
 		zero = append(zero, z...)
 	}
 	if len(zero) > 0 {
-		return &Error{Msg: ZeroNormMessage(endpoint, zero, ids)}
+		return &Error{Msg: ZeroNormMessage(endpoint, s.global(zero), ids)}
 	}
 	return nil
 }
@@ -190,12 +208,12 @@ func firstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
 	return matrix.FirstNonFiniteParallel(m, threads)
 }
 
-// row64 writes row i in float64 working values to dst[:s.cols]: the
-// stored values widened and, under cosine, divided by the row's norm
+// row64 writes global row g in float64 working values to dst[:s.cols]:
+// the stored values widened and, under cosine, divided by the row's norm
 // (SPEC §4.1; kernel.DivTo64 and kernel.Div64 divide exactly as the
 // scalar loop does).
-func (s *source) row64(i int, dst []float64) {
-	d := s.cols
+func (s *source) row64(g int, dst []float64) {
+	i, d := g-s.base, s.cols
 	dst = dst[:d]
 	if s.direct64 != nil {
 		copy(dst, s.direct64[i*d:(i+1)*d])
@@ -212,12 +230,12 @@ func (s *source) row64(i int, dst []float64) {
 	}
 }
 
-// block64 returns rows [lo, hi) in float64 working values, using buf when
-// they must be produced (row by row, as row64 produces them).
+// block64 returns global rows [lo, hi) in float64 working values, using
+// buf when they must be produced (row by row, as row64 produces them).
 func (s *source) block64(lo, hi int, buf []float64) []float64 {
 	d := s.cols
 	if s.direct64 != nil {
-		return s.direct64[lo*d : hi*d]
+		return s.direct64[(lo-s.base)*d : (hi-s.base)*d]
 	}
 	out := buf[:(hi-lo)*d]
 	for i := lo; i < hi; i++ {
@@ -231,17 +249,18 @@ func (s *source) block64(lo, hi int, buf []float64) []float64 {
 func (s *source) block32(lo, hi int, buf []float32, tmp []float64) []float32 {
 	d := s.cols
 	if s.direct32 != nil {
-		return s.direct32[lo*d : hi*d]
+		return s.direct32[(lo-s.base)*d : (hi-s.base)*d]
 	}
 	out := buf[:(hi-lo)*d]
 	dm, _ := s.m.(*matrix.Dense)
-	for i := lo; i < hi; i++ {
-		dst := out[(i-lo)*d : (i-lo+1)*d]
+	for g := lo; g < hi; g++ {
+		i := g - s.base
+		dst := out[(g-lo)*d : (g-lo+1)*d]
 		if s.cosine && dm != nil && dm.DType() == matrix.Float32 {
 			kernel.DivTo32(dm.Float32Data()[i*d:(i+1)*d], s.norms[i], dst)
 			continue
 		}
-		s.row64(i, tmp)
+		s.row64(g, tmp)
 		for j, v := range tmp[:d] {
 			dst[j] = float32(v)
 		}

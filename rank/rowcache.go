@@ -45,11 +45,11 @@ func direct[T working](src *source, b block) []T {
 	switch any(*new(T)).(type) {
 	case float64:
 		if src.direct64 != nil {
-			v = src.direct64[b.g0*d : (b.g0+b.n)*d]
+			v = src.direct64[(b.g0-src.base)*d : (b.g0-src.base+b.n)*d]
 		}
 	case float32:
 		if src.direct32 != nil {
-			v = src.direct32[b.g0*d : (b.g0+b.n)*d]
+			v = src.direct32[(b.g0-src.base)*d : (b.g0-src.base+b.n)*d]
 		}
 	}
 	if v == nil {

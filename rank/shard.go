@@ -180,6 +180,23 @@ func sameSlice[T any](a, b []T) bool {
 // messages) and scores every eligible positive by the one formula (the
 // positives stage of every gallery shard, SPEC §11.3).
 func ScorePositives(ctx context.Context, p Problem, o Options) (*PositiveScores, error) {
+	if p.GalleryTotal > 0 {
+		return nil, errors.New("rank: ScorePositives needs the whole gallery; a gallery window scores its positives with ScoreWindowPositives")
+	}
+	return scorePositivesOf(ctx, p, o)
+}
+
+// ScoreWindowPositives is the positives stage of a gallery shard that holds
+// only its rows (p.GalleryTotal > 0): p is checked as Score checks it (the
+// window's rows for the row checks), and the eligible positives among the
+// window's rows are scored by the one formula. The windows' results,
+// merged by MergePositiveScores, equal ScorePositives bit for bit (SPEC
+// §4.2: a positive's score is the same whichever worker computes it).
+func ScoreWindowPositives(ctx context.Context, p Problem, o Options) (*PositiveScores, error) {
+	return scorePositivesOf(ctx, p, o)
+}
+
+func scorePositivesOf(ctx context.Context, p Problem, o Options) (*PositiveScores, error) {
 	pr, err := prepare(ctx, p, o)
 	if err != nil {
 		return nil, err
@@ -193,18 +210,19 @@ func ScorePositives(ctx context.Context, p Problem, o Options) (*PositiveScores,
 	if err != nil {
 		return nil, err
 	}
-	pos.prep, pos.orig = pr, p
+	if p.GalleryTotal == 0 {
+		pos.prep, pos.orig = pr, p
+	}
 	return pos, nil
 }
 
+// scorePositives scores the eligible positives among the gallery rows the
+// problem holds.
 func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScores, error) {
-	s := newScorer[T](ctx, pr, allRows(pr.ng), 0, pr.nq)
+	rows := pr.p.window()
+	s := newScorer[T](ctx, pr, rows, 0, pr.nq)
 	s.cacheGallery(ctx, len(s.chunks()))
 	out := &PositiveScores{Offsets: make([]int, pr.nq+1)}
-	for q := range pr.nq {
-		out.Offsets[q+1] = out.Offsets[q] + s.rel.count(q)
-	}
-	out.Index, out.Scores = make([]int, out.Offsets[pr.nq]), make([]float64, out.Offsets[pr.nq])
 	var buf []T
 	var ibuf []int32
 	for _, ch := range s.chunks() {
@@ -217,13 +235,55 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 		}
 		for i := range c.scores {
 			q := c.q0 + i
-			o := out.Offsets[q]
 			vals := eligibleScores(s.rel, q, c.scores[i], &buf)
 			idx := eligibleScores(s.rel, q, s.rel.list(q), &ibuf)
 			for k, v := range vals {
-				out.Scores[o+k], out.Index[o+k] = float64(v)+0, int(idx[k]) // −0 → +0 (SPEC §1.3)
+				if g := int(idx[k]); g >= rows.lo && g < rows.hi {
+					out.Scores, out.Index = append(out.Scores, float64(v)+0), append(out.Index, g) // −0 → +0 (SPEC §1.3)
+				}
+			}
+			out.Offsets[q+1] = len(out.Index)
+		}
+	}
+	return out, nil
+}
+
+// MergePositiveScores combines the positives stages of gallery windows
+// that together hold every gallery row once (ScoreWindowPositives of each
+// shard, in any order) into the positive scores of the whole problem.
+func MergePositiveScores(parts ...*PositiveScores) (*PositiveScores, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("rank: no positive scores to merge")
+	}
+	nq := len(parts[0].Offsets) - 1
+	total := 0
+	for _, p := range parts {
+		if len(p.Offsets) != nq+1 || len(p.Index) != p.Offsets[nq] || len(p.Scores) != len(p.Index) {
+			return nil, errors.New("rank: positive scores of different problems cannot merge")
+		}
+		total += len(p.Index)
+	}
+	out := &PositiveScores{Offsets: make([]int, nq+1), Index: make([]int, 0, total), Scores: make([]float64, 0, total)}
+	type pos struct {
+		g int
+		v float64
+	}
+	var buf []pos
+	for q := range nq {
+		buf = buf[:0]
+		for _, p := range parts {
+			for k := p.Offsets[q]; k < p.Offsets[q+1]; k++ {
+				buf = append(buf, pos{p.Index[k], p.Scores[k]})
 			}
 		}
+		slices.SortFunc(buf, func(a, b pos) int { return a.g - b.g })
+		for k, x := range buf {
+			if k > 0 && x.g == buf[k-1].g {
+				return nil, fmt.Errorf("rank: gallery row %d is a positive of query %d in two windows", x.g, q)
+			}
+			out.Index, out.Scores = append(out.Index, x.g), append(out.Scores, x.v)
+		}
+		out.Offsets[q+1] = len(out.Index)
 	}
 	return out, nil
 }
@@ -245,6 +305,9 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 	}
 	if err := t.Gallery.Validate(); err != nil {
 		return nil, err
+	}
+	if w := p.window(); p.GalleryTotal > 0 && t.Gallery.rowSet(pr.ng) != w {
+		return nil, fmt.Errorf("gallery shard %d of %d (%s) is not the rows [%d, %d) the problem holds", t.Gallery.Index, t.Gallery.Total, t.Gallery.Layout, w.lo, w.hi)
 	}
 	if t.QueryLo < 0 || t.QueryHi > pr.nq || t.QueryLo >= t.QueryHi {
 		return nil, fmt.Errorf("query block [%d, %d) is not a non-empty range of [0, %d)", t.QueryLo, t.QueryHi, pr.nq)
