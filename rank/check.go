@@ -87,6 +87,9 @@ func check(p Problem, o Options, threads int) (scans [2]*endpointScan, err error
 		base int
 	}{{"Query", p.Queries, 0}, {"Gallery", p.Gallery, p.GalleryFirst}} {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
+			if i == 1 && p.GalleryTotal > 0 && e.m != nil && e.m.Rows() == 0 && e.m.Cols() > 0 {
+				continue // an empty window: a shard that holds no rows
+			}
 			return scans, errorf("%s embeddings must be a 2D array with at least one row", e.name)
 		}
 		if sc := scanEndpoint(e.m, o.Similarity == Cosine, threads); sc != nil {

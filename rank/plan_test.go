@@ -355,11 +355,8 @@ func runPlan(r *rand.Rand, p Problem, sim Similarity, prec Precision, pp planPoi
 		var parts []*PositiveScores
 		for i := range pp.shards {
 			rows := Shard{Index: i, Total: pp.shards}.Rows(ng)
-			if len(rows) == 0 {
-				wins[i] = p // an empty shard reads nothing; its pass has no rows
-				continue
-			}
-			if wins[i], err = windowOf(p, rows[0], rows[len(rows)-1]+1); err != nil {
+			lo := int(int64(i) * int64(ng) / int64(pp.shards)) // an empty shard: an empty window
+			if wins[i], err = windowOf(p, lo, lo+len(rows)); err != nil {
 				return nil, nil, err
 			}
 			wp, err := ScoreWindowPositives(ctx, wins[i], o)
