@@ -372,7 +372,7 @@ func ReverseFor(p rank.Problem, cfg retrieval.Config, ng int) (rank.Problem, err
 	if err != nil || keep == nil {
 		return r, err
 	}
-	return selectQueries(r, keep)
+	return selectQueries(r, keep, 0)
 }
 
 // ReverseQueries lists the gallery rows that are reverse queries under cfg
@@ -414,17 +414,25 @@ func reverseKeep(r rank.Problem, cfg retrieval.Config, ng int) ([]int, error) {
 
 // selectQueries is the problem of p's queries rows (ascending) against
 // p's whole gallery: one query's results depend on nothing of the others.
+// The query matrix holds rows from base on (a gallery window reversed).
 // Contiguous rows of a dense endpoint are a view, not a copy.
-func selectQueries(p rank.Problem, rows []int) (rank.Problem, error) {
+func selectQueries(p rank.Problem, rows []int, base int) (rank.Problem, error) {
 	out := rank.Problem{Gallery: p.Gallery, GalleryIDs: p.GalleryIDs, QueryIDs: make([]string, len(rows))}
 	for i, q := range rows {
 		out.QueryIDs[i] = p.QueryIDs[q]
 	}
 	if p.Queries != nil {
 		if d, ok := p.Queries.(*matrix.Dense); ok && len(rows) > 0 && rows[len(rows)-1]-rows[0] == len(rows)-1 {
-			out.Queries = d.RowSlice(rows[0], rows[0]+len(rows))
+			out.Queries = d.RowSlice(rows[0]-base, rows[0]-base+len(rows))
 		} else {
-			m, err := retrieval.SelectRows(p.Queries, rows)
+			local := rows
+			if base != 0 {
+				local = make([]int, len(rows))
+				for i, q := range rows {
+					local[i] = q - base
+				}
+			}
+			m, err := retrieval.SelectRows(p.Queries, local)
 			if err != nil {
 				return rank.Problem{}, err
 			}

@@ -74,7 +74,7 @@ func ReverseBlock(shard rank.Shard, ng int, keep []int) (lo, hi int) {
 // original query: a complete partial of the reverse problem's block (an
 // empty one when the block is).
 func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads int, shard rank.Shard) (*rank.Partial, error) {
-	ng := p.Gallery.Rows()
+	ng := len(p.GalleryIDs)
 	r := ReverseRows(p, ng)
 	keep, err := reverseKeep(r, cfg, ng)
 	if err != nil {
@@ -97,7 +97,7 @@ func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thr
 			rows[i] = keep[lo+i]
 		}
 	}
-	block, err := selectQueries(r, rows)
+	block, err := selectQueries(r, rows, p.GalleryFirst) // a window's own rows are its reverse queries
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +107,42 @@ func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thr
 	}
 	part.QueryLo, part.NQueries = lo, m
 	return part, nil
+}
+
+// WindowPositives is the positives stage of a contiguous gallery shard
+// that holds only its rows (p.GalleryTotal > 0, SPEC §11.3): the scores of
+// the eligible forward positives among those rows.
+func WindowPositives(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads int) (*rank.PositiveScores, error) {
+	opts, err := DirectionOptions(cfg, threads, -1)
+	if err != nil {
+		return nil, err
+	}
+	return rank.ScoreWindowPositives(ctx, p, opts)
+}
+
+// PairWindow is PairShard for a contiguous gallery shard that holds only
+// its rows (p.GalleryTotal > 0): pos is every shard's WindowPositives
+// merged (rank.MergePositiveScores), and the reverse block lies in the
+// shard's own rows. The result equals PairShard's bit for bit.
+func PairWindow(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard, pos *rank.PositiveScores) (*PairPartial, error) {
+	if shard.Layout != rank.Contiguous {
+		return nil, fmt.Errorf("a gallery window is a contiguous shard, not %s", shard.Layout)
+	}
+	opts, err := DirectionOptions(cfg, threads, runDepth)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := rank.ScoreShard(ctx, p, opts, pos, rank.ShardTask{QueryLo: 0, QueryHi: p.Queries.Rows(), Gallery: shard})
+	if err != nil {
+		return nil, err
+	}
+	out := &PairPartial{Forward: fwd}
+	if cfg.Bidirectional {
+		if out.Reverse, err = reverseShard(ctx, p, cfg, threads, shard); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // DirectionShard scores every query of p against one gallery shard: the

@@ -137,6 +137,14 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if layout == rank.Contiguous {
+				// The same shard holding only its rows, with the merged
+				// positives stages of all shards, gives the same bytes.
+				wenc, err := windowPair(ctx, p, cfg, depth, i, total).MarshalBinary()
+				if err != nil || !bytes.Equal(wenc, enc) {
+					t.Fatalf("iteration %d shard %d of %d: the windowed shard differs (%v)", it, i, total, err)
+				}
+			}
 			var dec PairPartial
 			if err := dec.UnmarshalBinary(enc); err != nil {
 				t.Fatal(err)
@@ -157,6 +165,36 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 			t.Fatalf("iteration %d (%s, bidirectional %v, N=%d %s, depth %d):\nwant %s\ngot  %s", it, cfg.Similarity, cfg.Bidirectional, total, layout, depth, w, g)
 		}
 	}
+}
+
+// windowPair scores contiguous shard i of n of p as a worker holding only
+// its rows does: every shard's positives stage on its window, merged, then
+// the shard's pair partial on its window.
+func windowPair(ctx context.Context, p rank.Problem, cfg retrieval.Config, depth, i, n int) *PairPartial {
+	ng := p.Gallery.Rows()
+	window := func(k int) rank.Problem {
+		lo, hi := k*ng/n, (k+1)*ng/n
+		w := p
+		w.Gallery, w.GalleryFirst, w.GalleryTotal = p.Gallery.(*matrix.Dense).RowSlice(lo, hi).Clone(), lo, ng
+		return w
+	}
+	var parts []*rank.PositiveScores
+	for k := range n {
+		wp, err := WindowPositives(ctx, window(k), cfg, 1)
+		if err != nil {
+			panic(err)
+		}
+		parts = append(parts, wp)
+	}
+	pos, err := rank.MergePositiveScores(parts...)
+	if err != nil {
+		panic(err)
+	}
+	pp, err := PairWindow(ctx, window(i), cfg, 2, depth, rank.Shard{Index: i, Total: n}, pos)
+	if err != nil {
+		panic(err)
+	}
+	return pp
 }
 
 func FuzzPairPartialUnmarshal(f *testing.F) {
@@ -222,6 +260,13 @@ func TestPairFromPartialsClasses(t *testing.T) {
 			pp, err := PairShard(ctx, p, cfg, 2, -1, rank.Shard{Index: i, Total: 3, Layout: rank.ShardLayout(it % 2)})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if it%2 == 0 {
+				a, _ := pp.MarshalBinary()
+				b, _ := windowPair(ctx, p, cfg, -1, i, 3).MarshalBinary()
+				if !bytes.Equal(a, b) {
+					t.Fatalf("classes %d shard %d: the windowed shard differs", it, i)
+				}
 			}
 			parts = append(parts, pp)
 		}
