@@ -78,10 +78,13 @@ type ScoredPartial struct {
 }
 
 // ScorePartial scores gallery shard `shard` of the request (and, when
-// bidirectional, the same shard of the query endpoint in reverse) after
-// every check Score runs, and commits the partial at
-// PartialKey(score key, shard.Index, shard.Total). Re-running it rewrites
-// identical content.
+// bidirectional, its block of reverse queries) after every check Score
+// runs, and commits the partial at PartialKey(score key, shard.Index,
+// shard.Total). When every contiguous shard's positives stage is committed
+// (ScorePositivesStage), this is the count stage: the shard reads only its
+// gallery rows and takes every positive's score from the stages; without
+// them the shard reads the whole gallery and scores the positives itself.
+// Re-running it rewrites identical content.
 func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.Shard) (*ScoredPartial, error) {
 	if err := shard.Validate(); err != nil {
 		return nil, err
@@ -90,13 +93,30 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	if err != nil {
 		return nil, err
 	}
-	problem, err := s.LoadProblem(ctx, job)
-	if err != nil {
-		return nil, err
+	var pp *evaluate.PairPartial
+	var pos *rank.PositiveScores
+	if shard.Layout == rank.Contiguous {
+		if pos, err = s.readPositives(ctx, job, shard.Total); err != nil {
+			return nil, err
+		}
 	}
-	pp, err := evaluate.PairShard(ctx, problem, job.cfg, req.Threads, -1, shard)
-	if err != nil {
-		return nil, err
+	if pos != nil {
+		// Every shard ran its positives stage: this one reads only its rows.
+		problem, err := s.loadWindow(ctx, job, shard)
+		if err != nil {
+			return nil, err
+		}
+		if pp, err = evaluate.PairWindow(ctx, problem, job.cfg, req.Threads, -1, shard, pos); err != nil {
+			return nil, err
+		}
+	} else {
+		problem, err := s.LoadProblem(ctx, job)
+		if err != nil {
+			return nil, err
+		}
+		if pp, err = evaluate.PairShard(ctx, problem, job.cfg, req.Threads, -1, shard); err != nil {
+			return nil, err
+		}
 	}
 	key := PartialKey(job.key, shard.Index, shard.Total)
 	doc, arr, err := partialDocument(job, key, pp)

@@ -231,6 +231,9 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 // LoadProblem reads (and verifies) both endpoints of a prepared job and
 // returns the scoring problem with its matrices.
 func (s *Store) LoadProblem(ctx context.Context, j *ScoreJob) (rank.Problem, error) {
+	if err := s.checkEndpointMemory(ctx, j, j.gm.NSamples); err != nil {
+		return rank.Problem{}, err
+	}
 	q, _, err := s.ReadEndpoint(ctx, j.req.QueryKey)
 	if err != nil {
 		return rank.Problem{}, err

@@ -4,7 +4,9 @@
 # deploy/slurm/stage.sbatch through the CLI on a local store, one process per
 # shard run one after the other, with wall time and peak RSS from GNU time
 # (Debian package "time").
-#   [STORE=URI] [BIDIRECTIONAL=1] bash bench/shards/run.sh [QUERIES GALLERY DIM SHARDS THREADS [DIR]]
+#   [STORE=URI] [BIDIRECTIONAL=1] [LOCAL=1] bash bench/shards/run.sh [QUERIES GALLERY DIM SHARDS THREADS [DIR]]
+# LOCAL=1 runs the shard-local stages (score --stage positives, then count):
+# each shard reads and holds only its rows of the gallery.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 nq="${1:-1000}" ng="${2:-100000}" dim="${3:-768}" shards="${4:-4}" threads="${5:-1}"
@@ -52,6 +54,11 @@ Q=$(jq -r '.extractors[0].endpoints[] | select(.side=="query").output_key' "$wor
 G=$(jq -r '.extractors[0].endpoints[] | select(.side=="gallery").output_key' "$work/plan.json")
 R=$(jq -r .key "$work/rel.json")
 score=("$vb" retrieval score --store "$S" --query-key "$Q" --gallery-key "$G" --relevance-key "$R" --config "$work/run.yaml" --threads "$threads" --total-shards "$shards")
+if [ -n "${LOCAL:-}" ]; then
+  for ((i = 0; i < shards; i++)); do
+    label="positives stage $i" t "${score[@]}" --shard-index "$i" --stage positives
+  done
+fi
 for ((i = 0; i < shards; i++)); do
   label="score shard $i" t "${score[@]}" --shard-index "$i"
 done

@@ -19,6 +19,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/report"
 	"github.com/vertebrae-eval/vertebrae/results"
@@ -569,9 +570,10 @@ func readConfigFile(path, section string) (map[string]any, error) {
 func newScoreCmd(stdout io.Writer) *cobra.Command {
 	var af artifactFlags
 	var req artifact.ScoreRequest
-	var configPath, shardBy string
+	var configPath, shardBy, stage string
 	var total, index int
 	var finalize bool
+	var maxBytes int64
 	cmd := &cobra.Command{
 		Use: "score", Short: "Score two endpoint artifacts under a relevance artifact, optionally gallery-sharded (docs/artifacts.md)", Args: noArgs,
 		Long: `Score two endpoint artifacts under a relevance artifact (docs/artifacts.md).
@@ -580,10 +582,17 @@ Gallery-sharded scoring: with --total-shards N each run scores
 gallery shard I (--shard-index, else $JOB_COMPLETION_INDEX, else
 $SLURM_ARRAY_TASK_ID) and writes the partial
 <score key>/partials/<I:05d>-of-<N:05d>; with a bidirectional config it also
-holds shard I of the query endpoint in reverse. Re-running a shard rewrites
+holds shard I's block of reverse queries. Re-running a shard rewrites
 identical content. --total-shards N --finalize then merges all N partials
 exactly and writes the score artifact at the score key, bit-identical to an
-unsharded score; it fails naming the first missing or foreign partial.`,
+unsharded score; it fails naming the first missing or foreign partial.
+
+Shards that read only their rows (contiguous layout): run every shard with
+--stage positives first (it scores the eligible positives among its gallery
+rows and writes <score key>/positives/<I:05d>-of-<N:05d>), then every shard
+with the default --stage count: it reads its row range of the gallery
+(verified chunk reads) and every stage's positive scores. Without positives
+stages a shard reads the whole gallery and scores the positives itself.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
 			sharded := ch("total-shards")
@@ -594,6 +603,12 @@ unsharded score; it fails naming the first missing or foreign partial.`,
 				return usagef("--total-shards must be >= 1, got %d", total)
 			case finalize && ch("shard-index"):
 				return usagef("--finalize merges every shard; it takes no --shard-index")
+			case stage != "count" && stage != "positives":
+				return usagef("--stage must be positives or count, got %q", stage)
+			case stage == "positives" && (!sharded || finalize):
+				return usagef("--stage positives scores one gallery shard: it needs --total-shards and a shard index, not --finalize")
+			case stage == "positives" && shardBy != "contiguous":
+				return usagef("--stage positives reads the shard's row range: it needs --shard-by contiguous")
 			}
 			layout, err := rank.ParseShardLayout(shardBy)
 			if err != nil {
@@ -626,6 +641,21 @@ unsharded score; it fails naming the first missing or foreign partial.`,
 				return err
 			}
 			defer done()
+			if ch("max-memory-bytes") {
+				if maxBytes < 1 {
+					return usagef("--max-memory-bytes must be positive")
+				}
+				cmd.SetContext(memory.WithLimit(cmd.Context(), maxBytes))
+			}
+			if shard >= 0 && stage == "positives" {
+				key, doc, err := st.ScorePositivesStage(cmd.Context(), req, rank.Shard{Index: shard, Total: total, Layout: layout})
+				if err != nil {
+					return err
+				}
+				return af.print(cmd, map[string]any{"artifact_type": artifact.TypeEvaluationPositives, "key": key,
+					"score_key": doc.ScoreKey, "shard_index": shard, "total_shards": total, "n_positives": doc.NPositives,
+					"evaluation_fingerprint": doc.EvaluationFingerprint}, stdout)
+			}
 			if shard >= 0 {
 				res, err := st.ScorePartial(cmd.Context(), req, rank.Shard{Index: shard, Total: total, Layout: layout})
 				if err != nil {
@@ -666,6 +696,8 @@ unsharded score; it fails naming the first missing or foreign partial.`,
 	f.IntVar(&index, "shard-index", 0, "gallery shard to score, 0-based (default $JOB_COMPLETION_INDEX, then $SLURM_ARRAY_TASK_ID)")
 	f.StringVar(&shardBy, "shard-by", "contiguous", "gallery shard layout: contiguous (row ranges) or modulo (rows i, i+N, …)")
 	f.BoolVar(&finalize, "finalize", false, "merge the N gallery-shard partials into the score artifact")
+	f.StringVar(&stage, "stage", "count", "sharded stage: positives (score the positives among the shard's rows) or count (count over them; reads only the shard's rows once every positives stage ran)")
+	f.Var(byteSize{&maxBytes}, "max-memory-bytes", "memory budget for the endpoints a worker loads, K/M/G/T or KiB/MiB/GiB/TiB suffixes allowed (default: unchecked)")
 	return cmd
 }
 

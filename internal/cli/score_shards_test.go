@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,10 +134,27 @@ func mustCLI(t *testing.T, storeURI string, args ...string) string {
 
 // scoreSharded runs the N gallery-shard scores and the finalize step under
 // outputKey and returns finalize's output document.
-func scoreSharded(t *testing.T, storeURI, spec string, keys [3]string, outputKey string, total int, layout string) map[string]any {
+//
+// Layout "local" is contiguous shards that read only their rows: every
+// shard's --stage positives first, then the count stages.
+func scoreSharded(t *testing.T, storeURI, spec string, keys [3]string, outputKey string, total int, layout string, extra ...string) map[string]any {
 	t.Helper()
 	base := []string{"retrieval", "score", "--query-key", keys[0], "--gallery-key", keys[1], "--relevance-key", keys[2],
 		"--config", spec, "--output-key", outputKey, "--total-shards", fmt.Sprint(total)}
+	base = append(base, extra...)
+	if layout == "local" {
+		layout = "contiguous"
+		for i := range total {
+			var doc map[string]any
+			out := mustCLI(t, storeURI, append(base, "--shard-index", fmt.Sprint(i), "--stage", "positives")...)
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc["artifact_type"] != "retrieval_evaluation_positives" || doc["key"] != fmt.Sprintf("%s/positives/%05d-of-%05d", outputKey, i, total) {
+				t.Fatalf("positives stage %d printed %v", i, doc)
+			}
+		}
+	}
 	for i := range total {
 		var doc map[string]any
 		out := mustCLI(t, storeURI, append(base, "--shard-index", fmt.Sprint(i), "--shard-by", layout)...)
@@ -182,7 +200,7 @@ func TestShardedScoreMatchesLocalRun(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, total := range []int{1, 2, 3, 7} {
-					for _, layout := range []string{"contiguous", "modulo"} {
+					for _, layout := range []string{"contiguous", "modulo", "local"} {
 						key := fmt.Sprintf("scores/n%d-%s", total, layout)
 						fin := scoreSharded(t, st, spec, keys, key, total, layout)
 						plain["key"] = key
@@ -376,5 +394,31 @@ func TestShardedScoreScreenOff(t *testing.T) {
 	scoreSharded(t, st, spec, [3]string{q, g, r}, "scores/off", 3, "modulo")
 	if rep := reportOf(t, mustCLI(t, st, "retrieval", "from-artifacts", "--score-key", "scores/off")); !reflect.DeepEqual(rep["extractor_results"], want["extractor_results"]) {
 		t.Fatal("exhaustive sharded scoring differs from the screened local run")
+	}
+}
+
+// A worker's memory budget covers the endpoints it loads: four shards that
+// read only their rows fit 40 % of what the unsharded score needs, which
+// fails (exit 1) with the memory message.
+func TestShardedScoreUnderBudget(t *testing.T) {
+	dir := t.TempDir()
+	spec := shardDataset(t, dir, "dot", false, 6, 120)
+	st := "mem://" + t.Name()
+	q, g, r := artifactKeys(t, st, spec, 1)
+	base := []string{"retrieval", "score", "--query-key", q, "--gallery-key", g, "--relevance-key", r, "--config", spec}
+	var plain map[string]any
+	if err := json.Unmarshal([]byte(mustCLI(t, st, append(slices.Clip(base), "--output-key", "scores/plain")...)), &plain); err != nil {
+		t.Fatal(err)
+	}
+	// 6 queries + 120 gallery rows of 4 float64 values: 4032 bytes.
+	budget := fmt.Sprint(4032 * 4 / 10)
+	code, _, stderr := run(t, append(slices.Clip(base), "--store", st, "--output-key", "scores/whole", "--max-memory-bytes", budget)...)
+	if code != 1 || !strings.Contains(stderr, "exceeding the memory budget of "+budget+" bytes") {
+		t.Fatalf("unsharded under 40%%: exit %d: %s", code, stderr)
+	}
+	fin := scoreSharded(t, st, spec, [3]string{q, g, r}, "scores/local", 4, "local", "--max-memory-bytes", budget)
+	plain["key"] = "scores/local"
+	if !reflect.DeepEqual(fin, plain) {
+		t.Fatalf("finalize printed %v, unsharded score %v", fin, plain)
 	}
 }

@@ -1,0 +1,250 @@
+package artifact
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/internal/version"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/rank"
+)
+
+// Shard-local scoring (SPEC §11.3). A contiguous gallery shard reads only
+// its row range of the gallery (ReadEndpointRows: verified chunk reads) and
+// the query endpoint. Its positives stage (ScorePositivesStage) scores the
+// eligible positives among its rows; once every shard's stage is
+// committed, each shard's count stage (ScorePartial) loads all of them
+// (O(eligible pairs)) and counts over its own rows. A worker's memory is
+// O(shard rows × width + queries + per-query state), not O(gallery).
+
+// TypeEvaluationPositives is one gallery shard's positives stage.
+const TypeEvaluationPositives = "retrieval_evaluation_positives"
+
+// PositivesColumns name the columns of a positives stage's array: one row
+// per eligible positive among the shard's rows, in query order, then
+// gallery order.
+var PositivesColumns = []string{"query_index", "gallery_index", "positive_score"}
+
+// EvaluationPositives is retrieval_evaluation_positives, the metadata of
+// gallery shard Shard.ShardIndex of Shard.TotalShards's positives stage of
+// the score at ScoreKey. A stage with no positive in its rows is a JSON
+// artifact (n_positives 0, no array).
+type EvaluationPositives struct {
+	Common
+	ScoreKey              string       `json:"score_key"`
+	EvaluationFingerprint string       `json:"evaluation_fingerprint"`
+	ProtocolFingerprint   string       `json:"protocol_fingerprint"`
+	Shard                 PartialShard `json:"shard"`
+	GalleryRows           [2]int       `json:"gallery_rows"` // the shard's rows [lo, hi)
+	NQueries              int          `json:"n_queries"`
+	NGallery              int          `json:"n_gallery"`
+	NPositives            int          `json:"n_positives"`
+	Columns               []string     `json:"columns"`
+}
+
+// PositivesKey is the key of gallery shard i of n's positives stage.
+func PositivesKey(scoreKey string, i, n int) string {
+	return fmt.Sprintf("%s/positives/%05d-of-%05d", scoreKey, i, n)
+}
+
+// shardWindow is contiguous shard's rows [lo, hi) of an ng-row gallery.
+func shardWindow(shard rank.Shard, ng int) (lo, hi int) {
+	return int(int64(shard.Index) * int64(ng) / int64(shard.Total)), int(int64(shard.Index+1) * int64(ng) / int64(shard.Total))
+}
+
+// loadWindow reads the query endpoint and the shard's gallery rows, after
+// checking their size against the memory budget in ctx.
+func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard) (rank.Problem, error) {
+	if shard.Layout != rank.Contiguous {
+		return rank.Problem{}, fmt.Errorf("a shard that reads only its rows is contiguous (--shard-by contiguous), not %s", shard.Layout)
+	}
+	if j.gm.Sparse {
+		return rank.Problem{}, checkErr(j.req.GalleryKey, "a sparse gallery is read whole: score its shards without --stage positives")
+	}
+	ng := j.gm.NSamples
+	lo, hi := shardWindow(shard, ng)
+	if err := s.checkEndpointMemory(ctx, j, hi-lo); err != nil {
+		return rank.Problem{}, err
+	}
+	q, _, err := s.ReadEndpoint(ctx, j.req.QueryKey)
+	if err != nil {
+		return rank.Problem{}, err
+	}
+	g, _, err := s.ReadEndpointRows(ctx, j.req.GalleryKey, lo, hi)
+	if err != nil {
+		return rank.Problem{}, err
+	}
+	p := j.Problem()
+	p.Queries, p.Gallery, p.GalleryFirst, p.GalleryTotal = q, g, lo, ng
+	return p, nil
+}
+
+// checkEndpointMemory checks the endpoints a score worker loads — the
+// whole query endpoint and galleryRows gallery rows — against the budget
+// in ctx (SPEC §7): a sharded worker needs its shard's rows, an unsharded
+// one the whole gallery.
+func (s *Store) checkEndpointMemory(ctx context.Context, j *ScoreJob, galleryRows int) error {
+	size := func(m *EndpointMeta, rows int) int64 {
+		dt, err := matrix.ParseDType(m.DType)
+		if err != nil {
+			return 0
+		}
+		return memory.Bytes(int64(rows), int64(m.EmbeddingDim), int64(dt.Size()))
+	}
+	need := memory.Sum(size(j.qm, j.qm.NSamples), size(j.gm, galleryRows))
+	return memory.Check(ctx, fmt.Sprintf("Scoring endpoints (%d queries, %d gallery rows)", j.qm.NSamples, galleryRows), need)
+}
+
+// ScorePositivesStage runs contiguous gallery shard `shard`'s positives
+// stage: every check a score runs (the shard's rows for the row checks,
+// named by global row and ID), then the scores of the eligible positives
+// among its rows, committed at PositivesKey. Re-running it rewrites
+// identical content.
+func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard rank.Shard) (string, *EvaluationPositives, error) {
+	if err := shard.Validate(); err != nil {
+		return "", nil, err
+	}
+	job, err := s.PrepareScore(ctx, req)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := s.loadWindow(ctx, job, shard)
+	if err != nil {
+		return "", nil, err
+	}
+	pos, err := evaluate.WindowPositives(ctx, p, job.cfg, req.Threads)
+	if err != nil {
+		return "", nil, err
+	}
+	key := PositivesKey(job.key, shard.Index, shard.Total)
+	lo, hi := shardWindow(shard, p.GalleryTotal)
+	doc := &EvaluationPositives{
+		Common:   Common{ArtifactType: TypeEvaluationPositives, VertebraeVersion: version.Version, OutputKey: key},
+		ScoreKey: job.key, EvaluationFingerprint: job.ef, ProtocolFingerprint: job.pf,
+		Shard:       PartialShard{TotalShards: shard.Total, ShardIndex: shard.Index, ShardBy: rank.Contiguous.String()},
+		GalleryRows: [2]int{lo, hi}, NQueries: len(p.QueryIDs), NGallery: p.GalleryTotal, NPositives: len(pos.Index), Columns: PositivesColumns,
+	}
+	if len(pos.Index) == 0 {
+		return key, doc, s.WriteJSON(ctx, key, doc)
+	}
+	data := make([]float64, 0, 3*len(pos.Index))
+	for q := range len(pos.Offsets) - 1 {
+		for k := pos.Offsets[q]; k < pos.Offsets[q+1]; k++ {
+			data = append(data, float64(q), float64(pos.Index[k]), pos.Scores[k])
+		}
+	}
+	arr, err := matrix.NewDense64(len(pos.Index), 3, data)
+	if err != nil {
+		return "", nil, err
+	}
+	return key, doc, s.WriteArray(ctx, key, FromMatrix(arr), doc)
+}
+
+// readPositives loads the n positives stages of job, or reports (nil, nil)
+// when none exists (the shards then score the positives themselves over the
+// whole gallery). Some but not all is an error naming the first missing.
+func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.PositiveScores, error) {
+	var parts []*rank.PositiveScores
+	missing := -1
+	for i := range n {
+		key := PositivesKey(j.key, i, n)
+		ok, err := s.Exists(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if missing < 0 {
+				missing = i
+			}
+			continue
+		}
+		p, err := s.readPositivesStage(ctx, j, key, i, n)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	switch {
+	case len(parts) == 0:
+		return nil, nil
+	case missing >= 0:
+		return nil, checkErr(PositivesKey(j.key, missing, n), fmt.Sprintf("missing positives stage: gallery shard %d of %d has not run it (score --total-shards %d --shard-index %d --stage positives)", missing, n, n, missing))
+	}
+	pos, err := rank.MergePositiveScores(parts...)
+	if err != nil {
+		return nil, checkErr(j.key, fmt.Sprintf("merging positives stages: %v", err))
+	}
+	return pos, nil
+}
+
+// readPositivesStage loads and checks shard i of n's positives stage.
+func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string, i, n int) (*rank.PositiveScores, error) {
+	m, err := s.Manifest(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var md []byte
+	var arr matrix.Matrix
+	if m.Kind == KindArrayMetadata {
+		arr, md, err = s.LoadArray(ctx, key)
+	} else {
+		md, _, err = s.ReadMetadata(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc EvaluationPositives
+	if err := json.Unmarshal(md, &doc); err != nil {
+		return nil, keyErr(key, ErrInvalidMetadata, fmt.Sprintf("positives metadata: %v", err))
+	}
+	foreign := func(format string, args ...any) error {
+		return checkErr(key, "foreign positives stage: "+fmt.Sprintf(format, args...))
+	}
+	nq, ng := len(j.prot.Doc.QueryIDs), len(j.prot.Doc.GalleryIDs)
+	lo, hi := shardWindow(rank.Shard{Index: i, Total: n}, ng)
+	switch {
+	case doc.ArtifactType != TypeEvaluationPositives:
+		return nil, foreign("artifact_type %q is not %s", doc.ArtifactType, TypeEvaluationPositives)
+	case doc.EvaluationFingerprint != j.ef || doc.ScoreKey != j.key || doc.ProtocolFingerprint != j.pf:
+		return nil, foreign("it belongs to another evaluation (fingerprint %s, score key %q)", doc.EvaluationFingerprint, doc.ScoreKey)
+	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i || doc.GalleryRows != [2]int{lo, hi}:
+		return nil, foreign("it is shard %d of %d (rows %v), expected %d of %d (rows [%d %d])", doc.Shard.ShardIndex, doc.Shard.TotalShards, doc.GalleryRows, i, n, lo, hi)
+	case doc.NQueries != nq || doc.NGallery != ng || !reflect.DeepEqual(doc.Columns, PositivesColumns):
+		return nil, foreign("%d × %d rows or columns %v differ", doc.NQueries, doc.NGallery, doc.Columns)
+	case (arr == nil) != (doc.NPositives == 0):
+		return nil, foreign("%d positives, array present: %v", doc.NPositives, arr != nil)
+	}
+	out := &rank.PositiveScores{Offsets: make([]int, nq+1)}
+	if arr == nil {
+		return out, nil
+	}
+	d, ok := arr.(*matrix.Dense)
+	if !ok || d.DType() != matrix.Float64 || d.Cols() != 3 || d.Rows() != doc.NPositives {
+		return nil, foreign("array is not an n_positives × 3 float64 array")
+	}
+	data := d.Float64Data()
+	out.Index, out.Scores = make([]int, 0, d.Rows()), make([]float64, 0, d.Rows())
+	prevQ, prevG := 0, -1
+	for k := range d.Rows() {
+		qf, gf, v := data[3*k], data[3*k+1], data[3*k+2]
+		q, g := int(qf), int(gf)
+		if qf != math.Trunc(qf) || gf != math.Trunc(gf) || q < prevQ || q >= nq || g < lo || g >= hi || (q == prevQ && g <= prevG) {
+			return nil, foreign("row %d (%v, %v) is not a positive of the shard's rows in query then gallery order", k, qf, gf)
+		}
+		for ; prevQ < q; prevQ++ {
+			out.Offsets[prevQ+1] = len(out.Index)
+			prevG = -1
+		}
+		out.Index, out.Scores = append(out.Index, g), append(out.Scores, v)
+		prevG = g
+	}
+	for ; prevQ < nq; prevQ++ {
+		out.Offsets[prevQ+1] = len(out.Index)
+	}
+	return out, nil
+}

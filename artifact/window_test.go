@@ -1,0 +1,208 @@
+package artifact
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
+	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
+	"github.com/vertebrae-eval/vertebrae/store"
+	"github.com/vertebrae-eval/vertebrae/store/mem"
+)
+
+// windowFixture is a random float32 problem in a store: every gallery row
+// is a positive of query (row mod nq), plus random extra positives, or
+// label classes.
+func windowFixture(t *testing.T, st store.Store, nq, ng, d int, labels bool, seed uint64) scoreFixture {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	vals := func(n int) []float32 {
+		v := make([]float32, n*d)
+		for i := range v {
+			v[i] = float32(r.IntN(9)-4) / 4 // a small grid: ties happen
+		}
+		for i := 0; i < n; i++ {
+			v[i*d] = 1 // no zero rows
+		}
+		return v
+	}
+	q, _ := matrix.NewDense32(nq, d, vals(nq))
+	g, _ := matrix.NewDense32(ng, d, vals(ng))
+	qids, gids := make([]string, nq), make([]string, ng)
+	for i := range qids {
+		qids[i] = fmt.Sprintf("q%d", i)
+	}
+	for i := range gids {
+		gids[i] = fmt.Sprintf("g%d", i)
+	}
+	var rel retrieval.Relevance
+	if labels {
+		ql, gl := make([]string, nq), make([]string, ng)
+		for i := range ql {
+			ql[i] = fmt.Sprint("c", i%3)
+		}
+		for i := range gl {
+			gl[i] = fmt.Sprint("c", r.IntN(3))
+		}
+		rel = retrieval.LabelRelevance(ql, gl)
+	} else {
+		var recs []retrieval.Record
+		for i := range ng {
+			recs = append(recs, retrieval.Record{QueryID: qids[i%nq], GalleryID: gids[i], Grade: float64(1 + r.IntN(2))})
+		}
+		rel = retrieval.RecordRelevance(recs)
+	}
+	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: retrieval.Embeddings(q), Gallery: retrieval.Embeddings(g),
+		QueryIDs: qids, GalleryIDs: gids, Identity: retrieval.Declared("window", fmt.Sprint(seed))}, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := scoreFixture{s: New(st), ds: ds, q: q, g: g}
+	f.qk, f.gk = f.writeEndpoint(t, "e/query", SideQuery, q, qids), f.writeEndpoint(t, "e/gallery", SideGallery, g, gids)
+	if f.rk, _, err = f.s.WriteRelevance(ctx, ds, ""); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// shardLocal runs every shard's positives stage, then every count stage,
+// then finalize.
+func shardLocal(f scoreFixture, req ScoreRequest, n int) (*Scored, error) {
+	for i := range n {
+		if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: n}); err != nil {
+			return nil, err
+		}
+	}
+	for i := range n {
+		if _, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: n}); err != nil {
+			return nil, err
+		}
+	}
+	return f.s.FinalizeScore(ctx, req, n, "")
+}
+
+// Shards that read only their rows (positives stage, count stage,
+// finalize) write the score an unsharded run writes, bit for bit: qrels
+// and labels, both directions, both precisions, N ∈ {1, 2, 3, 7}.
+func TestShardLocalScoreEqualsScore(t *testing.T) {
+	for _, labels := range []bool{false, true} {
+		for _, bidir := range []bool{false, true} {
+			for _, prec := range []string{retrieval.PrecisionF64, retrieval.PrecisionF32} {
+				f := windowFixture(t, mem.New(), 9, 40, 5, labels, 3)
+				cfg := retrieval.DefaultConfig()
+				cfg.Ks, cfg.PrimaryMetric, cfg.Bidirectional, cfg.Precision = []int{1, 5}, "map", bidir, prec
+				cfg.Similarity = []string{retrieval.Cosine, retrieval.Dot, retrieval.SquaredL2}[len(prec)%3]
+				req := f.request(cfg)
+				req.OutputKey = fmt.Sprintf("s/%v-%v-%s/whole", labels, bidir, prec)
+				want, err := f.s.Score(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range []int{1, 2, 3, 7} {
+					req.OutputKey = fmt.Sprintf("s/%v-%v-%s/%d", labels, bidir, prec, n)
+					got, err := shardLocal(f, req, n)
+					if err != nil {
+						t.Fatalf("labels %v bidir %v %s N=%d: %v", labels, bidir, prec, n, err)
+					}
+					if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+						t.Fatalf("labels %v bidir %v %s N=%d:\nshards %s\nscore  %s", labels, bidir, prec, n, a, b)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A count stage without every positives stage names the missing one; a
+// modulo shard cannot run the stage.
+func TestPositivesStageMissing(t *testing.T) {
+	f := windowFixture(t, mem.New(), 4, 12, 3, false, 4)
+	req := f.request(retrieval.DefaultConfig())
+	if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: 1, Total: 3}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: 0, Total: 3})
+	if !errors.Is(err, ErrCheck) || !strings.Contains(err.Error(), "missing positives stage: gallery shard 0 of 3") {
+		t.Fatalf("got %v", err)
+	}
+	if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: 0, Total: 3, Layout: rank.Modulo}); err == nil || !strings.Contains(err.Error(), "contiguous") {
+		t.Fatalf("modulo: %v", err)
+	}
+}
+
+// The memory a worker checks against the budget is its own rows: four
+// shards fit a budget of 40 % of what the unsharded score needs, which
+// fails with the memory message; a shard reads about its quarter of the
+// gallery file; a damaged chunk fails exactly the shards whose rows it
+// holds, naming the key and the byte range.
+func TestShardLocalMemoryReadsAndDamage(t *testing.T) {
+	const nq, ng, d = 40, 70_000, 96 // gallery: 26.9 MB, four chunks
+	cs := &countingStore{Store: mem.New()}
+	f := windowFixture(t, cs, nq, ng, d, false, 5)
+	cfg := retrieval.DefaultConfig()
+	cfg.Similarity, cfg.Precision = retrieval.Dot, retrieval.PrecisionF32
+	req := f.request(cfg)
+	req.OutputKey = "s/whole"
+	want, err := f.s.Score(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := int64(nq+ng) * d * 4
+	budget := memory.WithLimit(ctx, need*4/10)
+	req.OutputKey = "s/budget"
+	var be *memory.BudgetError
+	if _, err := f.s.Score(budget, req); !errors.As(err, &be) || !strings.Contains(err.Error(), "exceeding the memory budget") {
+		t.Fatalf("unsharded under 40%%: %v", err)
+	}
+	req.OutputKey = "s/sharded"
+	man, err := f.s.Manifest(ctx, f.gk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		cs.read.Store(0)
+		if _, _, err := f.s.ScorePositivesStage(budget, req, rank.Shard{Index: i, Total: 4}); err != nil {
+			t.Fatal(err)
+		}
+		// Its quarter of the gallery, at most two partly used chunks and
+		// the header's more, plus the queries and small files.
+		if n := cs.read.Load(); n > man.Array.SizeBytes/4+3*chunkdigest.ChunkBytes {
+			t.Fatalf("shard %d read %d bytes of a %d-byte gallery", i, n, man.Array.SizeBytes)
+		}
+	}
+	for i := range 4 {
+		if _, err := f.s.ScorePartial(budget, req, rank.Shard{Index: i, Total: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := f.s.FinalizeScore(budget, req, 4, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+		t.Fatalf("under the budget:\nshards %s\nscore  %s", a, b)
+	}
+
+	// Damage chunk 2 (bytes [16 MiB, 24 MiB)): rows 43,690–65,535 of the
+	// gallery, held by shards 2 and 3.
+	name := f.gk + "/" + man.Array.Filename
+	b := objectBytes(t, cs, name)
+	b[2*chunkdigest.ChunkBytes+4321] ^= 0x08
+	putBytes(t, cs, name, b)
+	want2 := fmt.Sprintf("artifact %s: %s: checksum mismatch in bytes [%d, %d) (chunk 2)", f.gk, man.Array.Filename, 2*chunkdigest.ChunkBytes, 3*chunkdigest.ChunkBytes)
+	for i := range 4 {
+		_, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: 4})
+		if i < 2 && err != nil {
+			t.Fatalf("shard %d reads clean chunks: %v", i, err)
+		}
+		if i >= 2 && (!errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), want2)) {
+			t.Fatalf("shard %d: %v, want %q", i, err, want2)
+		}
+	}
+}
