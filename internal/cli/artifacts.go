@@ -19,7 +19,6 @@ import (
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/internal/outputset"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
-	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/report"
 	"github.com/vertebrae-eval/vertebrae/results"
@@ -645,7 +644,9 @@ stages a shard reads the whole gallery and scores the positives itself.`,
 				if maxBytes < 1 {
 					return usagef("--max-memory-bytes must be positive")
 				}
-				cmd.SetContext(memory.WithLimit(cmd.Context(), maxBytes))
+				ctx, restore := withMemoryGuard(cmd.Context(), maxBytes) // also the Go runtime's soft limit
+				defer restore()
+				cmd.SetContext(ctx)
 			}
 			if shard >= 0 && stage == "positives" {
 				key, doc, err := st.ScorePositivesStage(cmd.Context(), req, rank.Shard{Index: shard, Total: total, Layout: layout})
