@@ -63,14 +63,15 @@ type Problem struct {
 	// held implicitly (SPEC §2.7): every result is as if Relevance held
 	// the pairs Classes.Materialise() lists, without materialising them.
 	Classes *retrieval.Classes
-	// GalleryTotal > 0 says Gallery holds only the rows [GalleryFirst,
-	// GalleryFirst+Gallery.Rows()) of a GalleryTotal-row endpoint: a
-	// contiguous gallery shard that read only its own rows (SPEC §11.3).
+	// GalleryTotal > 0 says Gallery holds only rows GalleryFirst,
+	// GalleryFirst+GalleryStride, … (Gallery.Rows() of them; a stride of 0
+	// or 1 is a contiguous range) of a GalleryTotal-row endpoint: a gallery
+	// shard that read only its own rows (SPEC §11.3), contiguous or modulo.
 	// IDs, relevance and exclusions stay those of the whole endpoint, and
 	// every index and message is global. Such a problem is scored by
-	// ScoreWindowPositives and by ScoreShard on that shard; its row
-	// checks cover the rows it holds.
-	GalleryFirst, GalleryTotal int
+	// ScoreWindowPositives and by ScoreShard on that shard; its row checks
+	// cover the rows it holds.
+	GalleryFirst, GalleryTotal, GalleryStride int
 }
 
 // galleryRows is the row count of the whole gallery endpoint.
@@ -83,10 +84,11 @@ func (p Problem) galleryRows() int {
 
 // window is the global rows the problem's gallery matrix holds.
 func (p Problem) window() rowSet {
-	if p.GalleryTotal > 0 {
-		return rowSet{p.GalleryFirst, p.GalleryFirst + p.Gallery.Rows(), 1}
+	if p.GalleryTotal == 0 {
+		return allRows(p.Gallery.Rows())
 	}
-	return allRows(p.Gallery.Rows())
+	stride := max(1, p.GalleryStride)
+	return rowSet{p.GalleryFirst, p.GalleryFirst + max(0, p.Gallery.Rows()-1)*stride + min(1, p.Gallery.Rows()), stride}
 }
 
 // Options are the protocol and performance settings of one scoring run.

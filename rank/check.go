@@ -51,14 +51,14 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0], 0)
+	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0], allRows(p.Queries.Rows()))
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1], p.window().lo)
+	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1], p.window())
 	if err != nil {
 		return nil, err
 	}
@@ -78,14 +78,17 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 // A gallery window (Problem.GalleryTotal) is checked on the rows it holds,
 // reported by their global indices.
 func check(p Problem, o Options, threads int) (scans [2]*endpointScan, err error) {
-	if p.GalleryTotal > 0 && p.Gallery != nil && (p.GalleryFirst < 0 || p.GalleryFirst+p.Gallery.Rows() > p.GalleryTotal) {
-		return scans, errorf("gallery rows [%d, %d) are not rows of a %d-row gallery", p.GalleryFirst, p.GalleryFirst+p.Gallery.Rows(), p.GalleryTotal)
+	if p.GalleryTotal > 0 && p.Gallery != nil {
+		if w := p.window(); p.GalleryFirst < 0 || p.GalleryStride < 0 || (w.len() > 0 && w.hi > p.GalleryTotal) {
+			return scans, errorf("gallery rows %d, %d, … below %d are not rows of a %d-row gallery", w.lo, w.lo+w.stride, w.hi, p.GalleryTotal)
+		}
 	}
 	for i, e := range []struct {
 		name string
 		m    matrix.Matrix
 		base int
-	}{{"Query", p.Queries, 0}, {"Gallery", p.Gallery, p.GalleryFirst}} {
+		step int
+	}{{"Query", p.Queries, 0, 1}, {"Gallery", p.Gallery, p.GalleryFirst, max(1, p.GalleryStride)}} {
 		if e.m == nil || e.m.Rows() < 1 || e.m.Cols() < 1 {
 			if i == 1 && p.GalleryTotal > 0 && e.m != nil && e.m.Rows() == 0 && e.m.Cols() > 0 {
 				continue // an empty window: a shard that holds no rows
@@ -95,10 +98,10 @@ func check(p Problem, o Options, threads int) (scans [2]*endpointScan, err error
 		if sc := scanEndpoint(e.m, o.Similarity == Cosine, threads); sc != nil {
 			scans[i] = sc
 			if sc.bad {
-				return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, e.base+sc.badRow, sc.badCol)
+				return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, e.base+sc.badRow*e.step, sc.badCol)
 			}
 		} else if r, c, bad := matrix.FirstNonFiniteParallel(e.m, threads); bad {
-			return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, e.base+r, c)
+			return scans, errorf("%s embeddings must contain only finite numeric values; row %d, column %d", e.name, e.base+r*e.step, c)
 		}
 	}
 	return scans, checkRest(p, o)

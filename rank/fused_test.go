@@ -62,7 +62,7 @@ func TestFusedScanEqualsSeparatePasses(t *testing.T) {
 		}
 		want := &source{m: m, rows: rows, cols: cols, cosine: true}
 		werr := want.computeNorms(ids, "Gallery", threads)
-		got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, threads, sc, 0)
+		got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, threads, sc, allRows(m.Rows()))
 		if !reflect.DeepEqual(got.norms, want.norms) {
 			t.Fatalf("trial %d: norms differ", trial)
 		}

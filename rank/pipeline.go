@@ -232,7 +232,7 @@ func (s *scorer[T]) cacheGallery(ctx context.Context, chunks int) {
 	if ctx.Err() != nil {
 		return // some rows are missing: keep reading the source
 	}
-	c := &source{m: g.m, base: g.base, rows: g.rows, cols: d, prec: g.prec}
+	c := &source{m: g.m, base: g.base, stride: g.stride, rows: g.rows, cols: d, prec: g.prec}
 	switch r := any(rows).(type) {
 	case []float64:
 		c.direct64 = r

@@ -306,7 +306,9 @@ func planPoints(labels bool) []planPoint {
 				for _, l := range []ShardLayout{Contiguous, Modulo} {
 					out = append(out, planPoint{screen: screen, export: export, shards: n, layout: l})
 				}
-				out = append(out, planPoint{screen: screen, export: export, shards: n, layout: Contiguous, window: true})
+				for _, l := range []ShardLayout{Contiguous, Modulo} {
+					out = append(out, planPoint{screen: screen, export: export, shards: n, layout: l, window: true})
+				}
 			}
 		}
 	}
@@ -350,13 +352,10 @@ func runPlan(r *rand.Rand, p Problem, sim Similarity, prec Precision, pp planPoi
 	// bit for bit, and the shard's pass runs on the window.
 	shardProblem := func(int) Problem { return p }
 	if pp.window {
-		ng := p.Gallery.Rows()
 		wins := make([]Problem, pp.shards)
 		var parts []*PositiveScores
 		for i := range pp.shards {
-			rows := Shard{Index: i, Total: pp.shards}.Rows(ng)
-			lo := int(int64(i) * int64(ng) / int64(pp.shards)) // an empty shard: an empty window
-			if wins[i], err = windowOf(p, lo, lo+len(rows)); err != nil {
+			if wins[i], err = windowOf(p, Shard{Index: i, Total: pp.shards, Layout: pp.layout}); err != nil {
 				return nil, nil, err
 			}
 			wp, err := ScoreWindowPositives(ctx, wins[i], o)
@@ -567,25 +566,22 @@ func TestCountsMergedWithMaxAreCaught(t *testing.T) {
 	}
 }
 
-// windowOf is p's gallery shard [lo, hi) as a worker that read only those
-// rows holds it.
-func windowOf(p Problem, lo, hi int) (Problem, error) {
+// windowOf is p's gallery shard as a worker that read only its rows holds
+// it (a copy: nothing outside the window is reachable).
+func windowOf(p Problem, sh Shard) (Problem, error) {
+	ng := p.Gallery.Rows()
+	rows := sh.Rows(ng)
 	w := p
-	w.GalleryFirst, w.GalleryTotal = lo, p.Gallery.Rows()
-	switch g := p.Gallery.(type) {
-	case *matrix.Dense:
-		w.Gallery = g.RowSlice(lo, hi).Clone() // a copy: nothing outside the window is reachable
-	default:
-		rows := make([]int, hi-lo)
-		for i := range rows {
-			rows[i] = lo + i
-		}
-		m, err := retrieval.SelectRows(p.Gallery, rows)
-		if err != nil {
-			return Problem{}, err
-		}
-		w.Gallery = m
+	w.GalleryTotal = ng
+	w.GalleryFirst = int(int64(sh.Index) * int64(ng) / int64(sh.Total))
+	if sh.Layout == Modulo {
+		w.GalleryFirst, w.GalleryStride = sh.Index, sh.Total
 	}
+	m, err := retrieval.SelectRows(p.Gallery, rows)
+	if err != nil {
+		return Problem{}, err
+	}
+	w.Gallery = m
 	return w, nil
 }
 
@@ -647,7 +643,16 @@ func TestWindowErrorsNameGlobalRows(t *testing.T) {
 		t.Errorf("a window past the gallery: %v", err)
 	}
 	w.GalleryFirst = 5
-	if _, err := ScoreShard(ctx, w, o, wp, ShardTask{QueryLo: 0, QueryHi: 2, Gallery: Shard{Index: 0, Total: 2}}); err == nil || !strings.Contains(err.Error(), "is not the rows [5, 10)") {
+	if _, err := ScoreShard(ctx, w, o, wp, ShardTask{QueryLo: 0, QueryHi: 2, Gallery: Shard{Index: 0, Total: 2}}); err == nil || !strings.Contains(err.Error(), "is not the rows 5, 6, … below 10") {
 		t.Errorf("the wrong shard of a window: %v", err)
+	}
+	// A modulo window (rows 1, 4, 7 of 10) names its rows globally too.
+	v := slices.Clone(gv[:3*d])
+	clear(v[1*d : 2*d])
+	g, _ := matrix.NewDense64(3, d, v)
+	m := p
+	m.Gallery, m.GalleryFirst, m.GalleryStride, m.GalleryTotal = g, 1, 3, ng
+	if _, err := ScoreWindowPositives(ctx, m, o); err == nil || !strings.Contains(err.Error(), `zero-norm row(s): index 4 (ID "g4")`) {
+		t.Errorf("modulo window: %v", err)
 	}
 }

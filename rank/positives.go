@@ -112,6 +112,23 @@ func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
 			// The members among the positive rows (all but for a window).
 			a, _ := slices.BinarySearch(m, int32(s.posRows.lo))
 			b, _ := slices.BinarySearch(m, int32(s.posRows.hi))
+			if s.posRows.stride > 1 {
+				// A modulo window: each member it holds, by itself, at its
+				// list position.
+				for p := a; p < b; p++ {
+					if !s.posRows.has(int(m[p])) {
+						continue
+					}
+					for q0 := 0; q0 < len(qs); q0 += qBlock {
+						t := posTask{qs: qs[q0:min(q0+qBlock, len(qs))], gs: m[p : p+1], pos: make([]int32, min(qBlock, len(qs)-q0))}
+						for i := range t.pos {
+							t.pos[i] = int32(p)
+						}
+						tasks = append(tasks, t)
+					}
+				}
+				continue
+			}
 			for m0 := a; m0 < b; m0 += gBlock {
 				for q0 := 0; q0 < len(qs); q0 += qBlock {
 					tasks = append(tasks, posTask{qs: qs[q0:min(q0+qBlock, len(qs))], gs: m[m0:min(m0+gBlock, b)], m0: m0})
@@ -141,7 +158,7 @@ func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
 		}
 	}
 	const maxGather = 256
-	for g := s.posRows.lo; g < s.posRows.hi; g++ {
+	for g := s.posRows.lo; g < s.posRows.hi; g += s.posRows.stride {
 		rs := refs[start[g]:start[g+1]]
 		for lo := 0; lo < len(rs); lo += maxGather {
 			part := rs[lo:min(lo+maxGather, len(rs))]

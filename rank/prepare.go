@@ -20,12 +20,11 @@ import (
 // they are (no copy at all, also for memory-mapped files).
 //
 // Rows are addressed by global index: a gallery window (a shard holding
-// only its rows) has base = its first row, and stored row i is global row
-// base+i.
+// only its rows) stores global row base + i·stride as row i.
 type source struct {
-	m          matrix.Matrix
-	base       int
-	rows, cols int
+	m            matrix.Matrix
+	base, stride int
+	rows, cols   int
 	prec       Precision
 	cosine     bool
 	norms      []float64 // cosine: m·sqrt(acc) per row
@@ -38,8 +37,8 @@ type source struct {
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
 // sc, when set, is the endpoint's fused scan (its norms are used as they
 // are).
-func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan, base int) (*source, error) {
-	s := &source{m: m, base: base, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
+func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan, held rowSet) (*source, error) {
+	s := &source{m: m, base: held.lo, stride: held.stride, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
 	s.csr, _ = m.(*matrix.CSR)
 	if s.cosine && sc != nil && sc.norms != nil {
 		s.norms = sc.norms
@@ -73,7 +72,7 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 			var idx []int32
 			var vals []float64
 			for i := lo; i < hi; i++ {
-				idx, vals = s.storedRow(base+i, vals)
+				idx, vals = s.storedRow(s.globalRow(i), vals)
 				for k, v := range vals {
 					if math.IsInf(float64(float32(v)), 0) {
 						j := k
@@ -89,21 +88,25 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 		for c, i := range bad {
 			if i >= 0 {
 				return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
-					endpoint, base+i, msgfmt.Quote(ids[base+i]), cols[c])}
+					endpoint, s.globalRow(i), msgfmt.Quote(ids[s.globalRow(i)]), cols[c])}
 			}
 		}
 	}
 	return s, nil
 }
 
+// local is the stored row of global row g; globalRow the inverse.
+func (s *source) local(g int) int     { return (g - s.base) / s.stride }
+func (s *source) globalRow(i int) int { return s.base + i*s.stride }
+
 // global maps stored row indices to global ones.
 func (s *source) global(rows []int) []int {
-	if s.base == 0 {
+	if s.base == 0 && s.stride == 1 {
 		return rows
 	}
 	out := make([]int, len(rows))
 	for k, i := range rows {
-		out[k] = s.base + i
+		out[k] = s.globalRow(i)
 	}
 	return out
 }
@@ -113,10 +116,10 @@ func (s *source) global(rows []int) []int {
 // for a dense one). vals is reused.
 func (s *source) storedRow(g int, vals []float64) ([]int32, []float64) {
 	if s.csr != nil {
-		return s.csr.RowEntries(g-s.base, vals)
+		return s.csr.RowEntries(s.local(g), vals)
 	}
 	vals = growTo(vals, s.cols)
-	s.m.RowFloat64(g-s.base, vals)
+	s.m.RowFloat64(s.local(g), vals)
 	return nil, vals
 }
 
@@ -125,7 +128,7 @@ func (s *source) storedRow(g int, vals []float64) ([]int32, []float64) {
 // as the dense path would produce them, so skipping the zero entries gives
 // the same sums (SPEC §4.2).
 func (s *source) sparseRow(g int, vals []float64) ([]int32, []float64) {
-	i := g - s.base
+	i := s.local(g)
 	idx, vals := s.csr.RowEntries(i, vals)
 	for k, v := range vals {
 		if s.cosine {
@@ -152,7 +155,7 @@ func (s *source) computeNorms(ids []string, endpoint string, threads int) error 
 			// with a zero product), so a sparse row needs only its stored
 			// values. Values are finite (checked first), so a plain
 			// comparison is math.Max.
-			_, row = s.storedRow(s.base+i, row)
+			_, row = s.storedRow(s.globalRow(i), row)
 			var mx float64
 			for _, v := range row {
 				if a := math.Abs(v); a > mx {
@@ -213,7 +216,7 @@ func firstNonFinite(m matrix.Matrix, threads int) (row, col int, bad bool) {
 // (SPEC §4.1; kernel.DivTo64 and kernel.Div64 divide exactly as the
 // scalar loop does).
 func (s *source) row64(g int, dst []float64) {
-	i, d := g-s.base, s.cols
+	i, d := s.local(g), s.cols
 	dst = dst[:d]
 	if s.direct64 != nil {
 		copy(dst, s.direct64[i*d:(i+1)*d])
@@ -231,11 +234,13 @@ func (s *source) row64(g int, dst []float64) {
 }
 
 // block64 returns global rows [lo, hi) in float64 working values, using
-// buf when they must be produced (row by row, as row64 produces them).
+// buf when they must be produced (row by row, as row64 produces them). A
+// strided window is asked for one row at a time.
 func (s *source) block64(lo, hi int, buf []float64) []float64 {
 	d := s.cols
 	if s.direct64 != nil {
-		return s.direct64[(lo-s.base)*d : (hi-s.base)*d]
+		i := s.local(lo)
+		return s.direct64[i*d : (i+hi-lo)*d]
 	}
 	out := buf[:(hi-lo)*d]
 	for i := lo; i < hi; i++ {
@@ -249,12 +254,13 @@ func (s *source) block64(lo, hi int, buf []float64) []float64 {
 func (s *source) block32(lo, hi int, buf []float32, tmp []float64) []float32 {
 	d := s.cols
 	if s.direct32 != nil {
-		return s.direct32[(lo-s.base)*d : (hi-s.base)*d]
+		i := s.local(lo)
+		return s.direct32[i*d : (i+hi-lo)*d]
 	}
 	out := buf[:(hi-lo)*d]
 	dm, _ := s.m.(*matrix.Dense)
 	for g := lo; g < hi; g++ {
-		i := g - s.base
+		i := s.local(g)
 		dst := out[(g-lo)*d : (g-lo+1)*d]
 		if s.cosine && dm != nil && dm.DType() == matrix.Float32 {
 			kernel.DivTo32(dm.Float32Data()[i*d:(i+1)*d], s.norms[i], dst)

@@ -150,6 +150,12 @@ func (s rowSet) len() int {
 	return (s.hi - s.lo + s.stride - 1) / s.stride
 }
 
+// same reports whether two row sets hold the same rows.
+func (s rowSet) same(o rowSet) bool {
+	n := s.len()
+	return n == o.len() && (n == 0 || s.lo == o.lo && (n == 1 || s.stride == o.stride))
+}
+
 // at is the global index of position p.
 func (s rowSet) at(p int) int { return s.lo + p*s.stride }
 

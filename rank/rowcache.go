@@ -37,19 +37,19 @@ func (r *rowCache[T]) reset(src *source, b block, lazy bool) {
 
 // direct is the block's stored rows when they are its working values.
 func direct[T working](src *source, b block) []T {
-	if b.stride != 1 {
+	if b.n > 1 && b.stride != src.stride { // the block's rows are not consecutive stored rows
 		return nil
 	}
-	d := src.cols
+	d, i := src.cols, src.local(b.g0)
 	var v any
 	switch any(*new(T)).(type) {
 	case float64:
 		if src.direct64 != nil {
-			v = src.direct64[(b.g0-src.base)*d : (b.g0-src.base+b.n)*d]
+			v = src.direct64[i*d : (i+b.n)*d]
 		}
 	case float32:
 		if src.direct32 != nil {
-			v = src.direct32[(b.g0-src.base)*d : (b.g0-src.base+b.n)*d]
+			v = src.direct32[i*d : (i+b.n)*d]
 		}
 	}
 	if v == nil {

@@ -241,7 +241,7 @@ func TestRowProductionMatchesDefinition(t *testing.T) {
 			for _, sim := range []Similarity{Cosine, Dot} {
 				for _, prec := range []Precision{Float64, Float32} {
 					ids := make([]string, rows)
-					src, err := newSource(fin, ids, "Gallery", sim, prec, 2, nil, 0)
+					src, err := newSource(fin, ids, "Gallery", sim, prec, 2, nil, allRows(fin.Rows()))
 					if err != nil {
 						if sim == Dot && prec == Float64 {
 							t.Fatal(err)
@@ -351,7 +351,7 @@ func TestFusedScanKnownFinite(t *testing.T) {
 			want := &source{m: m, rows: rows, cols: d, cosine: true}
 			werr := want.computeNorms(ids, "Gallery", 1)
 			sc := scanEndpoint(m, true, 2)
-			got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, 2, sc, 0)
+			got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, 2, sc, allRows(m.Rows()))
 			if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 				t.Fatalf("d=%d %v: zero-norm error %v, want %v", d, dt, gerr, werr)
 			}

@@ -238,7 +238,7 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 			vals := eligibleScores(s.rel, q, c.scores[i], &buf)
 			idx := eligibleScores(s.rel, q, s.rel.list(q), &ibuf)
 			for k, v := range vals {
-				if g := int(idx[k]); g >= rows.lo && g < rows.hi {
+				if g := int(idx[k]); rows.has(g) {
 					out.Scores, out.Index = append(out.Scores, float64(v)+0), append(out.Index, g) // −0 → +0 (SPEC §1.3)
 				}
 			}
@@ -306,8 +306,8 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 	if err := t.Gallery.Validate(); err != nil {
 		return nil, err
 	}
-	if w := p.window(); p.GalleryTotal > 0 && t.Gallery.rowSet(pr.ng) != w {
-		return nil, fmt.Errorf("gallery shard %d of %d (%s) is not the rows [%d, %d) the problem holds", t.Gallery.Index, t.Gallery.Total, t.Gallery.Layout, w.lo, w.hi)
+	if w := p.window(); p.GalleryTotal > 0 && !t.Gallery.rowSet(pr.ng).same(w) {
+		return nil, fmt.Errorf("gallery shard %d of %d (%s) is not the rows %d, %d, … below %d the problem holds", t.Gallery.Index, t.Gallery.Total, t.Gallery.Layout, w.lo, w.lo+w.stride, w.hi)
 	}
 	if t.QueryLo < 0 || t.QueryHi > pr.nq || t.QueryLo >= t.QueryHi {
 		return nil, fmt.Errorf("query block [%d, %d) is not a non-empty range of [0, %d)", t.QueryLo, t.QueryHi, pr.nq)

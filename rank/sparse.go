@@ -83,7 +83,7 @@ func (p *postings) build(src *source, b block) {
 	nnz := 0
 	for j := range b.n {
 		var idx []int32
-		idx, p.tmp = src.csr.RowEntries(b.global(j)-src.base, p.tmp)
+		idx, p.tmp = src.csr.RowEntries(src.local(b.global(j)), p.tmp)
 		for _, c := range idx {
 			p.colPtr[c+1]++
 		}
