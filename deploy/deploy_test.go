@@ -94,6 +94,7 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 	}
 	out := stageCmds{}
 	var planPath, relPath, keysPath, scorePath, shardBy string
+	var positives *parsedCmd // the positives stage's command, once checked
 	for si, st := range stages {
 		where := fmt.Sprintf("%s stage %s", family, st.name)
 		if si < len(wantStages) && wantStages[si].name != st.name {
@@ -214,7 +215,7 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 				expect(cmds[i], "extractor", "$VERTEBRAE_EXTRACTOR")
 				expect(cmds[i], "side", side)
 			}
-		case "score", "finalize":
+		case "positives", "score", "finalize":
 			if !sourcesKeys {
 				c.errorf("%s: does not source keys.env", where)
 			}
@@ -223,12 +224,41 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 			expect(cmds[0], "relevance-key", "$RELEVANCE_KEY")
 			expect(cmds[0], "config", "$VERTEBRAE_RUN_FILE")
 			expect(cmds[0], "total-shards", "$VERTEBRAE_SCORE_SHARDS")
-			if want.name == "score" {
-				shardBy = cmds[0].flags["shard-by"]
+			switch want.name {
+			case "positives":
+				// score --stage positives: one task per score shard, the
+				// same shards (contiguous row ranges only).
+				expect(cmds[0], "stage", "positives")
 				expect(cmds[0], "shard-index", "$SHARD_INDEX")
+				if v, ok := cmds[0].flags["shard-by"]; ok && v != "contiguous" {
+					c.errorf("%s: --shard-by %q: the positives stage needs contiguous shards", where, v)
+				}
 				absent(cmds[0], "finalize")
 				absent(cmds[0], "output-key")
-			} else {
+				positives = &cmds[0]
+			case "score":
+				shardBy = cmds[0].flags["shard-by"]
+				expect(cmds[0], "shard-index", "$SHARD_INDEX")
+				if v, ok := cmds[0].flags["stage"]; ok && v != "count" {
+					c.errorf("%s: --stage %q: the score shards run the count stage (the default)", where, v)
+				}
+				absent(cmds[0], "finalize")
+				absent(cmds[0], "output-key")
+				// The score shards read only their rows when they are
+				// the shards the positives stages were run for: the same
+				// command apart from --stage (and a contiguous layout,
+				// the default).
+				if positives == nil {
+					c.errorf("%s: no positives stage before the score shards (they would read the whole gallery)", where)
+				} else {
+					if shardBy != "" && shardBy != "contiguous" {
+						c.errorf("%s: --shard-by %q, but the positives stages cut contiguous shards", where, shardBy)
+					}
+					if a, b := withoutStage(*positives), withoutStage(cmds[0]); !reflect.DeepEqual(a, b) {
+						c.errorf("%s: the positives stage runs %v, the score shards %v: want the same command apart from --stage positives (same --total-shards, shard index and inputs)", where, a, b)
+					}
+				}
+			default:
 				expect(cmds[0], "finalize", "true")
 				if got := cmds[0].flags["shard-by"]; got != shardBy {
 					c.errorf("%s: --shard-by %q, but the score shards were cut with %q", where, got, shardBy)
@@ -421,6 +451,20 @@ func (c *checker) checkK8s(fs files) stageCmds {
 	return c.checkStages("k8s", k.stages, "JOB_COMPLETION_INDEX", env)
 }
 
+// withoutStage is a score command's flags without --stage and with the
+// default layout spelled out, for comparing the positives and count stages.
+func withoutStage(p parsedCmd) map[string]string {
+	m := map[string]string{}
+	for k, v := range p.flags {
+		m[k] = v
+	}
+	delete(m, "stage")
+	if m["shard-by"] == "" {
+		m["shard-by"] = "contiguous"
+	}
+	return m
+}
+
 func cmp(a, b string) string {
 	if a != "" {
 		return a
@@ -569,7 +613,27 @@ func TestDeployChecksCatchBreakage(t *testing.T) {
 		{"report key", "k8s/60-report.yaml", `jq -r .key "$VERTEBRAE_WORK/state/score.json"`, `jq -r .key "$VERTEBRAE_WORK/state/relevance.json"`, "is not the key finalize wrote"},
 		{"run file extractor", "k8s/00-config.yaml", "VERTEBRAE_EXTRACTOR: tables", "VERTEBRAE_EXTRACTOR: other", `no extractor "other"`},
 		{"image line", "k8s/30-merge.yaml", "image: vertebrae:0.1.0 #", "image: ghcr.io/x/vertebrae:1 #", "the image line must be"},
-		{"run.sh groups", "k8s/run.sh", "for stage in 10 20 30 40 50 60; do", "for stage in 10 30 20 40 50 60; do", "runs stage groups"},
+		{"run.sh groups", "k8s/run.sh", "for stage in 10 20 30 35 40 50 60; do", "for stage in 10 30 20 35 40 50 60; do", "runs stage groups"},
+		{"run.sh skips positives", "k8s/run.sh", "for stage in 10 20 30 35 40 50 60; do", "for stage in 10 20 30 40 50 60; do", "runs stage groups"},
+		{"positives without --stage", "k8s/35-positives.yaml", ` --stage positives`, ``, `--stage "", want "positives"`},
+		{"positives shard index", "k8s/35-positives.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index 0`, "does not take its shard index from JOB_COMPLETION_INDEX"},
+		{"positives total shards", "k8s/35-positives.yaml", `--total-shards "$VERTEBRAE_SCORE_SHARDS"`, `--total-shards "$VERTEBRAE_EMBED_SHARDS"`, `--total-shards "$VERTEBRAE_EMBED_SHARDS", want "$VERTEBRAE_SCORE_SHARDS"`},
+		{"positives modulo", "k8s/35-positives.yaml", ` --stage positives`, ` --stage positives --shard-by modulo`, "the positives stage needs contiguous shards"},
+		{"positives completions", "k8s/35-positives.yaml", "completions: 8", "completions: 4", "completions 4, want 8"},
+		{"positives job name", "k8s/35-positives.yaml", "name: vertebrae-positives", "name: vertebrae-positive", "want a batch/v1 Job named vertebrae-positives"},
+		{"positives inputs differ", "k8s/35-positives.yaml", ` --stage positives`, ` --stage positives --threads 1`, "want the same command apart from --stage positives"},
+		{"score runs positives", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --stage positives`, "the score shards run the count stage"},
+		{"score modulo", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --shard-by modulo`, "but the positives stages cut contiguous shards"},
+		{"slurm positives without --stage", "slurm/stage.sbatch", `"$SLURM_ARRAY_TASK_ID" --stage positives`, `"$SLURM_ARRAY_TASK_ID"`, `--stage "", want "positives"`},
+		{"slurm positives index", "slurm/stage.sbatch", `--shard-index "$SLURM_ARRAY_TASK_ID" --stage positives`, `--shard-index 0 --stage positives`, "does not take its shard index from SLURM_ARRAY_TASK_ID"},
+		{"slurm score before positives", "slurm/submit.sh",
+			`positives=$( "${sb[@]}" --job-name=vertebrae-positives     --dependency="afterok:$merge"   --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" positives)
+score=$(     "${sb[@]}" --job-name=vertebrae-score         --dependency="afterok:$positives" --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" score)`,
+			`score=$(     "${sb[@]}" --job-name=vertebrae-score         --dependency="afterok:$merge" --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" score)
+positives=$( "${sb[@]}" --job-name=vertebrae-positives     --dependency="afterok:$score"   --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" positives)`,
+			"stage 4 is score (job name vertebrae-score), want positives"},
+		{"slurm score not after positives", "slurm/submit.sh", `--dependency="afterok:$positives"`, `--dependency="afterok:$merge"`, "want the previous stage [positives]"},
+		{"slurm positives not an array", "slurm/submit.sh", `--dependency="afterok:$merge"   --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" positives)`, `--dependency="afterok:$merge" "$stage" positives)`, "want 0-$((VERTEBRAE_SCORE_SHARDS - 1))"},
 		{"slurm array range", "slurm/submit.sh", `--array="0-$((VERTEBRAE_SCORE_SHARDS - 1))"`, `--array="0-$((VERTEBRAE_EMBED_SHARDS - 1))"`, "want 0-$((VERTEBRAE_SCORE_SHARDS - 1))"},
 		{"slurm dependency", "slurm/submit.sh", `--dependency="afterok:$eg:$eq"`, `--dependency="afterok:$eq"`, "want the previous stage"},
 		{"slurm stage order", "slurm/submit.sh", `"$stage" finalize)`, `"$stage" report)`, "want finalize"},
@@ -587,6 +651,44 @@ func TestDeployChecksCatchBreakage(t *testing.T) {
 				broken[k] = v
 			}
 			broken[c.file] = strings.Replace(fs[c.file], c.old, c.new, 1)
+			problems := check(broken)
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, c.want) }) {
+				t.Errorf("no problem mentions %q; got %q", c.want, problems)
+			}
+		})
+	}
+}
+
+// Without the positives stage (its manifest or its Slurm stage gone) the
+// checks fail: the score shards would read the whole gallery.
+func TestDeployChecksRequirePositives(t *testing.T) {
+	fs, err := readDeploy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		edit func(files)
+		want string
+	}{
+		{"k8s manifest missing", func(f files) { delete(f, "k8s/35-positives.yaml") }, "stage 4 is 40-score, want 35-positives"},
+		{"slurm submit missing", func(f files) {
+			f["slurm/submit.sh"] = regexp.MustCompile(`(?m)^positives=.*\n`).ReplaceAllString(f["slurm/submit.sh"], "")
+		}, "submits 7 stages, want 8"},
+		{"slurm stage missing", func(f files) {
+			f["slurm/stage.sbatch"] = regexp.MustCompile(`(?s)\n  positives\)\n.*?;;`).ReplaceAllString(f["slurm/stage.sbatch"], "")
+		}, "slurm: stage 4 is score, want positives"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			broken := files{}
+			for k, v := range fs {
+				broken[k] = v
+			}
+			c.edit(broken)
+			if reflect.DeepEqual(broken, fs) {
+				t.Fatal("the edit changed nothing")
+			}
 			problems := check(broken)
 			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, c.want) }) {
 				t.Errorf("no problem mentions %q; got %q", c.want, problems)

@@ -5,10 +5,12 @@ package deploy
 // The simulated job array (issue #12, SPEC §11.4): the stage scripts of
 // deploy/k8s run as a Kubernetes Indexed Job would run them, against a real
 // S3-compatible server: every index of a stage is its own vertebrae process
-// with JOB_COMPLETION_INDEX set, all of a stage at once; one embed shard and
-// one score shard are killed with SIGKILL in the middle of their work and
-// started again (what backoffLimitPerIndex does; finalize, tried before
-// the retry, must refuse naming the missing partial); a finished score shard
+// with JOB_COMPLETION_INDEX set, all of a stage at once; one embed shard, one
+// positives stage and one score shard are killed with SIGKILL in the middle
+// of their work and started again (what backoffLimitPerIndex does; a score
+// shard tried before the positives retry must refuse naming the missing
+// positives stage, and finalize, tried before the score retry, the missing
+// partial); a finished score shard
 // is re-run and must rewrite identical bytes; the report must then equal a
 // local `retrieval run` on the same files. deploy/ci/jobarray.sh builds the
 // binary and runs this test (.ci/run calls it with versitygw up).
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -413,6 +416,32 @@ func TestSimulatedJobArray(t *testing.T) {
 	s.runStage("embed-gallery", simShards, simVictim, func() bool { return s.committedMatching(galleryShard) })
 	s.finishStage(stq, pq, -1, nil)
 	s.runStage("merge", 1, -1, nil)
+	// The positives stages (one per score shard): one is killed mid-shard;
+	// a score shard started before its retry must refuse, naming the
+	// missing positives stage, rather than fall back or count wrongly.
+	positivesRe := func(i int) *regexp.Regexp {
+		return regexp.MustCompile(fmt.Sprintf(`/positives/%05d-of-%05d/manifest\.json$`, i, simShards))
+	}
+	stPos, pprocs := s.startStage("positives", simShards)
+	s.finishStage(stPos, pprocs, simVictim, func() bool { return s.committedMatching(positivesRe(simVictim)) }, func() {
+		for i, p := range pprocs {
+			if i != simVictim {
+				s.wait(stPos, p)
+			}
+		}
+		sc := s.start(s.stages["score"], 0)
+		<-sc.done
+		want := fmt.Sprintf("/positives/%05d-of-%05d", simVictim, simShards)
+		if sc.err == nil || !strings.Contains(sc.stderr.String(), want) || !strings.Contains(sc.stderr.String(), "missing positives stage") {
+			t.Errorf("score shard 0 with positives stage %s missing: %v, stderr %q", want, sc.err, sc.stderr.String())
+		}
+		t.Logf("score before the positives retry: %v: %s", sc.err, strings.TrimSpace(sc.stderr.String()))
+	})
+	for i := 0; i < simShards; i++ {
+		if !s.committedMatching(positivesRe(i)) {
+			t.Fatalf("positives stage %d of %d is not in the store", i, simShards)
+		}
+	}
 	partial := regexp.MustCompile(fmt.Sprintf(`/partials/%05d-of-%05d/manifest\.json$`, simVictim, simShards))
 	stScore, procs := s.startStage("score", simShards)
 	s.finishStage(stScore, procs, simVictim, func() bool { return s.committedMatching(partial) }, func() {
@@ -513,8 +542,27 @@ func TestSimulatedSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit.sh: %v\n%s", err, out)
 	}
-	if !regexp.MustCompile(`submitted: plan 101, embed 102 103, merge 104, score 105, finalize 106, report 107`).Match(out) {
+	if !regexp.MustCompile(`submitted: plan 101, embed 102 103, merge 104, positives 105, score 106, finalize 107, report 108`).Match(out) {
 		t.Errorf("submit.sh printed %q", out)
+	}
+	// The positives array ran before the score array, one task per shard.
+	for i := 0; i < simShards; i++ {
+		if _, err := os.Stat(filepath.Join(fake, fmt.Sprintf("positives-%d.log", i))); err != nil {
+			t.Errorf("positives task %d did not run: %v", i, err)
+		}
+	}
+	var matches []string
+	stage := regexp.MustCompile(`/positives/\d{5}-of-\d{5}/manifest\.json$`)
+	if err := filepath.WalkDir(filepath.Join(e.tmp, "store"), func(p string, _ fs.DirEntry, err error) error {
+		if err == nil && stage.MatchString(filepath.ToSlash(p)) {
+			matches = append(matches, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(matches) != simShards {
+		t.Errorf("the store holds %d positives stages, want %d: %v", len(matches), simShards, matches)
 	}
 	e.compareWithLocalRun(ctx, t)
 }

@@ -21,8 +21,10 @@ import (
 )
 
 // wantStages is the stage order of SPEC §11.4 (plan → embed shards → merge
-// → score shards → finalize → from-artifacts). Stages of one group run side
-// by side; sharded is the parameter holding the stage's shard count.
+// → positives stages → score shards → finalize → from-artifacts). Stages of
+// one group run side by side; sharded is the parameter holding the stage's
+// shard count. The positives stage (score --stage positives, one task per
+// score shard) lets every score shard read only its own gallery rows.
 var wantStages = []struct {
 	group   int
 	name    string
@@ -33,6 +35,7 @@ var wantStages = []struct {
 	{20, "embed-gallery", "VERTEBRAE_EMBED_SHARDS", []string{"embed-shard"}},
 	{20, "embed-query", "VERTEBRAE_EMBED_SHARDS", []string{"embed-shard"}},
 	{30, "merge", "", []string{"merge", "merge"}},
+	{35, "positives", "VERTEBRAE_SCORE_SHARDS", []string{"score"}},
 	{40, "score", "VERTEBRAE_SCORE_SHARDS", []string{"score"}},
 	{50, "finalize", "", []string{"score"}},
 	{60, "report", "", []string{"from-artifacts"}},

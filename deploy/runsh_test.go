@@ -86,6 +86,15 @@ func TestRunShStageOrder(t *testing.T) {
 		}
 	}
 
+	// A failed positives stage stops the run before the score shards.
+	_, applied, out, err = runRunSh(t, "vertebrae-positives")
+	if err == nil || !strings.Contains(out, "job/vertebrae-positives failed; failed indexes: 3") {
+		t.Errorf("run.sh with a failed positives Job: %v\n%s", err, out)
+	}
+	if last := applied[len(applied)-1]; !strings.Contains(last, "name: vertebrae-positives\n") || !strings.Contains(last, "--stage positives") {
+		t.Errorf("run.sh went on after the failed positives stage; last applied:\n%s", last)
+	}
+
 	log, applied, out, err = runRunSh(t, "vertebrae-score")
 	if err == nil {
 		t.Fatalf("run.sh succeeded with a failed score Job:\n%s", out)

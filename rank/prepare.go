@@ -25,12 +25,12 @@ type source struct {
 	m            matrix.Matrix
 	base, stride int
 	rows, cols   int
-	prec       Precision
-	cosine     bool
-	norms      []float64 // cosine: m·sqrt(acc) per row
-	direct64   []float64 // stored rows usable as they are
-	direct32   []float32
-	csr        *matrix.CSR // sparse endpoints stay sparse
+	prec         Precision
+	cosine       bool
+	norms        []float64 // cosine: m·sqrt(acc) per row
+	direct64     []float64 // stored rows usable as they are
+	direct32     []float32
+	csr          *matrix.CSR // sparse endpoints stay sparse
 }
 
 // newSource checks an endpoint (zero norms under cosine, float32 range) and

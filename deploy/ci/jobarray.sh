@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The simulated job array (deploy/jobarray_test.go): builds vertebrae, then
 # runs the Kubernetes stage scripts of deploy/k8s as concurrent processes
-# against an S3-compatible server, kills one embed and one score shard
-# mid-shard, restarts them, and compares the report with a local run.
+# against an S3-compatible server (plan, embed, merge, positives, score,
+# finalize, report), kills one embed shard, one positives stage and one score
+# shard mid-shard, restarts them, and compares the report with a local run;
+# then runs the Slurm scripts end to end the same way.
 #
 # With VERTEBRAE_TEST_S3_URI and AWS credentials set (as .ci/run does) it
 # uses that server; otherwise it starts the cached versitygw on 127.0.0.1

@@ -31,7 +31,7 @@ wait_job() {
   done
 }
 
-for stage in 10 20 30 40 50 60; do
+for stage in 10 20 30 35 40 50 60; do
   jobs=()
   for f in "$stage"-*.yaml; do
     name="vertebrae-${f#*-}" name="${name%.yaml}" # NN-stage.yaml holds Job vertebrae-stage (go test ./deploy checks)

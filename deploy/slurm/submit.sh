@@ -25,7 +25,8 @@ plan=$(      "${sb[@]}" --job-name=vertebrae-plan                               
 eg=$(        "${sb[@]}" --job-name=vertebrae-embed-gallery --dependency="afterok:$plan"    --array="0-$((VERTEBRAE_EMBED_SHARDS - 1))" "$stage" embed-gallery)
 eq=$(        "${sb[@]}" --job-name=vertebrae-embed-query   --dependency="afterok:$plan"    --array="0-$((VERTEBRAE_EMBED_SHARDS - 1))" "$stage" embed-query)
 merge=$(     "${sb[@]}" --job-name=vertebrae-merge         --dependency="afterok:$eg:$eq"                                   "$stage" merge)
-score=$(     "${sb[@]}" --job-name=vertebrae-score         --dependency="afterok:$merge"   --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" score)
+positives=$( "${sb[@]}" --job-name=vertebrae-positives     --dependency="afterok:$merge"   --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" positives)
+score=$(     "${sb[@]}" --job-name=vertebrae-score         --dependency="afterok:$positives" --array="0-$((VERTEBRAE_SCORE_SHARDS - 1))" "$stage" score)
 finalize=$(  "${sb[@]}" --job-name=vertebrae-finalize      --dependency="afterok:$score"                                   "$stage" finalize)
 report=$(    "${sb[@]}" --job-name=vertebrae-report        --dependency="afterok:$finalize"                                "$stage" report)
-echo "submitted: plan $plan, embed $eg $eq, merge $merge, score $score, finalize $finalize, report $report"
+echo "submitted: plan $plan, embed $eg $eq, merge $merge, positives $positives, score $score, finalize $finalize, report $report"
