@@ -95,18 +95,16 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	}
 	var pp *evaluate.PairPartial
 	var pos *rank.PositiveScores
-	if shard.Layout == rank.Contiguous {
-		if pos, err = s.readPositives(ctx, job, shard.Total); err != nil {
-			return nil, err
-		}
+	if pos, err = s.readPositives(ctx, job, shard.Total); err != nil {
+		return nil, err
 	}
 	if pos != nil {
 		// Every shard ran its positives stage: this one reads only its rows.
-		problem, err := s.loadWindow(ctx, job, shard)
+		problem, rev, err := s.loadWindow(ctx, job, shard, true)
 		if err != nil {
 			return nil, err
 		}
-		if pp, err = evaluate.PairWindow(ctx, problem, job.cfg, req.Threads, -1, shard, pos); err != nil {
+		if pp, err = evaluate.PairWindow(ctx, problem, job.cfg, req.Threads, -1, shard, pos, rev); err != nil {
 			return nil, err
 		}
 	} else {

@@ -14,9 +14,12 @@ import (
 	"github.com/vertebrae-eval/vertebrae/rank"
 )
 
-// Shard-local scoring (SPEC §11.3). A contiguous gallery shard reads only
-// its row range of the gallery (ReadEndpointRows: verified chunk reads) and
-// the query endpoint. Its positives stage (ScorePositivesStage) scores the
+// Shard-local scoring (SPEC §11.3). A gallery shard reads only its own
+// gallery rows and the query endpoint: a contiguous shard its row range
+// (ReadEndpointRows: verified chunk reads), a modulo shard the extraction
+// shard with the same index and count when the gallery was merged from N
+// shards (a verified artifact of its own), else the gallery streamed once,
+// keeping its rows. Its positives stage (ScorePositivesStage) scores the
 // eligible positives among its rows; once every shard's stage is
 // committed, each shard's count stage (ScorePartial) loads all of them
 // (O(eligible pairs)) and counts over its own rows. A worker's memory is
@@ -40,7 +43,7 @@ type EvaluationPositives struct {
 	EvaluationFingerprint string       `json:"evaluation_fingerprint"`
 	ProtocolFingerprint   string       `json:"protocol_fingerprint"`
 	Shard                 PartialShard `json:"shard"`
-	GalleryRows           [2]int       `json:"gallery_rows"` // the shard's rows [lo, hi)
+	GalleryRows           int          `json:"gallery_rows"` // rows the shard holds
 	NQueries              int          `json:"n_queries"`
 	NGallery              int          `json:"n_gallery"`
 	NPositives            int          `json:"n_positives"`
@@ -57,31 +60,114 @@ func shardWindow(shard rank.Shard, ng int) (lo, hi int) {
 	return int(int64(shard.Index) * int64(ng) / int64(shard.Total)), int(int64(shard.Index+1) * int64(ng) / int64(shard.Total))
 }
 
-// loadWindow reads the query endpoint and the shard's gallery rows, after
-// checking their size against the memory budget in ctx.
-func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard) (rank.Problem, error) {
-	if shard.Layout != rank.Contiguous {
-		return rank.Problem{}, fmt.Errorf("a shard that reads only its rows is contiguous (--shard-by contiguous), not %s", shard.Layout)
+// holds reports whether gallery shard sh of an ng-row gallery holds row g.
+func holds(sh rank.Shard, ng, g int) bool {
+	if sh.Layout == rank.Modulo {
+		return g%sh.Total == sh.Index
 	}
+	lo, hi := shardWindow(sh, ng)
+	return g >= lo && g < hi
+}
+
+// loadWindow reads the query endpoint and the shard's gallery rows (and,
+// with reverse set, for a bidirectional modulo shard, the gallery rows of
+// its reverse block), after checking their size against the memory budget
+// in ctx.
+func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard, reverse bool) (rank.Problem, *evaluate.GalleryRows, error) {
 	if j.gm.Sparse {
-		return rank.Problem{}, checkErr(j.req.GalleryKey, "a sparse gallery is read whole: score its shards without --stage positives")
+		return rank.Problem{}, nil, checkErr(j.req.GalleryKey, "a sparse gallery is read whole: score its shards without --stage positives")
 	}
 	ng := j.gm.NSamples
-	lo, hi := shardWindow(shard, ng)
-	if err := s.checkEndpointMemory(ctx, j, hi-lo); err != nil {
-		return rank.Problem{}, err
+	p := j.Problem()
+	rows := len(shard.Rows(ng))
+	revLo, revHi := 0, 0
+	if reverse && shard.Layout == rank.Modulo && j.cfg.Bidirectional {
+		var err error
+		if revLo, revHi, err = evaluate.ReverseGalleryRows(p, j.cfg, shard); err != nil {
+			return rank.Problem{}, nil, err
+		}
+	}
+	if err := s.checkEndpointMemory(ctx, j, rows+revHi-revLo); err != nil {
+		return rank.Problem{}, nil, err
 	}
 	q, _, err := s.ReadEndpoint(ctx, j.req.QueryKey)
 	if err != nil {
-		return rank.Problem{}, err
+		return rank.Problem{}, nil, err
 	}
-	g, _, err := s.ReadEndpointRows(ctx, j.req.GalleryKey, lo, hi)
+	p.Queries, p.GalleryTotal = q, ng
+	if shard.Layout == rank.Contiguous {
+		lo, hi := shardWindow(shard, ng)
+		if p.Gallery, _, err = s.ReadEndpointRows(ctx, j.req.GalleryKey, lo, hi); err != nil {
+			return rank.Problem{}, nil, err
+		}
+		p.GalleryFirst = lo
+		return p, nil, nil
+	}
+	if p.Gallery, err = s.moduloRows(ctx, j, shard); err != nil {
+		return rank.Problem{}, nil, err
+	}
+	p.GalleryFirst, p.GalleryStride = shard.Index, shard.Total
+	var rev *evaluate.GalleryRows
+	if revLo < revHi {
+		g, _, err := s.ReadEndpointRows(ctx, j.req.GalleryKey, revLo, revHi)
+		if err != nil {
+			return rank.Problem{}, nil, err
+		}
+		rev = &evaluate.GalleryRows{First: revLo, Rows: g}
+	}
+	return p, rev, nil
+}
+
+// moduloRows reads rows i, i+N, … of the gallery: extraction shard i of N
+// when the gallery was merged from N shards (checked to be that endpoint's
+// shard), else the gallery streamed once (verified), keeping those rows.
+func (s *Store) moduloRows(ctx context.Context, j *ScoreJob, shard rank.Shard) (matrix.Matrix, error) {
+	gm, ng := j.gm, j.gm.NSamples
+	want := len(shard.Rows(ng))
+	if gm.ArtifactType == TypeEmbedding && gm.NShards == shard.Total && len(gm.ShardKeys) == shard.Total {
+		key := gm.ShardKeys[shard.Index]
+		m, sm, err := s.ReadEndpoint(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if sm.ArtifactType != TypeEmbeddingShard || sm.Shard == nil || sm.Shard.ShardIndex != shard.Index || sm.Shard.TotalShards != shard.Total ||
+			fmt.Sprint(sm.Raw["endpoint_rows"]) != fmt.Sprint(ng) || sm.RecipeHash != gm.RecipeHash || sm.DatasetIdentityKey != gm.DatasetIdentityKey ||
+			sm.Side != gm.Side || sm.Branch != gm.Branch || sm.DType != gm.DType || sm.EmbeddingDim != gm.EmbeddingDim || m.Rows() != want {
+			return nil, checkErr(key, fmt.Sprintf("is not extraction shard %d of %d of gallery %s", shard.Index, shard.Total, j.req.GalleryKey))
+		}
+		return m, nil
+	}
+	dt, err := matrix.ParseDType(gm.DType)
 	if err != nil {
-		return rank.Problem{}, err
+		return nil, keyErr(j.req.GalleryKey, ErrInvalidMetadata, err.Error())
 	}
-	p := j.Problem()
-	p.Queries, p.Gallery, p.GalleryFirst, p.GalleryTotal = q, g, lo, ng
-	return p, nil
+	d := gm.EmbeddingDim
+	build, dst := newDense(dt, want, d)
+	rowBytes := d * dt.Size()
+	row, kept := 0, 0
+	_, err = s.StreamArray(ctx, j.req.GalleryKey, func(b matrix.Matrix) error {
+		db, ok := b.(*matrix.Dense)
+		if !ok {
+			return fmt.Errorf("a sparse gallery is read whole")
+		}
+		for r := range db.Rows() {
+			if (row+r)%shard.Total == shard.Index && kept < want {
+				if err := db.RowSlice(r, r+1).WriteLE(&fixedWriter{b: dst[kept*rowBytes : (kept+1)*rowBytes]}); err != nil {
+					return err
+				}
+				kept++
+			}
+		}
+		row += db.Rows()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !hostLittleEndian {
+		build = fromLE(dt, want, d, dst)
+	}
+	return build()
 }
 
 // checkEndpointMemory checks the endpoints a score worker loads — the
@@ -113,7 +199,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 	if err != nil {
 		return "", nil, err
 	}
-	p, err := s.loadWindow(ctx, job, shard)
+	p, _, err := s.loadWindow(ctx, job, shard, false)
 	if err != nil {
 		return "", nil, err
 	}
@@ -122,12 +208,11 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 		return "", nil, err
 	}
 	key := PositivesKey(job.key, shard.Index, shard.Total)
-	lo, hi := shardWindow(shard, p.GalleryTotal)
 	doc := &EvaluationPositives{
 		Common:   Common{ArtifactType: TypeEvaluationPositives, VertebraeVersion: version.Version, OutputKey: key},
 		ScoreKey: job.key, EvaluationFingerprint: job.ef, ProtocolFingerprint: job.pf,
-		Shard:       PartialShard{TotalShards: shard.Total, ShardIndex: shard.Index, ShardBy: rank.Contiguous.String()},
-		GalleryRows: [2]int{lo, hi}, NQueries: len(p.QueryIDs), NGallery: p.GalleryTotal, NPositives: len(pos.Index), Columns: PositivesColumns,
+		Shard:       PartialShard{TotalShards: shard.Total, ShardIndex: shard.Index, ShardBy: shard.Layout.String()},
+		GalleryRows: p.Gallery.Rows(), NQueries: len(p.QueryIDs), NGallery: p.GalleryTotal, NPositives: len(pos.Index), Columns: PositivesColumns,
 	}
 	if len(pos.Index) == 0 {
 		return key, doc, s.WriteJSON(ctx, key, doc)
@@ -150,7 +235,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 // whole gallery). Some but not all is an error naming the first missing.
 func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.PositiveScores, error) {
 	var parts []*rank.PositiveScores
-	missing := -1
+	missing, layout := -1, ""
 	for i := range n {
 		key := PositivesKey(j.key, i, n)
 		ok, err := s.Exists(ctx, key)
@@ -163,10 +248,14 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 			}
 			continue
 		}
-		p, err := s.readPositivesStage(ctx, j, key, i, n)
+		p, by, err := s.readPositivesStage(ctx, j, key, i, n)
 		if err != nil {
 			return nil, err
 		}
+		if layout != "" && by != layout {
+			return nil, checkErr(key, fmt.Sprintf("foreign positives stage: shard_by %q differs from %q of the other stages", by, layout))
+		}
+		layout = by
 		parts = append(parts, p)
 	}
 	switch {
@@ -182,11 +271,12 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 	return pos, nil
 }
 
-// readPositivesStage loads and checks shard i of n's positives stage.
-func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string, i, n int) (*rank.PositiveScores, error) {
+// readPositivesStage loads and checks shard i of n's positives stage and
+// returns it with its layout.
+func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string, i, n int) (*rank.PositiveScores, string, error) {
 	m, err := s.Manifest(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var md []byte
 	var arr matrix.Matrix
@@ -196,36 +286,39 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 		md, _, err = s.ReadMetadata(ctx, key)
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var doc EvaluationPositives
 	if err := json.Unmarshal(md, &doc); err != nil {
-		return nil, keyErr(key, ErrInvalidMetadata, fmt.Sprintf("positives metadata: %v", err))
+		return nil, "", keyErr(key, ErrInvalidMetadata, fmt.Sprintf("positives metadata: %v", err))
 	}
 	foreign := func(format string, args ...any) error {
 		return checkErr(key, "foreign positives stage: "+fmt.Sprintf(format, args...))
 	}
 	nq, ng := len(j.prot.Doc.QueryIDs), len(j.prot.Doc.GalleryIDs)
-	lo, hi := shardWindow(rank.Shard{Index: i, Total: n}, ng)
+	layout, lerr := rank.ParseShardLayout(doc.Shard.ShardBy)
+	sh := rank.Shard{Index: i, Total: n, Layout: layout}
 	switch {
+	case lerr != nil:
+		return nil, "", foreign("%v", lerr)
 	case doc.ArtifactType != TypeEvaluationPositives:
-		return nil, foreign("artifact_type %q is not %s", doc.ArtifactType, TypeEvaluationPositives)
+		return nil, "", foreign("artifact_type %q is not %s", doc.ArtifactType, TypeEvaluationPositives)
 	case doc.EvaluationFingerprint != j.ef || doc.ScoreKey != j.key || doc.ProtocolFingerprint != j.pf:
-		return nil, foreign("it belongs to another evaluation (fingerprint %s, score key %q)", doc.EvaluationFingerprint, doc.ScoreKey)
-	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i || doc.GalleryRows != [2]int{lo, hi}:
-		return nil, foreign("it is shard %d of %d (rows %v), expected %d of %d (rows [%d %d])", doc.Shard.ShardIndex, doc.Shard.TotalShards, doc.GalleryRows, i, n, lo, hi)
+		return nil, "", foreign("it belongs to another evaluation (fingerprint %s, score key %q)", doc.EvaluationFingerprint, doc.ScoreKey)
+	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i || doc.GalleryRows != len(sh.Rows(ng)):
+		return nil, "", foreign("it is shard %d of %d (%d rows), expected %d of %d", doc.Shard.ShardIndex, doc.Shard.TotalShards, doc.GalleryRows, i, n)
 	case doc.NQueries != nq || doc.NGallery != ng || !reflect.DeepEqual(doc.Columns, PositivesColumns):
-		return nil, foreign("%d × %d rows or columns %v differ", doc.NQueries, doc.NGallery, doc.Columns)
+		return nil, "", foreign("%d × %d rows or columns %v differ", doc.NQueries, doc.NGallery, doc.Columns)
 	case (arr == nil) != (doc.NPositives == 0):
-		return nil, foreign("%d positives, array present: %v", doc.NPositives, arr != nil)
+		return nil, "", foreign("%d positives, array present: %v", doc.NPositives, arr != nil)
 	}
 	out := &rank.PositiveScores{Offsets: make([]int, nq+1)}
 	if arr == nil {
-		return out, nil
+		return out, doc.Shard.ShardBy, nil
 	}
 	d, ok := arr.(*matrix.Dense)
 	if !ok || d.DType() != matrix.Float64 || d.Cols() != 3 || d.Rows() != doc.NPositives {
-		return nil, foreign("array is not an n_positives × 3 float64 array")
+		return nil, "", foreign("array is not an n_positives × 3 float64 array")
 	}
 	data := d.Float64Data()
 	out.Index, out.Scores = make([]int, 0, d.Rows()), make([]float64, 0, d.Rows())
@@ -233,8 +326,8 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 	for k := range d.Rows() {
 		qf, gf, v := data[3*k], data[3*k+1], data[3*k+2]
 		q, g := int(qf), int(gf)
-		if qf != math.Trunc(qf) || gf != math.Trunc(gf) || q < prevQ || q >= nq || g < lo || g >= hi || (q == prevQ && g <= prevG) {
-			return nil, foreign("row %d (%v, %v) is not a positive of the shard's rows in query then gallery order", k, qf, gf)
+		if qf != math.Trunc(qf) || gf != math.Trunc(gf) || q < prevQ || q >= nq || g < 0 || g >= ng || !holds(sh, ng, g) || (q == prevQ && g <= prevG) {
+			return nil, "", foreign("row %d (%v, %v) is not a positive of the shard's rows in query then gallery order", k, qf, gf)
 		}
 		for ; prevQ < q; prevQ++ {
 			out.Offsets[prevQ+1] = len(out.Index)
@@ -246,5 +339,5 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 	for ; prevQ < nq; prevQ++ {
 		out.Offsets[prevQ+1] = len(out.Index)
 	}
-	return out, nil
+	return out, doc.Shard.ShardBy, nil
 }

@@ -73,18 +73,18 @@ func windowFixture(t *testing.T, st store.Store, nq, ng, d int, labels bool, see
 
 // shardLocal runs every shard's positives stage, then every count stage,
 // then finalize.
-func shardLocal(f scoreFixture, req ScoreRequest, n int) (*Scored, error) {
+func shardLocal(f scoreFixture, req ScoreRequest, n int, layout rank.ShardLayout) (*Scored, error) {
 	for i := range n {
-		if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: n}); err != nil {
+		if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: n, Layout: layout}); err != nil {
 			return nil, err
 		}
 	}
 	for i := range n {
-		if _, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: n}); err != nil {
+		if _, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: n, Layout: layout}); err != nil {
 			return nil, err
 		}
 	}
-	return f.s.FinalizeScore(ctx, req, n, "")
+	return f.s.FinalizeScore(ctx, req, n, layout.String())
 }
 
 // Shards that read only their rows (positives stage, count stage,
@@ -105,13 +105,15 @@ func TestShardLocalScoreEqualsScore(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, n := range []int{1, 2, 3, 7} {
-					req.OutputKey = fmt.Sprintf("s/%v-%v-%s/%d", labels, bidir, prec, n)
-					got, err := shardLocal(f, req, n)
-					if err != nil {
-						t.Fatalf("labels %v bidir %v %s N=%d: %v", labels, bidir, prec, n, err)
-					}
-					if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
-						t.Fatalf("labels %v bidir %v %s N=%d:\nshards %s\nscore  %s", labels, bidir, prec, n, a, b)
+					for _, layout := range []rank.ShardLayout{rank.Contiguous, rank.Modulo} {
+						req.OutputKey = fmt.Sprintf("s/%v-%v-%s/%d-%s", labels, bidir, prec, n, layout)
+						got, err := shardLocal(f, req, n, layout)
+						if err != nil {
+							t.Fatalf("labels %v bidir %v %s N=%d %s: %v", labels, bidir, prec, n, layout, err)
+						}
+						if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+							t.Fatalf("labels %v bidir %v %s N=%d %s:\nshards %s\nscore  %s", labels, bidir, prec, n, layout, a, b)
+						}
 					}
 				}
 			}
@@ -119,8 +121,8 @@ func TestShardLocalScoreEqualsScore(t *testing.T) {
 	}
 }
 
-// A count stage without every positives stage names the missing one; a
-// modulo shard cannot run the stage.
+// A count stage without every positives stage names the missing one, and
+// stages of two layouts do not mix.
 func TestPositivesStageMissing(t *testing.T) {
 	f := windowFixture(t, mem.New(), 4, 12, 3, false, 4)
 	req := f.request(retrieval.DefaultConfig())
@@ -131,8 +133,13 @@ func TestPositivesStageMissing(t *testing.T) {
 	if !errors.Is(err, ErrCheck) || !strings.Contains(err.Error(), "missing positives stage: gallery shard 0 of 3") {
 		t.Fatalf("got %v", err)
 	}
-	if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: 0, Total: 3, Layout: rank.Modulo}); err == nil || !strings.Contains(err.Error(), "contiguous") {
-		t.Fatalf("modulo: %v", err)
+	for _, i := range []int{0, 2} {
+		if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: 3, Layout: rank.Modulo}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: 0, Total: 3}); !errors.Is(err, ErrCheck) || !strings.Contains(err.Error(), `shard_by "contiguous" differs from "modulo"`) {
+		t.Fatalf("mixed layouts: %v", err)
 	}
 }
 

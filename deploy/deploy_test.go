@@ -227,12 +227,9 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 			switch want.name {
 			case "positives":
 				// score --stage positives: one task per score shard, the
-				// same shards (contiguous row ranges only).
+				// same shards.
 				expect(cmds[0], "stage", "positives")
 				expect(cmds[0], "shard-index", "$SHARD_INDEX")
-				if v, ok := cmds[0].flags["shard-by"]; ok && v != "contiguous" {
-					c.errorf("%s: --shard-by %q: the positives stage needs contiguous shards", where, v)
-				}
 				absent(cmds[0], "finalize")
 				absent(cmds[0], "output-key")
 				positives = &cmds[0]
@@ -246,14 +243,10 @@ func (c *checker) checkStages(family string, stages []stage, indexVar string, pa
 				absent(cmds[0], "output-key")
 				// The score shards read only their rows when they are
 				// the shards the positives stages were run for: the same
-				// command apart from --stage (and a contiguous layout,
-				// the default).
+				// command apart from --stage (same layout too).
 				if positives == nil {
 					c.errorf("%s: no positives stage before the score shards (they would read the whole gallery)", where)
 				} else {
-					if shardBy != "" && shardBy != "contiguous" {
-						c.errorf("%s: --shard-by %q, but the positives stages cut contiguous shards", where, shardBy)
-					}
 					if a, b := withoutStage(*positives), withoutStage(cmds[0]); !reflect.DeepEqual(a, b) {
 						c.errorf("%s: the positives stage runs %v, the score shards %v: want the same command apart from --stage positives (same --total-shards, shard index and inputs)", where, a, b)
 					}
@@ -618,12 +611,12 @@ func TestDeployChecksCatchBreakage(t *testing.T) {
 		{"positives without --stage", "k8s/35-positives.yaml", ` --stage positives`, ``, `--stage "", want "positives"`},
 		{"positives shard index", "k8s/35-positives.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index 0`, "does not take its shard index from JOB_COMPLETION_INDEX"},
 		{"positives total shards", "k8s/35-positives.yaml", `--total-shards "$VERTEBRAE_SCORE_SHARDS"`, `--total-shards "$VERTEBRAE_EMBED_SHARDS"`, `--total-shards "$VERTEBRAE_EMBED_SHARDS", want "$VERTEBRAE_SCORE_SHARDS"`},
-		{"positives modulo", "k8s/35-positives.yaml", ` --stage positives`, ` --stage positives --shard-by modulo`, "the positives stage needs contiguous shards"},
+		{"positives layout", "k8s/35-positives.yaml", ` --stage positives`, ` --stage positives --shard-by modulo`, "want the same command apart from --stage positives"},
 		{"positives completions", "k8s/35-positives.yaml", "completions: 8", "completions: 4", "completions 4, want 8"},
 		{"positives job name", "k8s/35-positives.yaml", "name: vertebrae-positives", "name: vertebrae-positive", "want a batch/v1 Job named vertebrae-positives"},
 		{"positives inputs differ", "k8s/35-positives.yaml", ` --stage positives`, ` --stage positives --threads 1`, "want the same command apart from --stage positives"},
 		{"score runs positives", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --stage positives`, "the score shards run the count stage"},
-		{"score modulo", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --shard-by modulo`, "but the positives stages cut contiguous shards"},
+		{"score layout", "k8s/40-score.yaml", ` --shard-index "$JOB_COMPLETION_INDEX"`, ` --shard-index "$JOB_COMPLETION_INDEX" --shard-by modulo`, "want the same command apart from --stage positives"},
 		{"slurm positives without --stage", "slurm/stage.sbatch", `"$SLURM_ARRAY_TASK_ID" --stage positives`, `"$SLURM_ARRAY_TASK_ID"`, `--stage "", want "positives"`},
 		{"slurm positives index", "slurm/stage.sbatch", `--shard-index "$SLURM_ARRAY_TASK_ID" --stage positives`, `--shard-index 0 --stage positives`, "does not take its shard index from SLURM_ARRAY_TASK_ID"},
 		{"slurm score before positives", "slurm/submit.sh",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -40,11 +41,39 @@ func PairShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thread
 	}
 	out := &PairPartial{Forward: fwd}
 	if cfg.Bidirectional {
-		if out.Reverse, err = reverseShard(ctx, p, cfg, threads, shard); err != nil {
+		if out.Reverse, err = reverseShard(ctx, p, cfg, threads, shard, p.Gallery, 0); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// ReverseGalleryRows is the range [lo, hi) of gallery rows that gallery
+// shard `shard`'s reverse block reads as its queries (empty when the block
+// is): within the shard's own rows for a contiguous shard; a modulo shard's
+// block is a contiguous run of reverse queries, which a worker holding only
+// its own rows reads on its own (GalleryRows of PairWindow).
+func ReverseGalleryRows(p rank.Problem, cfg retrieval.Config, shard rank.Shard) (lo, hi int, err error) {
+	ng := len(p.GalleryIDs)
+	keep, err := reverseKeep(ReverseRows(p, ng), cfg, ng)
+	if err != nil {
+		return 0, 0, err
+	}
+	a, b := ReverseBlock(shard, ng, keep)
+	if a == b {
+		return 0, 0, nil
+	}
+	if keep == nil {
+		return a, b, nil
+	}
+	return keep[a], keep[b-1] + 1, nil
+}
+
+// GalleryRows are gallery rows [First, First+Rows.Rows()) held apart from
+// a window (a modulo shard's reverse block, ReverseGalleryRows).
+type GalleryRows struct {
+	First int
+	Rows  matrix.Matrix
 }
 
 // ReverseBlock is a gallery shard's block [lo, hi) of the reverse queries:
@@ -73,9 +102,13 @@ func ReverseBlock(shard rank.Shard, ng int, keep []int) (lo, hi int) {
 // reverseShard scores the shard's block of reverse queries against every
 // original query: a complete partial of the reverse problem's block (an
 // empty one when the block is).
-func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads int, shard rank.Shard) (*rank.Partial, error) {
+//
+// The reverse queries are gallery rows read from rows, whose first row is
+// gallery row base.
+func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads int, shard rank.Shard, rows matrix.Matrix, base int) (*rank.Partial, error) {
 	ng := len(p.GalleryIDs)
 	r := ReverseRows(p, ng)
+	r.Queries = rows
 	keep, err := reverseKeep(r, cfg, ng)
 	if err != nil {
 		return nil, err
@@ -90,14 +123,14 @@ func reverseShard(ctx context.Context, p rank.Problem, cfg retrieval.Config, thr
 			QueryLo: lo, Offsets: []int{0}, Positives: []int{}, Scores: []float64{}, Counts: []int64{},
 			HasNegative: []bool{}, Nearest: []float64{}}, nil
 	}
-	rows := make([]int, hi-lo)
-	for i := range rows {
-		rows[i] = lo + i
+	qs := make([]int, hi-lo)
+	for i := range qs {
+		qs[i] = lo + i
 		if keep != nil {
-			rows[i] = keep[lo+i]
+			qs[i] = keep[lo+i]
 		}
 	}
-	block, err := selectQueries(r, rows, p.GalleryFirst) // a window's own rows are its reverse queries
+	block, err := selectQueries(r, qs, base)
 	if err != nil {
 		return nil, err
 	}
@@ -120,14 +153,13 @@ func WindowPositives(ctx context.Context, p rank.Problem, cfg retrieval.Config, 
 	return rank.ScoreWindowPositives(ctx, p, opts)
 }
 
-// PairWindow is PairShard for a contiguous gallery shard that holds only
-// its rows (p.GalleryTotal > 0): pos is every shard's WindowPositives
-// merged (rank.MergePositiveScores), and the reverse block lies in the
-// shard's own rows. The result equals PairShard's bit for bit.
-func PairWindow(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard, pos *rank.PositiveScores) (*PairPartial, error) {
-	if shard.Layout != rank.Contiguous {
-		return nil, fmt.Errorf("a gallery window is a contiguous shard, not %s", shard.Layout)
-	}
+// PairWindow is PairShard for a gallery shard that holds only its rows
+// (p.GalleryTotal > 0): pos is every shard's WindowPositives merged
+// (rank.MergePositiveScores). A contiguous shard's reverse block lies in
+// its own rows; a modulo shard's comes in rev (ReverseGalleryRows; nil
+// when the config is not bidirectional or the block is empty). The result
+// equals PairShard's bit for bit.
+func PairWindow(ctx context.Context, p rank.Problem, cfg retrieval.Config, threads, runDepth int, shard rank.Shard, pos *rank.PositiveScores, rev *GalleryRows) (*PairPartial, error) {
 	opts, err := DirectionOptions(cfg, threads, runDepth)
 	if err != nil {
 		return nil, err
@@ -138,7 +170,14 @@ func PairWindow(ctx context.Context, p rank.Problem, cfg retrieval.Config, threa
 	}
 	out := &PairPartial{Forward: fwd}
 	if cfg.Bidirectional {
-		if out.Reverse, err = reverseShard(ctx, p, cfg, threads, shard); err != nil {
+		rows, base := p.Gallery, p.GalleryFirst
+		if shard.Layout == rank.Modulo {
+			rows, base = nil, 0
+			if rev != nil {
+				rows, base = rev.Rows, rev.First
+			}
+		}
+		if out.Reverse, err = reverseShard(ctx, p, cfg, threads, shard, rows, base); err != nil {
 			return nil, err
 		}
 	}

@@ -137,10 +137,10 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if layout == rank.Contiguous {
+			{
 				// The same shard holding only its rows, with the merged
 				// positives stages of all shards, gives the same bytes.
-				wenc, err := windowPair(ctx, p, cfg, depth, i, total).MarshalBinary()
+				wenc, err := windowPair(ctx, p, cfg, depth, rank.Shard{Index: i, Total: total, Layout: layout}).MarshalBinary()
 				if err != nil || !bytes.Equal(wenc, enc) {
 					t.Fatalf("iteration %d shard %d of %d: the windowed shard differs (%v)", it, i, total, err)
 				}
@@ -167,15 +167,23 @@ func TestPairFromPartialsEqualsPair(t *testing.T) {
 	}
 }
 
-// windowPair scores contiguous shard i of n of p as a worker holding only
-// its rows does: every shard's positives stage on its window, merged, then
-// the shard's pair partial on its window.
-func windowPair(ctx context.Context, p rank.Problem, cfg retrieval.Config, depth, i, n int) *PairPartial {
-	ng := p.Gallery.Rows()
+// windowPair scores gallery shard sh of p as a worker holding only its
+// rows does: every shard's positives stage on its window, merged, then the
+// shard's pair partial on its window (and, for a modulo shard, the gallery
+// rows of its reverse block read apart).
+func windowPair(ctx context.Context, p rank.Problem, cfg retrieval.Config, depth int, sh rank.Shard) *PairPartial {
+	ng, n := p.Gallery.Rows(), sh.Total
 	window := func(k int) rank.Problem {
-		lo, hi := k*ng/n, (k+1)*ng/n
+		s := rank.Shard{Index: k, Total: n, Layout: sh.Layout}
 		w := p
-		w.Gallery, w.GalleryFirst, w.GalleryTotal = p.Gallery.(*matrix.Dense).RowSlice(lo, hi).Clone(), lo, ng
+		m, err := retrieval.SelectRows(p.Gallery, s.Rows(ng))
+		if err != nil {
+			panic(err)
+		}
+		w.Gallery, w.GalleryFirst, w.GalleryTotal = m, k*ng/n, ng
+		if sh.Layout == rank.Modulo {
+			w.GalleryFirst, w.GalleryStride = k, n
+		}
 		return w
 	}
 	var parts []*rank.PositiveScores
@@ -190,7 +198,13 @@ func windowPair(ctx context.Context, p rank.Problem, cfg retrieval.Config, depth
 	if err != nil {
 		panic(err)
 	}
-	pp, err := PairWindow(ctx, window(i), cfg, 2, depth, rank.Shard{Index: i, Total: n}, pos)
+	var rev *GalleryRows
+	if lo, hi, err := ReverseGalleryRows(p, cfg, sh); err != nil {
+		panic(err)
+	} else if cfg.Bidirectional && lo < hi && sh.Layout == rank.Modulo {
+		rev = &GalleryRows{First: lo, Rows: p.Gallery.(*matrix.Dense).RowSlice(lo, hi).Clone()}
+	}
+	pp, err := PairWindow(ctx, window(sh.Index), cfg, 2, depth, sh, pos, rev)
 	if err != nil {
 		panic(err)
 	}
@@ -261,9 +275,9 @@ func TestPairFromPartialsClasses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if it%2 == 0 {
+			{
 				a, _ := pp.MarshalBinary()
-				b, _ := windowPair(ctx, p, cfg, -1, i, 3).MarshalBinary()
+				b, _ := windowPair(ctx, p, cfg, -1, rank.Shard{Index: i, Total: 3, Layout: rank.ShardLayout(it % 2)}).MarshalBinary()
 				if !bytes.Equal(a, b) {
 					t.Fatalf("classes %d shard %d: the windowed shard differs", it, i)
 				}

@@ -41,6 +41,9 @@ func direct[T working](src *source, b block) []T {
 		return nil
 	}
 	d, i := src.cols, src.local(b.g0)
+	if b.n < 1 || i < 0 || i+b.n > src.rows { // a block outside the held rows (an empty window's)
+		return nil
+	}
 	var v any
 	switch any(*new(T)).(type) {
 	case float64:

@@ -586,12 +586,14 @@ identical content. --total-shards N --finalize then merges all N partials
 exactly and writes the score artifact at the score key, bit-identical to an
 unsharded score; it fails naming the first missing or foreign partial.
 
-Shards that read only their rows (contiguous layout): run every shard with
---stage positives first (it scores the eligible positives among its gallery
-rows and writes <score key>/positives/<I:05d>-of-<N:05d>), then every shard
-with the default --stage count: it reads its row range of the gallery
-(verified chunk reads) and every stage's positive scores. Without positives
-stages a shard reads the whole gallery and scores the positives itself.`,
+Shards that read only their rows: run every shard with --stage positives
+first (it scores the eligible positives among its gallery rows and writes
+<score key>/positives/<I:05d>-of-<N:05d>), then every shard with the default
+--stage count: it reads its own rows and every stage's positive scores. A
+contiguous shard reads its row range of the gallery (verified chunk reads),
+a modulo shard the extraction shard with its index when the gallery was
+embedded in N shards. Without positives stages a shard reads the whole
+gallery and scores the positives itself.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ch := cmd.Flags().Changed
 			sharded := ch("total-shards")
@@ -606,8 +608,6 @@ stages a shard reads the whole gallery and scores the positives itself.`,
 				return usagef("--stage must be positives or count, got %q", stage)
 			case stage == "positives" && (!sharded || finalize):
 				return usagef("--stage positives scores one gallery shard: it needs --total-shards and a shard index, not --finalize")
-			case stage == "positives" && shardBy != "contiguous":
-				return usagef("--stage positives reads the shard's row range: it needs --shard-by contiguous")
 			}
 			layout, err := rank.ParseShardLayout(shardBy)
 			if err != nil {

@@ -381,7 +381,6 @@ func TestArtifactCommandErrors(t *testing.T) {
 		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "0", "--shard-index", "0"}, 2, "--total-shards must be >= 1"},
 		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2", "--shard-index", "0", "--shard-by", "random"}, 2, "--shard-by"},
 		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--stage", "positives"}, 2, "needs --total-shards"},
-		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2", "--shard-index", "0", "--stage", "positives", "--shard-by", "modulo"}, 2, "--shard-by contiguous"},
 		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--total-shards", "2", "--shard-index", "0", "--stage", "all"}, 2, "--stage must be positives or count"},
 		{[]string{"retrieval", "score", "--query-key", "q", "--gallery-key", "g", "--relevance-key", "r", "--max-memory-bytes", "0"}, 2, "--max-memory-bytes must be positive"},
 		{[]string{"retrieval", "from-artifacts"}, 2, "--score-key"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -135,18 +136,22 @@ func mustCLI(t *testing.T, storeURI string, args ...string) string {
 // scoreSharded runs the N gallery-shard scores and the finalize step under
 // outputKey and returns finalize's output document.
 //
-// Layout "local" is contiguous shards that read only their rows: every
-// shard's --stage positives first, then the count stages.
+// Layouts "local" and "local-modulo" are contiguous and modulo shards that
+// read only their rows: every shard's --stage positives first, then the
+// count stages.
 func scoreSharded(t *testing.T, storeURI, spec string, keys [3]string, outputKey string, total int, layout string, extra ...string) map[string]any {
 	t.Helper()
 	base := []string{"retrieval", "score", "--query-key", keys[0], "--gallery-key", keys[1], "--relevance-key", keys[2],
 		"--config", spec, "--output-key", outputKey, "--total-shards", fmt.Sprint(total)}
 	base = append(base, extra...)
-	if layout == "local" {
+	if l, ok := strings.CutPrefix(layout, "local"); ok {
 		layout = "contiguous"
+		if l == "-modulo" {
+			layout = "modulo"
+		}
 		for i := range total {
 			var doc map[string]any
-			out := mustCLI(t, storeURI, append(base, "--shard-index", fmt.Sprint(i), "--stage", "positives")...)
+			out := mustCLI(t, storeURI, append(base, "--shard-index", fmt.Sprint(i), "--stage", "positives", "--shard-by", layout)...)
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +205,7 @@ func TestShardedScoreMatchesLocalRun(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, total := range []int{1, 2, 3, 7} {
-					for _, layout := range []string{"contiguous", "modulo", "local"} {
+					for _, layout := range []string{"contiguous", "modulo", "local", "local-modulo"} {
 						key := fmt.Sprintf("scores/n%d-%s", total, layout)
 						fin := scoreSharded(t, st, spec, keys, key, total, layout)
 						plain["key"] = key
@@ -420,5 +425,45 @@ func TestShardedScoreUnderBudget(t *testing.T) {
 	plain["key"] = "scores/local"
 	if !reflect.DeepEqual(fin, plain) {
 		t.Fatalf("finalize printed %v, unsharded score %v", fin, plain)
+	}
+}
+
+// A modulo shard with the positives stage reads the extraction shard with
+// its index when the gallery was embedded in as many shards: with the
+// merged gallery file damaged, N = 3 (embedded in 3) still scores, bit for
+// bit, while N = 2 (which must stream the merged file) fails naming it.
+// (A bidirectional modulo shard reads its reverse block, a contiguous run
+// of rows, from the merged file.)
+func TestModuloShardsReadExtractionShards(t *testing.T) {
+	dir := t.TempDir()
+	spec := shardDataset(t, dir, "cosine", false, 8, 15)
+	st := filepath.Join(dir, "store")
+	q, g, r := artifactKeys(t, st, spec, 3)
+	var plain map[string]any
+	if err := json.Unmarshal([]byte(mustCLI(t, st, "retrieval", "score", "--query-key", q, "--gallery-key", g,
+		"--relevance-key", r, "--config", spec, "--output-key", "scores/plain")), &plain); err != nil {
+		t.Fatal(err)
+	}
+	arrays, err := filepath.Glob(filepath.Join(st, filepath.FromSlash(g), "array-*.npy"))
+	if err != nil || len(arrays) != 1 {
+		t.Fatalf("gallery array files %v (%v)", arrays, err)
+	}
+	b, err := os.ReadFile(arrays[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-2] ^= 0x10
+	if err := os.WriteFile(arrays[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fin := scoreSharded(t, st, spec, [3]string{q, g, r}, "scores/mod3", 3, "local-modulo")
+	plain["key"] = "scores/mod3"
+	if !reflect.DeepEqual(fin, plain) {
+		t.Fatalf("finalize printed %v, unsharded score %v", fin, plain)
+	}
+	code, _, stderr := run(t, "retrieval", "score", "--query-key", q, "--gallery-key", g, "--relevance-key", r, "--config", spec,
+		"--output-key", "scores/mod2", "--total-shards", "2", "--shard-index", "0", "--shard-by", "modulo", "--stage", "positives", "--store", st)
+	if code != 1 || !strings.Contains(stderr, "checksum mismatch") || !strings.Contains(stderr, g) {
+		t.Fatalf("N=2 over the damaged merged file: exit %d: %s", code, stderr)
 	}
 }
