@@ -287,7 +287,7 @@ func BenchmarkScreen32Block(b *testing.B) {
 func BenchmarkScreenRows32Block(b *testing.B) {
 	m := prepareBenchGallery(b)
 	sc := scanEndpoint(m, true, 1)
-	src := &source{m: m, rows: m.Rows(), cols: m.Cols(), prec: Float64, cosine: true, norms: sc.norms}
+	src := &source{m: m, stride: 1, rows: m.Rows(), cols: m.Cols(), prec: Float64, cosine: true, norms: sc.norms}
 	d, blk := m.Cols(), 1000
 	buf, y32 := make([]float64, blk*d), make([]float32, blk*d)
 	b.SetBytes(int64(m.Rows() * d * 4))

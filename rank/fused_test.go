@@ -60,7 +60,7 @@ func TestFusedScanEqualsSeparatePasses(t *testing.T) {
 		if wbad {
 			continue
 		}
-		want := &source{m: m, rows: rows, cols: cols, cosine: true}
+		want := &source{m: m, stride: 1, rows: rows, cols: cols, cosine: true}
 		werr := want.computeNorms(ids, "Gallery", threads)
 		got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, threads, sc, allRows(m.Rows()))
 		if !reflect.DeepEqual(got.norms, want.norms) {

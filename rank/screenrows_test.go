@@ -190,7 +190,7 @@ func TestRowProductionMatchesDefinition(t *testing.T) {
 			m := storedAs(t, dt, rows, d, extremeRows(r, rows, d, huge, true))
 			for _, cosine := range []bool{true, false} {
 				for _, prec := range []Precision{Float64, Float32} {
-					src := &source{m: m, rows: rows, cols: d, prec: prec, cosine: cosine}
+					src := &source{m: m, stride: 1, rows: rows, cols: d, prec: prec, cosine: cosine}
 					if cosine {
 						src.norms = make([]float64, rows)
 						for i := range src.norms {
@@ -348,7 +348,7 @@ func TestFusedScanKnownFinite(t *testing.T) {
 			for i := range ids {
 				ids[i] = "r"
 			}
-			want := &source{m: m, rows: rows, cols: d, cosine: true}
+			want := &source{m: m, stride: 1, rows: rows, cols: d, cosine: true}
 			werr := want.computeNorms(ids, "Gallery", 1)
 			sc := scanEndpoint(m, true, 2)
 			got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, 2, sc, allRows(m.Rows()))
@@ -434,7 +434,7 @@ func TestPassBlocks(t *testing.T) {
 		q, _ := matrix.NewDense64(1, 2, []float64{1, 2})
 		g, _ := matrix.NewDense64(c.ng, 2, make([]float64, 2*c.ng))
 		pr := &prepared{o: Options{GalleryBatch: c.batch, QueryBatch: 1}, ng: c.ng, nq: 1, d: 2,
-			q: &source{m: q, rows: 1, cols: 2, direct64: q.Float64Data()}, g: &source{m: g, rows: c.ng, cols: 2, direct64: g.Float64Data()}, rel: &relevance{}}
+			q: &source{m: q, stride: 1, rows: 1, cols: 2, direct64: q.Float64Data()}, g: &source{m: g, stride: 1, rows: c.ng, cols: 2, direct64: g.Float64Data()}, rel: &relevance{}}
 		if got := newPlan(pr, allRows(c.ng)).gb; got != c.want {
 			t.Fatalf("ng=%d batch %d: gallery block %d, want %d", c.ng, c.batch, got, c.want)
 		}
