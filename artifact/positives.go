@@ -234,15 +234,20 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 // when none exists (the shards then score the positives themselves over the
 // whole gallery). Some but not all is an error naming the first missing.
 func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.PositiveScores, error) {
+	// One List, not N existence checks: N count shards each asking for N
+	// stages would be N² requests on an object store.
+	committed := map[string]bool{}
+	for key, err := range s.Keys(ctx, j.key+"/positives") {
+		if err != nil {
+			return nil, err
+		}
+		committed[key] = true
+	}
 	var parts []*rank.PositiveScores
 	missing, layout := -1, ""
 	for i := range n {
 		key := PositivesKey(j.key, i, n)
-		ok, err := s.Exists(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
+		if !committed[key] {
 			if missing < 0 {
 				missing = i
 			}
