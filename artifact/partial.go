@@ -148,7 +148,7 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*Evalua
 		}
 		d := PartialDirection{NPositives: len(p.Counts), NearestNegative: make([]*float64, len(p.HasNegative))}
 		if i == 0 {
-			d.ShardRows = len(rank.Shard{Index: p.Shards[0], Total: p.TotalShards, Layout: p.Layout}.Rows(p.NGallery))
+			d.ShardRows = rank.Shard{Index: p.Shards[0], Total: p.TotalShards, Layout: p.Layout}.Count(p.NGallery)
 		} else {
 			lo, hi := p.QueryLo, p.QueryHi()
 			d.ShardRows, d.QueryLo, d.QueryHi = hi-lo, &lo, &hi

@@ -55,20 +55,6 @@ func PositivesKey(scoreKey string, i, n int) string {
 	return fmt.Sprintf("%s/positives/%05d-of-%05d", scoreKey, i, n)
 }
 
-// shardWindow is contiguous shard's rows [lo, hi) of an ng-row gallery.
-func shardWindow(shard rank.Shard, ng int) (lo, hi int) {
-	return int(int64(shard.Index) * int64(ng) / int64(shard.Total)), int(int64(shard.Index+1) * int64(ng) / int64(shard.Total))
-}
-
-// holds reports whether gallery shard sh of an ng-row gallery holds row g.
-func holds(sh rank.Shard, ng, g int) bool {
-	if sh.Layout == rank.Modulo {
-		return g%sh.Total == sh.Index
-	}
-	lo, hi := shardWindow(sh, ng)
-	return g >= lo && g < hi
-}
-
 // loadWindow reads the query endpoint and the shard's gallery rows (and,
 // with reverse set, for a bidirectional modulo shard, the gallery rows of
 // its reverse block), after checking their size against the memory budget
@@ -79,7 +65,7 @@ func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard, r
 	}
 	ng := j.gm.NSamples
 	p := j.Problem()
-	rows := len(shard.Rows(ng))
+	rows := shard.Count(ng)
 	revLo, revHi := 0, 0
 	if reverse && shard.Layout == rank.Modulo && j.cfg.Bidirectional {
 		var err error
@@ -96,7 +82,7 @@ func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard, r
 	}
 	p.Queries, p.GalleryTotal = q, ng
 	if shard.Layout == rank.Contiguous {
-		lo, hi := shardWindow(shard, ng)
+		lo, hi := shard.Range(ng)
 		if p.Gallery, _, err = s.ReadEndpointRows(ctx, j.req.GalleryKey, lo, hi); err != nil {
 			return rank.Problem{}, nil, err
 		}
@@ -123,7 +109,7 @@ func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard, r
 // shard), else the gallery streamed once (verified), keeping those rows.
 func (s *Store) moduloRows(ctx context.Context, j *ScoreJob, shard rank.Shard) (matrix.Matrix, error) {
 	gm, ng := j.gm, j.gm.NSamples
-	want := len(shard.Rows(ng))
+	want := shard.Count(ng)
 	if gm.ArtifactType == TypeEmbedding && gm.NShards == shard.Total && len(gm.ShardKeys) == shard.Total {
 		key := gm.ShardKeys[shard.Index]
 		m, sm, err := s.ReadEndpoint(ctx, key)
@@ -310,7 +296,7 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 		return nil, "", foreign("artifact_type %q is not %s", doc.ArtifactType, TypeEvaluationPositives)
 	case doc.EvaluationFingerprint != j.ef || doc.ScoreKey != j.key || doc.ProtocolFingerprint != j.pf:
 		return nil, "", foreign("it belongs to another evaluation (fingerprint %s, score key %q)", doc.EvaluationFingerprint, doc.ScoreKey)
-	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i || doc.GalleryRows != len(sh.Rows(ng)):
+	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i || doc.GalleryRows != sh.Count(ng):
 		return nil, "", foreign("it is shard %d of %d (%d rows), expected %d of %d", doc.Shard.ShardIndex, doc.Shard.TotalShards, doc.GalleryRows, i, n)
 	case doc.NQueries != nq || doc.NGallery != ng || !reflect.DeepEqual(doc.Columns, PositivesColumns):
 		return nil, "", foreign("%d × %d rows or columns %v differ", doc.NQueries, doc.NGallery, doc.Columns)
@@ -331,7 +317,7 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 	for k := range d.Rows() {
 		qf, gf, v := data[3*k], data[3*k+1], data[3*k+2]
 		q, g := int(qf), int(gf)
-		if qf != math.Trunc(qf) || gf != math.Trunc(gf) || q < prevQ || q >= nq || g < 0 || g >= ng || !holds(sh, ng, g) || (q == prevQ && g <= prevG) {
+		if qf != math.Trunc(qf) || gf != math.Trunc(gf) || q < prevQ || q >= nq || g < 0 || g >= ng || !sh.Holds(ng, g) || (q == prevQ && g <= prevG) {
 			return nil, "", foreign("row %d (%v, %v) is not a positive of the shard's rows in query then gallery order", k, qf, gf)
 		}
 		for ; prevQ < q; prevQ++ {

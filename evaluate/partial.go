@@ -88,9 +88,9 @@ func ReverseBlock(shard rank.Shard, ng int, keep []int) (lo, hi int) {
 		m = len(keep)
 	}
 	if shard.Layout == rank.Modulo {
-		return int(int64(shard.Index) * int64(m) / int64(shard.Total)), int(int64(shard.Index+1) * int64(m) / int64(shard.Total))
+		return shard.Range(m)
 	}
-	glo, ghi := int(int64(shard.Index)*int64(ng)/int64(shard.Total)), int(int64(shard.Index+1)*int64(ng)/int64(shard.Total))
+	glo, ghi := shard.Range(ng)
 	if keep == nil {
 		return glo, ghi
 	}

@@ -656,3 +656,30 @@ func TestWindowErrorsNameGlobalRows(t *testing.T) {
 		t.Errorf("modulo window: %v", err)
 	}
 }
+
+// Count, Holds and Range agree with Rows: 10 rows in 3 shards.
+func TestShardRowHelpers(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sh     Shard
+		rows   []int
+		lo, hi int
+	}{
+		{Shard{Index: 0, Total: 3}, []int{0, 1, 2}, 0, 3},
+		{Shard{Index: 2, Total: 3}, []int{6, 7, 8, 9}, 6, 10},
+		{Shard{Index: 1, Total: 3, Layout: Modulo}, []int{1, 4, 7}, 3, 6},
+		{Shard{Index: 0, Total: 12}, nil, 0, 0},
+	} {
+		if got := c.sh.Rows(10); !slices.Equal(got, c.rows) && len(got)+len(c.rows) > 0 {
+			t.Errorf("%+v: rows %v, want %v", c.sh, got, c.rows)
+		}
+		if lo, hi := c.sh.Range(10); c.sh.Count(10) != len(c.rows) || lo != c.lo || hi != c.hi {
+			t.Errorf("%+v: count %d, range [%d, %d)", c.sh, c.sh.Count(10), lo, hi)
+		}
+		for g := -1; g <= 10; g++ {
+			if c.sh.Holds(10, g) != slices.Contains(c.rows, g) {
+				t.Errorf("%+v: Holds(%d) = %v", c.sh, g, c.sh.Holds(10, g))
+			}
+		}
+	}
+}

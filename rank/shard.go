@@ -80,12 +80,26 @@ func (s Shard) Rows(n int) []int {
 	return out
 }
 
+// Count is how many rows of an n-row endpoint the shard holds.
+func (s Shard) Count(n int) int { return s.rowSet(n).len() }
+
+// Holds reports whether the shard holds global row g of an n-row endpoint.
+func (s Shard) Holds(n, g int) bool { return g >= 0 && s.rowSet(n).has(g) }
+
+// Range is [⌊Index·n/Total⌋, ⌊(Index+1)·n/Total⌋): the rows of a
+// contiguous shard, and the contiguous split of n items whatever the
+// layout (reverse-query blocks).
+func (s Shard) Range(n int) (lo, hi int) {
+	return int(int64(s.Index) * int64(n) / int64(s.Total)), int(int64(s.Index+1) * int64(n) / int64(s.Total))
+}
+
 // rowSet is the shard's rows of an n-row endpoint.
 func (s Shard) rowSet(n int) rowSet {
 	if s.Layout == Modulo {
 		return rowSet{s.Index, n, s.Total}
 	}
-	return rowSet{int(int64(s.Index) * int64(n) / int64(s.Total)), int(int64(s.Index+1) * int64(n) / int64(s.Total)), 1}
+	lo, hi := s.Range(n)
+	return rowSet{lo, hi, 1}
 }
 
 // ShardTask is the unit of sharded work: query rows [QueryLo, QueryHi)
