@@ -89,7 +89,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	if err := shard.Validate(); err != nil {
 		return nil, err
 	}
-	job, err := s.PrepareScore(ctx, req)
+	job, err := s.prepareScore(ctx, req, &shard)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +97,13 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	var pos *rank.PositiveScores
 	if pos, err = s.readPositives(ctx, job, shard.Total); err != nil {
 		return nil, err
+	}
+	if pos == nil && job.prot.view {
+		// No positives stages: this shard scores over the whole gallery,
+		// whose every ID a failure may name.
+		if job, err = s.PrepareScore(ctx, req); err != nil {
+			return nil, err
+		}
 	}
 	if pos != nil {
 		// Every shard ran its positives stage: this one reads only its rows.

@@ -95,6 +95,10 @@ func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard, r
 	p.GalleryFirst, p.GalleryStride = shard.Index, shard.Total
 	var rev *evaluate.GalleryRows
 	if revLo < revHi {
+		if err := s.holdGalleryIDs(ctx, j, revLo, revHi); err != nil {
+			return rank.Problem{}, nil, err
+		}
+		p.GalleryIDs = j.prot.Doc.GalleryIDs
 		g, _, err := s.ReadEndpointRows(ctx, j.req.GalleryKey, revLo, revHi)
 		if err != nil {
 			return rank.Problem{}, nil, err
@@ -102,6 +106,24 @@ func (s *Store) loadWindow(ctx context.Context, j *ScoreJob, shard rank.Shard, r
 		rev = &evaluate.GalleryRows{First: revLo, Rows: g}
 	}
 	return p, rev, nil
+}
+
+// holdGalleryIDs adds the IDs of gallery rows [lo, hi) to a relevance view
+// (the reverse block of a bidirectional modulo shard, which holds other
+// rows than its forward ones): a second streamed pass keeping those.
+func (s *Store) holdGalleryIDs(ctx context.Context, j *ScoreJob, lo, hi int) error {
+	if !j.prot.view {
+		return nil
+	}
+	v, err := s.ReadRelevanceView(ctx, j.req.RelevanceKey, func(g int) bool { return g >= lo && g < hi })
+	if err != nil {
+		return err
+	}
+	if v.Doc.ProtocolFingerprint != j.prot.Doc.ProtocolFingerprint || len(v.Doc.GalleryIDs) != len(j.prot.Doc.GalleryIDs) {
+		return checkErr(j.req.RelevanceKey, "relevance artifact changed while the shard read it")
+	}
+	copy(j.prot.Doc.GalleryIDs[lo:hi], v.Doc.GalleryIDs[lo:hi])
+	return nil
 }
 
 // moduloRows reads rows i, i+N, … of the gallery: extraction shard i of N
@@ -181,7 +203,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 	if err := shard.Validate(); err != nil {
 		return "", nil, err
 	}
-	job, err := s.PrepareScore(ctx, req)
+	job, err := s.prepareScore(ctx, req, &shard)
 	if err != nil {
 		return "", nil, err
 	}

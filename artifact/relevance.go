@@ -86,6 +86,19 @@ type Protocol struct {
 	Positives  [][]retrieval.Positive // per query, ascending gallery index
 	Classes    *retrieval.Classes     // label-derived relevance, or nil
 	Exclusions [][]int                // per query, ascending
+	// view marks a ReadRelevanceView protocol: Doc.GalleryIDs holds only
+	// the held rows' IDs (the others are empty) and galleryIDsSHA256 the
+	// ids_sha256 of the full list, computed as it streamed past.
+	view             bool
+	galleryIDsSHA256 string
+}
+
+// galleryIDsSum is ids_sha256 of the protocol's gallery IDs.
+func (p *Protocol) galleryIDsSum() (string, error) {
+	if p.galleryIDsSHA256 != "" {
+		return p.galleryIDsSHA256, nil
+	}
+	return IDsSHA256(p.Doc.GalleryIDs)
 }
 
 // Problem is the scoring problem of the protocol's IDs, relevance and the
@@ -104,15 +117,21 @@ func (s *Store) ReadRelevance(ctx context.Context, key string) (*Protocol, error
 	if _, err := s.ReadJSON(ctx, key, doc); err != nil {
 		return nil, err
 	}
-	bad := func(format string, args ...any) error {
-		return keyErr(key, ErrInvalidMetadata, "relevance artifact: "+fmt.Sprintf(format, args...))
-	}
 	if doc.ArtifactType != TypeRelevance {
 		md, _, err := s.ReadMetadata(ctx, key)
 		if err != nil {
 			return nil, err
 		}
 		return nil, RelevanceArtifact.check(key, md)
+	}
+	return relevanceProtocol(key, doc)
+}
+
+// relevanceProtocol checks a decoded relevance document (artifact type
+// checked) and builds its protocol.
+func relevanceProtocol(key string, doc *Relevance) (*Protocol, error) {
+	bad := func(format string, args ...any) error {
+		return keyErr(key, ErrInvalidMetadata, "relevance artifact: "+fmt.Sprintf(format, args...))
 	}
 	nq, ng := len(doc.QueryIDs), len(doc.GalleryIDs)
 	if nq != doc.NQueries || ng != doc.NGallery || nq == 0 || ng == 0 {
@@ -163,6 +182,20 @@ func (p *Protocol) readLabels(nq, ng int, bad func(string, ...any) error) (strin
 // readPairs reads explicit relevance and returns its recomputed
 // fingerprint.
 func (p *Protocol) readPairs(nq, ng int, bad func(string, ...any) error) (string, error) {
+	triples, err := p.pairs(nq, ng, bad)
+	if err != nil {
+		return "", err
+	}
+	rf, err := retrieval.RelevanceFingerprintOf(p.Doc.DatasetIdentityKey, p.Doc.QueryIDs, p.Doc.GalleryIDs, triples)
+	if err != nil {
+		return "", bad("%v", err)
+	}
+	return rf, nil
+}
+
+// pairs sets Positives from the document's relevance object (checked) and
+// returns the sorted [query, gallery, grade] triples its fingerprint hashes.
+func (p *Protocol) pairs(nq, ng int, bad func(string, ...any) error) ([]any, error) {
 	doc := p.Doc
 	p.Positives = make([][]retrieval.Positive, nq)
 	index := func(s string, n int, what string) (int, error) {
@@ -175,34 +208,27 @@ func (p *Protocol) readPairs(nq, ng int, bad func(string, ...any) error) (string
 	for qs, row := range doc.Relevance {
 		q, err := index(qs, nq, "query")
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		for gs, grade := range row {
 			g, err := index(gs, ng, "gallery")
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if math.IsNaN(grade) || math.IsInf(grade, 0) || grade <= 0 {
-				return "", bad("grade %v of (%s, %s) must be finite and > 0", grade, qs, gs)
+				return nil, bad("grade %v of (%s, %s) must be finite and > 0", grade, qs, gs)
 			}
 			p.Positives[q] = append(p.Positives[q], retrieval.Positive{Index: g, Grade: grade})
 		}
 	}
-	var triples []any
+	triples := []any{}
 	for q, ps := range p.Positives {
 		sort.Slice(ps, func(a, b int) bool { return ps[a].Index < ps[b].Index })
 		for _, x := range ps {
 			triples = append(triples, []any{q, x.Index, x.Grade})
 		}
 	}
-	if triples == nil {
-		triples = []any{}
-	}
-	rf, err := retrieval.RelevanceFingerprintOf(doc.DatasetIdentityKey, doc.QueryIDs, doc.GalleryIDs, triples)
-	if err != nil {
-		return "", bad("%v", err)
-	}
-	return rf, nil
+	return triples, nil
 }
 
 // WriteExclusions commits a separate exclusions artifact (sorted unique

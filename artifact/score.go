@@ -137,6 +137,13 @@ func (m shapeOnly) RowFloat64(int, []float64) { panic("artifact: shapeOnly has n
 // PrepareScore runs the checks of SPEC §10.7 that read no embedding values,
 // in order, and computes the fingerprints and the score key.
 func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, error) {
+	return s.prepareScore(ctx, req, nil)
+}
+
+// prepareScore is PrepareScore for a worker that holds the rows of a
+// gallery shard (nil: the whole gallery): the relevance artifact is read as
+// a view (ReadRelevanceView) keeping only their IDs.
+func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, shard *rank.Shard) (*ScoreJob, error) {
 	cfg := req.Config.Clone()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -163,7 +170,13 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 		return nil, checkErr(req.GalleryKey, fmt.Sprintf("query and gallery artifacts must share one non-empty dataset identity; dataset identities differ: %q (query %s) and %q", qm.DatasetIdentityKey, req.QueryKey, gm.DatasetIdentityKey))
 	}
 	// (3) relevance of that dataset, fingerprint verified.
-	prot, err := s.ReadRelevance(ctx, req.RelevanceKey)
+	var prot *Protocol
+	if shard == nil {
+		prot, err = s.ReadRelevance(ctx, req.RelevanceKey)
+	} else {
+		ng := gm.NSamples
+		prot, err = s.ReadRelevanceView(ctx, req.RelevanceKey, func(g int) bool { return shard.Holds(ng, g) })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -174,14 +187,18 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 	for _, c := range []struct {
 		key, what string
 		em        *EndpointMeta
-		ids       []string
-	}{{req.QueryKey, "query", qm, prot.Doc.QueryIDs}, {req.GalleryKey, "gallery", gm, prot.Doc.GalleryIDs}} {
-		sum, err := IDsSHA256(c.ids)
+		n         int
+		sum       func() (string, error)
+	}{
+		{req.QueryKey, "query", qm, len(prot.Doc.QueryIDs), func() (string, error) { return IDsSHA256(prot.Doc.QueryIDs) }},
+		{req.GalleryKey, "gallery", gm, len(prot.Doc.GalleryIDs), prot.galleryIDsSum},
+	} {
+		sum, err := c.sum()
 		if err != nil {
 			return nil, err
 		}
-		if c.em.NSamples != len(c.ids) {
-			return nil, checkErr(c.key, fmt.Sprintf("%s IDs: endpoint has %d rows, relevance has %d %s IDs", c.what, c.em.NSamples, len(c.ids), c.what))
+		if c.em.NSamples != c.n {
+			return nil, checkErr(c.key, fmt.Sprintf("%s IDs: endpoint has %d rows, relevance has %d %s IDs", c.what, c.em.NSamples, c.n, c.what))
 		}
 		if c.em.IDsSHA256 != sum {
 			return nil, checkErr(c.key, fmt.Sprintf("%s IDs: ids_sha256 %s differs from the relevance artifact's %s IDs (%s)", c.what, c.em.IDsSHA256, c.what, sum))
@@ -205,7 +222,17 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 	}
 	// (7) scorer rules: eligible positives, bidirectional coverage; zero
 	// norms and finiteness are checked by the scorer itself.
-	if err := checkEligible(prot, j.excl, cfg.Bidirectional && !cfg.DropsQueriesWithoutPositives()); err != nil {
+	bidi := cfg.Bidirectional && !cfg.DropsQueriesWithoutPositives()
+	if err := checkEligible(prot, j.excl, bidi); err != nil {
+		if prot.view { // the message names rows this view does not hold
+			full, ferr := s.ReadRelevance(ctx, req.RelevanceKey)
+			if ferr != nil {
+				return nil, ferr
+			}
+			if ferr = checkEligible(full, j.excl, bidi); ferr != nil {
+				err = ferr
+			}
+		}
 		return nil, checkErr(req.RelevanceKey, err.Error())
 	}
 	if j.pf, err = retrieval.ProtocolFingerprintOf(prot.Doc.ProtocolFingerprint, pairsAny(j.exclPairs), cfg); err != nil {

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"sort"
@@ -107,6 +108,20 @@ func Strings(ss []string) Array {
 // EncodeString writes s as a canonical JSON string (for Array elements);
 // s must be valid UTF-8.
 func EncodeString(w Writer, s string) error { return encodeString(w, s) }
+
+// EncodeStringBytes is EncodeString of the string b holds, without
+// converting a string that needs no escaping (the streamed IDs of a large
+// gallery).
+func EncodeStringBytes(w Writer, b []byte) error {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return encodeString(w, string(b))
+		}
+	}
+	_ = w.WriteByte('"')
+	_, _ = w.Write(b)
+	return w.WriteByte('"')
+}
 
 // Writer is where canonical text goes.
 type Writer interface {
@@ -336,4 +351,46 @@ func FormatNumber(f float64) string {
 		}
 	}
 	return sign + out
+}
+
+// StringsHasher hashes a JSON array of strings added one at a time: Sum is
+// Hash of the list, computed without holding it.
+type StringsHasher struct {
+	h   hash.Hash
+	w   *bufio.Writer
+	n   int
+	err error
+}
+
+// NewStringsHasher starts an empty list.
+func NewStringsHasher() *StringsHasher {
+	h := sha256.New()
+	w := bufio.NewWriterSize(h, 64<<10)
+	_ = w.WriteByte('[') // a bufio.Writer over a hash cannot fail
+	return &StringsHasher{h: h, w: w}
+}
+
+// Add appends the string b holds (valid UTF-8, or Sum fails); b is not
+// retained.
+func (l *StringsHasher) Add(b []byte) {
+	if l.err != nil {
+		return
+	}
+	if l.n > 0 {
+		_ = l.w.WriteByte(',')
+	}
+	l.n++
+	l.err = EncodeStringBytes(l.w, b)
+}
+
+// Sum returns the lowercase hex SHA-256 of the list's canonical text.
+func (l *StringsHasher) Sum() (string, error) {
+	if l.err != nil {
+		return "", l.err
+	}
+	_ = l.w.WriteByte(']')
+	if err := l.w.Flush(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(l.h.Sum(nil)), nil
 }

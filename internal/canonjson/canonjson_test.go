@@ -200,3 +200,28 @@ func TestStrings(t *testing.T) {
 		t.Error("invalid UTF-8 accepted")
 	}
 }
+
+// A list hashed one string at a time equals Hash of the list, for empty,
+// plain and escaped strings; invalid UTF-8 fails as Hash does.
+func TestStringsHasherIsHash(t *testing.T) {
+	t.Parallel()
+	for _, ss := range [][]string{{}, {""}, {"a"}, {"a", "b\"c", "\\", "\u0001\t", "é🚀", "\u2028"}} {
+		h := NewStringsHasher()
+		l := make([]any, len(ss))
+		for i, s := range ss {
+			h.Add([]byte(s))
+			l[i] = s
+		}
+		got, err := h.Sum()
+		want, werr := Hash(l)
+		if err != nil || werr != nil || got != want {
+			t.Errorf("%q: %s %v, Hash %s %v", ss, got, err, want, werr)
+		}
+	}
+	h := NewStringsHasher()
+	h.Add([]byte("ok"))
+	h.Add([]byte("\xff"))
+	if _, err := h.Sum(); err == nil {
+		t.Error("invalid UTF-8 hashed")
+	}
+}
