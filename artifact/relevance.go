@@ -15,11 +15,7 @@ import (
 
 // IDsSHA256 is H of an endpoint's ID list (SPEC §10.6 ids_sha256).
 func IDsSHA256(ids []string) (string, error) {
-	l := make([]any, len(ids))
-	for i, id := range ids {
-		l[i] = id
-	}
-	return canonjson.Hash(l)
+	return canonjson.Hash(canonjson.Strings(ids)) // no []any of a large gallery's IDs
 }
 
 // RelevanceDocument builds the relevance artifact of ds (SPEC §10.6): the

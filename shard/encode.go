@@ -21,18 +21,43 @@ import (
 // the vectors are bit-identical to one row per call, whatever the split.
 // Any other extractor gets the whole endpoint in one call when N = 1 and one
 // row per call otherwise, so a row's vector never depends on the split.
-// Work and memory are linear in the shard's rows. The returned IDs are the
+// A precomputed table (extract.Precomputed) is looked up by row index, not
+// encoded: a modulo shard's rows come from one call with no gathered
+// inputs, and its result is the shard's matrix without a further copy.
+// Work and memory are linear in the shard's rows (but for the endpoint's
+// ID list, which the dataset hands out as a copy). The returned IDs are the
 // whole endpoint's: ids_sha256 of a shard is H of its endpoint's ID list, so
 // the merged endpoint carries the hash the scorer checks against the
 // relevance IDs.
 func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, streaming bool, side string, sh Shard) (matrix.Matrix, []string, error) {
 	x := entry.Extractor
-	items, allIDs := ds.Queries(), ds.QueryIDs()
-	branch := entry.QueryBranch
+	// Only this side's IDs: the accessors copy the list, and a
+	// million-row gallery's copy is a cost every shard pays.
+	var items retrieval.Items
+	var allIDs []string
+	var branch string
 	if side == artifact.SideGallery {
 		items, allIDs, branch = ds.Gallery(), ds.GalleryIDs(), entry.GalleryBranch
+	} else {
+		items, allIDs, branch = ds.Queries(), ds.QueryIDs(), entry.QueryBranch
 	}
+	// The precomputed extractor looks its rows up by index (Batch.Row) and
+	// reads only the batch's length from its items, so its modulo batches
+	// need no gathered copy of the endpoint's inputs.
+	pc, byIndex := x.(*extract.Precomputed)
 	n := items.Len()
+	if byIndex && branch == "" {
+		// As the unsharded run checks (SPEC §9.4): a longer table would
+		// silently serve rows [0, n) however the endpoint is split.
+		t := pc.Query
+		if side == artifact.SideGallery {
+			t = pc.Gallery
+		}
+		if t != nil && t.Rows() != n {
+			return nil, nil, fmt.Errorf("Retriever '%s' %s embeddings returned %d embeddings for %d rows: the precomputed %s table must have one row per %s item",
+				x.Name(), side, t.Rows(), n, side, side)
+		}
+	}
 	stride := max(1, sh.TotalShards)
 	first := sh.ShardIndex
 	if first < 0 || first >= stride {
@@ -43,13 +68,22 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, str
 		rows = (n-first-1)/stride + 1
 	}
 	per := 1 // shard rows per encoder call
+	// A precomputed table is looked up, not encoded: a modulo shard takes
+	// its rows in one call, whose result (a fresh copy of rows i, i+N, …)
+	// becomes the shard's matrix as it is. Batches would copy each row
+	// twice (into the batch, then into the shard's matrix), one copy of
+	// the whole table more, summed over the shards, than N = 1, whose
+	// batches are views of the table.
+	lookup := byIndex && branch == "" && stride > 1
 	switch {
+	case lookup:
+		per = max(1, rows)
 	case streaming && (x.StreamingSafe() || branch != ""):
 		per = max(1, sh.BatchSize)
 	case stride == 1:
 		per = max(1, rows)
 	}
-	out := &shardRows{rows: rows}
+	out := &shardRows{rows: rows, adopt: lookup}
 	for k := 0; k < rows; k += per {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -59,7 +93,11 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, str
 		if count == 1 {
 			b.Stride = 1
 		}
-		gathered, ok := retrieval.GatherItems(items, start, b.Step(), count)
+		var gathered retrieval.Items = retrieval.IDsOnly(count)
+		ok := true
+		if !byIndex || branch != "" {
+			gathered, ok = retrieval.GatherItems(items, start, b.Step(), count)
+		}
 		if !ok {
 			// Items this package cannot gather: one row per call, which
 			// gives the same vectors for a streaming-safe extractor.
@@ -103,6 +141,8 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, str
 // ahead, are kept and concatenated at the end (ConcatRows).
 type shardRows struct {
 	rows  int             // the shard's row count
+	adopt bool            // a batch of every row is the encoder's own copy: keep it
+	whole matrix.Matrix   // that batch
 	parts []matrix.Matrix // every batch while they are CSR
 	first *matrix.Dense   // the first dense batch: kind, dtype and width
 	added int             // rows of the dense batches so far
@@ -112,6 +152,13 @@ type shardRows struct {
 }
 
 func (s *shardRows) add(m matrix.Matrix) error {
+	if s.adopt && s.whole == nil && s.first == nil && len(s.parts) == 0 && m.Rows() == s.rows {
+		s.whole = m
+		return nil
+	}
+	if s.whole != nil {
+		return fmt.Errorf("encoder returned rows beyond the shard's %d", s.rows)
+	}
 	d, dense := m.(*matrix.Dense)
 	if len(s.parts) > 0 || (s.first == nil && !dense) {
 		s.parts = append(s.parts, m)
@@ -146,6 +193,9 @@ func (s *shardRows) add(m matrix.Matrix) error {
 
 // matrix returns the shard's rows as one matrix.
 func (s *shardRows) matrix(ctx context.Context) (matrix.Matrix, error) {
+	if s.whole != nil {
+		return s.whole, nil
+	}
 	if s.first == nil {
 		return ConcatRows(ctx, s.parts)
 	}
