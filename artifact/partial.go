@@ -89,7 +89,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	if err := shard.Validate(); err != nil {
 		return nil, err
 	}
-	job, err := s.prepareScore(ctx, req, &shard)
+	job, err := s.prepareScore(ctx, req, shardRows(shard))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,13 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 	if totalShards < 1 {
 		return nil, fmt.Errorf("total shards must be >= 1, got %d", totalShards)
 	}
-	job, err := s.PrepareScore(ctx, req)
+	// Finalize names gallery rows only as reverse queries: one direction
+	// needs no gallery ID (a failed check reads them all for its message).
+	var held heldRows
+	if !req.Config.Bidirectional {
+		held = noRows
+	}
+	job, err := s.prepareScore(ctx, req, held)
 	if err != nil {
 		return nil, err
 	}

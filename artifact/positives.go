@@ -203,7 +203,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 	if err := shard.Validate(); err != nil {
 		return "", nil, err
 	}
-	job, err := s.prepareScore(ctx, req, &shard)
+	job, err := s.prepareScore(ctx, req, shardRows(shard))
 	if err != nil {
 		return "", nil, err
 	}

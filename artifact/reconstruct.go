@@ -107,7 +107,8 @@ func (s *Store) FromArtifacts(ctx context.Context, scoreKeys []string) (*Reconst
 				d.ProtocolFingerprint, d.RelevanceKey, scoreKeys[0], docs[0].ProtocolFingerprint, docs[0].RelevanceKey))
 		}
 	}
-	prot, err := s.ReadRelevance(ctx, docs[0].RelevanceKey)
+	// Only its fingerprint, sizes and exclusions are used: no gallery ID.
+	prot, err := s.ReadRelevanceView(ctx, docs[0].RelevanceKey, func(int) bool { return false })
 	if err != nil {
 		return nil, err
 	}

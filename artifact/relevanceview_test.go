@@ -258,7 +258,7 @@ func TestShardJobReadsRelevanceView(t *testing.T) {
 	f := newScoreFixture(t, "shard-view")
 	req := f.request(retrieval.DefaultConfig())
 	shard := rank.Shard{Index: 1, Total: 2}
-	j, err := f.s.prepareScore(ctx, req, &shard)
+	j, err := f.s.prepareScore(ctx, req, shardRows(shard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestModuloReverseBlockIDsAreHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		shard := rank.Shard{Index: 1, Total: 3, Layout: rank.Modulo}
-		j, err := f.s.prepareScore(ctx, req, &shard)
+		j, err := f.s.prepareScore(ctx, req, shardRows(shard))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -140,10 +140,21 @@ func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, 
 	return s.prepareScore(ctx, req, nil)
 }
 
-// prepareScore is PrepareScore for a worker that holds the rows of a
-// gallery shard (nil: the whole gallery): the relevance artifact is read as
-// a view (ReadRelevanceView) keeping only their IDs.
-func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, shard *rank.Shard) (*ScoreJob, error) {
+// heldRows selects the gallery rows (of ng) whose IDs a worker keeps.
+type heldRows func(ng, g int) bool
+
+// shardRows keeps a gallery shard's rows.
+func shardRows(shard rank.Shard) heldRows {
+	return func(ng, g int) bool { return shard.Holds(ng, g) }
+}
+
+// noRows keeps no gallery ID (a worker that names no gallery row).
+func noRows(int, int) bool { return false }
+
+// prepareScore is PrepareScore for a worker that names only the gallery
+// rows held selects (nil: every row): the relevance artifact is read as a
+// view (ReadRelevanceView) keeping only their IDs.
+func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, held heldRows) (*ScoreJob, error) {
 	cfg := req.Config.Clone()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -171,11 +182,11 @@ func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, shard *rank.
 	}
 	// (3) relevance of that dataset, fingerprint verified.
 	var prot *Protocol
-	if shard == nil {
+	if held == nil {
 		prot, err = s.ReadRelevance(ctx, req.RelevanceKey)
 	} else {
 		ng := gm.NSamples
-		prot, err = s.ReadRelevanceView(ctx, req.RelevanceKey, func(g int) bool { return shard.Holds(ng, g) })
+		prot, err = s.ReadRelevanceView(ctx, req.RelevanceKey, func(g int) bool { return held(ng, g) })
 	}
 	if err != nil {
 		return nil, err
