@@ -269,35 +269,26 @@ func (s *jsonScanner) next() (byte, error) {
 	}
 }
 
-// members calls f for every member of an object whose '{' has been read,
-// with the scanner positioned at the member's value.
-func (s *jsonScanner) members(f func(key string) error) error {
+// seq walks the elements of an array or object whose opening bracket has
+// been read, up to the closing byte: elem gets each element's first byte
+// (read) and reads the rest.
+func (s *jsonScanner) seq(closing byte, elem func(c byte) error) error {
 	c, err := s.next()
 	if err != nil {
 		return err
 	}
-	if c == '}' {
+	if c == closing {
 		return nil
 	}
 	for {
-		if c != '"' {
-			return errStream
-		}
-		k, err := s.str()
-		if err != nil {
-			return err
-		}
-		if c, err = s.next(); err != nil || c != ':' {
-			return errStream
-		}
-		if err := f(k); err != nil {
+		if err := elem(c); err != nil {
 			return err
 		}
 		if c, err = s.next(); err != nil {
 			return err
 		}
 		switch c {
-		case '}':
+		case closing:
 			return nil
 		case ',':
 			if c, err = s.next(); err != nil {
@@ -309,6 +300,24 @@ func (s *jsonScanner) members(f func(key string) error) error {
 	}
 }
 
+// members calls f for every member of an object whose '{' has been read,
+// with the scanner positioned at the member's value.
+func (s *jsonScanner) members(f func(key string) error) error {
+	return s.seq('}', func(c byte) error {
+		if c != '"' {
+			return errStream
+		}
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		if c, err = s.next(); err != nil || c != ':' {
+			return errStream
+		}
+		return f(k)
+	})
+}
+
 // strings calls f for every element of an array of strings, with its
 // decoded bytes (valid during the call).
 func (s *jsonScanner) strings(f func([]byte) error) error {
@@ -316,13 +325,7 @@ func (s *jsonScanner) strings(f func([]byte) error) error {
 	if err != nil || c != '[' {
 		return errStream
 	}
-	if c, err = s.next(); err != nil {
-		return err
-	}
-	if c == ']' {
-		return nil
-	}
-	for {
+	return s.seq(']', func(c byte) error {
 		if c != '"' {
 			return errStream
 		}
@@ -330,23 +333,8 @@ func (s *jsonScanner) strings(f func([]byte) error) error {
 		if err != nil {
 			return err
 		}
-		if err := f(v); err != nil {
-			return err
-		}
-		if c, err = s.next(); err != nil {
-			return err
-		}
-		switch c {
-		case ']':
-			return nil
-		case ',':
-			if c, err = s.next(); err != nil {
-				return err
-			}
-		default:
-			return errStream
-		}
-	}
+		return f(v)
+	})
 }
 
 // str reads a string whose opening quote has been read, decoding it as
