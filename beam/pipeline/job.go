@@ -1,6 +1,8 @@
 // Package pipeline is vertebrae's evaluation as an Apache Beam pipeline
-// (SPEC §11.4): embed shards → merge → score (query block × gallery shard)
-// → group by query block → metrics → score artifact. Heavy data stays in
+// (SPEC §11.4): embed shards → merge → per gallery shard the positives
+// stage, then (all committed) the count stage → finalize → score artifact
+// (or, with query blocks, score query block × gallery shard → group by
+// query block → metrics → score artifact). Heavy data stays in
 // the artifact store; PCollection elements are keys, shard descriptors and
 // serialised partials. Every stage calls the same engine-free library code
 // as the job-array commands (package shard, the partial scorer), so the
@@ -26,8 +28,13 @@ type Options struct {
 	Spec        string // run file (SPEC §6.5); read by the launcher and every worker
 	Store       string // artifact store URI (SPEC §10.5); must be reachable from the workers
 	TotalShards int    // extraction shards per endpoint and gallery shards for scoring
-	// QueryBlock is the number of queries per scoring block (0 = all
-	// queries in one block).
+	// QueryBlock is the number of queries per scoring block. 0 (default)
+	// scores each gallery shard in the two shard-local stages of the job
+	// arrays (positives stage, then count stage after every positives stage
+	// is committed; a worker reads only its shard's gallery rows). > 0
+	// splits every gallery shard into query blocks merged in the pipeline
+	// instead: more tasks, but each score worker loads the whole gallery
+	// and scores the positives itself.
 	QueryBlock int
 	// ShardBy is the gallery sharding layout: "contiguous" (default) or
 	// "modulo" (SPEC §11.3).

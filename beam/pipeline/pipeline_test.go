@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
+	"github.com/vertebrae-eval/vertebrae/artifact"
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/internal/cli"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/store/location"
 )
 
 // TestMain initialises Beam after the test flags are parsed (beam.Init
@@ -164,7 +167,7 @@ func TestPipelineOnPrismMatchesLocalRun(t *testing.T) {
 		{"dot", true, 3, 2, "contiguous", true, false},
 		{"squared_l2", false, 3, 3, "modulo", false, false},
 		{"cosine", true, 1, 4, "modulo", false, false},
-		{"cosine", true, 3, 0, "modulo", false, false},
+		{"cosine", true, 3, 0, "modulo", true, false},
 		{"dot", true, 3, 2, "modulo", false, true},
 	}
 	for _, c := range cases {
@@ -197,6 +200,7 @@ func TestPipelineOnPrismMatchesLocalRun(t *testing.T) {
 			if len(job.ScoreKeys) != 1 {
 				t.Fatalf("score keys %v", job.ScoreKeys)
 			}
+			checkStages(t, ctx, opts.Store, job.ScoreKeys[0], c.shards, c.block == 0)
 			rep := decode(t, got)
 			for _, k := range []string{"extractor_results", "ranking", "schema_version"} {
 				if !reflect.DeepEqual(rep[k], want[k]) {
@@ -211,5 +215,45 @@ func TestPipelineOnPrismMatchesLocalRun(t *testing.T) {
 				t.Errorf("metadata %v, local %v", gm, wm)
 			}
 		})
+	}
+}
+
+// checkStages asserts what the scoring stages left under the score key:
+// with staged scoring, the positives stage of every one of the n gallery
+// shards (so the count shards took the shard-local path: ScorePartial reads
+// only its rows when all n exist) and the n partials of the count stage;
+// with query blocks, neither.
+func checkStages(t *testing.T, ctx context.Context, storeURI, scoreKey string, n int, staged bool) {
+	t.Helper()
+	raw, err := location.Open(ctx, storeURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	st := artifact.New(raw)
+	var want []string
+	if staged {
+		for i := range n {
+			want = append(want, artifact.PositivesKey(scoreKey, i, n), artifact.PartialKey(scoreKey, i, n))
+		}
+	}
+	var got []string
+	for _, prefix := range []string{scoreKey + "/positives", scoreKey + "/partials"} {
+		for key, err := range st.Keys(ctx, prefix) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, key)
+		}
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("stage artifacts under %s: %q, want %q", scoreKey, got, want)
+	}
+	for _, k := range want {
+		if ok, err := st.Exists(ctx, k); err != nil || !ok {
+			t.Errorf("%s: exists %v, %v", k, ok, err)
+		}
 	}
 }

@@ -6,11 +6,20 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
-// Build adds the pipeline of job to a new Beam pipeline.
+// Build adds the pipeline of job to a new Beam pipeline. Scoring runs the
+// shard-local stages of the job-array commands (positives stage, count
+// stage, finalize: stagedScoreStages; no worker reads the whole gallery)
+// unless the job asks for query blocks (QueryBlock > 0), which split each
+// gallery shard's work into query block × gallery shard tasks merged in the
+// pipeline (scoreStages; every score worker then loads the whole gallery).
 func Build(job *Job) *beam.Pipeline {
 	p, s := beam.NewPipelineWithRoot()
 	ready := extractStages(s, job)
-	scoreStages(s, job, ready)
+	if job.QueryBlock > 0 {
+		scoreStages(s, job, ready)
+	} else {
+		stagedScoreStages(s, job, ready)
+	}
 	return p
 }
 

@@ -79,3 +79,25 @@ func TestMergeBlockNeedsEveryShard(t *testing.T) {
 		t.Errorf("emitted %v", emitted)
 	}
 }
+
+// The barrier between two shard stages passes an extractor's group only
+// when it holds every shard 0..N-1 once.
+func TestCollectShards(t *testing.T) {
+	iter := func(is ...int) func(*int) bool {
+		return func(dst *int) bool {
+			if len(is) == 0 {
+				return false
+			}
+			*dst, is = is[0], is[1:]
+			return true
+		}
+	}
+	if err := collectShards("x", "the positives stage", iter(2, 0, 1), 3); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range [][]int{{0, 1}, {0, 1, 1}, {0, 1, 2, 2}, {1, 2, 3}, {}} {
+		if err := collectShards("x", "the positives stage", iter(bad...), 3); err == nil || !strings.Contains(err.Error(), "want 0..2") {
+			t.Errorf("shards %v: %v", bad, err)
+		}
+	}
+}

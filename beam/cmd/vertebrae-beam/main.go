@@ -4,14 +4,22 @@
 //	vertebrae-beam run --spec run.yaml --store URI --total-shards N [--beam-option k=v …]
 //
 // It plans and writes the relevance artifact locally, runs embed shards →
-// merge → score (query block × gallery shard) → group by query block →
-// metrics → score artifact on the chosen runner (Prism in-process by
+// merge → per gallery shard the positives stage, then (once all are
+// committed) the count stage → finalize → score artifact (with
+// --query-block: score query block × gallery shard → group by query block →
+// metrics → score artifact) on the chosen runner (Prism in-process by
 // default; Flink, Spark or Dataflow through --beam-option runner=…), then
 // prints the report reconstructed from the score artifacts (the JSON of
 // `vertebrae retrieval from-artifacts`).
 //
 // Beam runners start this same binary as a worker (`--worker …`); that
 // mode is handed to beam.Init before anything else parses the arguments.
+// A PROCESS environment may start it directly as its boot program
+// (`--environment_type=PROCESS --environment_config={"command":
+// "/path/to/vertebrae-beam"}`): started with --id and
+// --provision_endpoint, it fetches its endpoints and pipeline options from
+// the runner's provision service and runs as the worker in the same
+// process (boot.go).
 package main
 
 import (
@@ -45,9 +53,21 @@ func main() {
 		fmt.Fprint(os.Stdout, usage)
 		os.Exit(0)
 	}
-	// A Beam runner starting this binary as its worker (--worker --id=…):
-	// Beam's own flags, then beam.Init, which runs the harness and exits.
-	flag.Parse()
+	// A runner's PROCESS environment starting this binary as its own boot
+	// program (--id=… --provision_endpoint=…): ask the provision service
+	// for the worker's endpoints and options, then run as the worker.
+	if bootArgs(args) {
+		if err := boot(args); err != nil {
+			fmt.Fprintf(os.Stderr, "vertebrae-beam: worker boot: %v\n", err)
+			os.Exit(1)
+		}
+		_ = flag.CommandLine.Parse(nil) // boot set the harness flags
+	} else {
+		// A Beam runner (or a Go SDK boot program) starting this binary as
+		// its worker (--worker --id=…): Beam's own flags.
+		flag.Parse()
+	}
+	// beam.Init runs the harness in worker mode and exits.
 	beam.Init()
 	fmt.Fprintf(os.Stderr, "vertebrae-beam: unknown command %q\n%s", args[0], usage)
 	os.Exit(2)
@@ -57,10 +77,15 @@ const usage = `usage: vertebrae-beam run --spec run.yaml --store URI --total-sha
          [--query-block Q] [--shard-by contiguous|modulo] [--json PATH]
          [--onnxruntime-lib PATH] [--beam-option key=value ...]
 
+--query-block Q > 0 scores query blocks × gallery shards, each worker loading
+the whole gallery; 0 (default) runs the shard-local positives and count
+stages (a worker reads only its gallery shard's rows).
+
 --beam-option sets one Beam pipeline option (repeatable), e.g.
   runner=prism (default), runner=flink|spark|dataflow|universal,
-  endpoint=HOST:PORT (portable job server), environment_type=LOOPBACK|DOCKER|EXTERNAL,
-  environment_config=..., worker_binary=PATH (a CGO_ENABLED=0 linux build of this binary),
+  endpoint=HOST:PORT (portable job server), environment_type=LOOPBACK|PROCESS|DOCKER|EXTERNAL,
+  environment_config=... (PROCESS: {"command": "/path/to/vertebrae-beam"}; the binary
+  boots itself as the worker), worker_binary=PATH (a CGO_ENABLED=0 linux build of this binary),
   project=..., region=..., staging_location=gs://..., temp_location=gs://...
 `
 

@@ -162,3 +162,30 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("usage errors touched the store: %v", err)
 	}
 }
+
+// A PROCESS environment's start (--id, --provision_endpoint) boots; a
+// worker start from a boot program (--worker) and commands do not; a
+// boot without a provision endpoint fails before touching the harness.
+func TestBootArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		boot bool
+	}{
+		{[]string{"--id='job-001[x]_go'", "--provision_endpoint=localhost:1"}, true},
+		{[]string{"-id=w", "-provision_endpoint", "localhost:1"}, true},
+		{[]string{"--worker=true", "--id=w", "--provision_endpoint=localhost:1", "--control_endpoint=localhost:2"}, false},
+		{[]string{"--worker", "--id=w", "--control_endpoint=localhost:2"}, false},
+		{[]string{"--id=w"}, false},
+		{[]string{"run", "--spec", "x"}, false},
+	} {
+		if got := bootArgs(c.args); got != c.boot {
+			t.Errorf("bootArgs(%q) = %v, want %v", c.args, got, c.boot)
+		}
+	}
+	if err := boot([]string{"--id=''", "--provision_endpoint=localhost:1"}); err == nil || !strings.Contains(err.Error(), "required") {
+		t.Errorf("boot without an id: %v", err)
+	}
+	if err := boot([]string{"--nosuch"}); err == nil {
+		t.Error("boot with an unknown flag succeeded")
+	}
+}
