@@ -105,6 +105,14 @@ type Precomputed struct {
 	ExtractorName  string
 	Query, Gallery matrix.Matrix
 	RecipeValues   map[string]any
+	// Digest, when set, returns the SPEC §2.9 digest of a table (Query or
+	// Gallery) in place of hashing it: the value
+	// retrieval.EmbeddingDigestContext(ctx, m) returns, which a digest
+	// cache keyed by the file the table was read from knows without
+	// reading it (every extraction shard of a large gallery would
+	// otherwise hash the whole table). It returns ctx's error once ctx is
+	// done.
+	Digest func(ctx context.Context, m matrix.Matrix) (map[string]any, error)
 
 	digestMu   sync.Mutex
 	digestDone bool
@@ -142,8 +150,8 @@ func (p *Precomputed) HashTables(ctx context.Context) error {
 	if p.digestDone {
 		return nil
 	}
-	q, qerr := digestOrNil(ctx, p.Query)
-	g, gerr := digestOrNil(ctx, p.Gallery)
+	q, qerr := p.digestOrNil(ctx, p.Query)
+	g, gerr := p.digestOrNil(ctx, p.Gallery)
 	if err := ctx.Err(); err != nil && (errors.Is(qerr, err) || errors.Is(gerr, err)) {
 		return err
 	}
@@ -154,9 +162,12 @@ func (p *Precomputed) HashTables(ctx context.Context) error {
 	return nil
 }
 
-func digestOrNil(ctx context.Context, m matrix.Matrix) (map[string]any, error) {
+func (p *Precomputed) digestOrNil(ctx context.Context, m matrix.Matrix) (map[string]any, error) {
 	if m == nil {
 		return nil, nil
+	}
+	if p.Digest != nil {
+		return p.Digest(ctx, m)
 	}
 	return retrieval.EmbeddingDigestContext(ctx, m)
 }
@@ -196,7 +207,9 @@ func (p *Precomputed) Encode(_ context.Context, b Batch) (matrix.Matrix, error) 
 			return m.RowSlice(b.Start, b.Start+n), nil
 		}
 	}
-	m, err := matrix.StridedRows(t, b.Start, b.Step(), n)
+	// A table mapped from a file is read in blocks (pread), not through
+	// the mapping: a modulo shard of narrow rows touches every page.
+	m, err := matrix.ReadStridedRows(t, b.Start, b.Step(), n)
 	if err != nil {
 		return nil, fmt.Errorf("precomputed %s table: %w", b.Side, err)
 	}

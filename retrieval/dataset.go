@@ -615,6 +615,17 @@ func (d *Dataset) QueryIDs() []string { return slices.Clone(d.queryIDs) }
 // GalleryIDs returns a copy of the gallery IDs.
 func (d *Dataset) GalleryIDs() []string { return slices.Clone(d.galleryIDs) }
 
+// QueryIDsShared is QueryIDs without the copy: the dataset's own list,
+// which the caller must not modify (append cannot reach it). An
+// extraction shard reads a large endpoint's IDs (hashes them, names its
+// rows) and a copy per shard process is a cost linear in the endpoint.
+func (d *Dataset) QueryIDsShared() []string { return d.queryIDs[:len(d.queryIDs):len(d.queryIDs)] }
+
+// GalleryIDsShared is GalleryIDs without the copy; see QueryIDsShared.
+func (d *Dataset) GalleryIDsShared() []string {
+	return d.galleryIDs[:len(d.galleryIDs):len(d.galleryIDs)]
+}
+
 // Queries returns the query inputs (read-only).
 func (d *Dataset) Queries() Items { return d.queries }
 

@@ -69,10 +69,41 @@ func FuzzIDIndex(f *testing.F) {
 }
 
 func TestRowNumberIDs(t *testing.T) {
-	for _, n := range []int{0, 1, 9, 10, 11, 100, 1001} {
+	for _, n := range []int{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, 12345, 100000, 100001} {
 		got := rowNumberIDs(n)
 		if want := rowIDs(n); len(got) != n || !slices.Equal(got, want) {
 			t.Errorf("n=%d: %q, want %q", n, got, want)
+		}
+		digits := 0
+		for i := range n {
+			digits += len(strconv.Itoa(i))
+		}
+		if d := rowNumberDigits(n); d != digits {
+			t.Errorf("rowNumberDigits(%d) = %d, want %d", n, d, digits)
+		}
+	}
+}
+
+// The digit-by-digit counter gives every number's canonical decimal form,
+// across every change of width, and rowNumbers accepts exactly the row
+// numbers.
+func TestDecimalCounter(t *testing.T) {
+	var c decimalCounter
+	for i := range 1_234_567 {
+		if got := string(c.digits()); got != strconv.Itoa(i) {
+			t.Fatalf("counter at %d reads %q", i, got)
+		}
+		c.inc()
+	}
+	ids := rowIDs(1001)
+	if !rowNumbers(ids) {
+		t.Error("row numbers not recognised")
+	}
+	for _, i := range []int{0, 9, 10, 99, 1000} {
+		bad := slices.Clone(ids)
+		bad[i] += "0"
+		if rowNumbers(bad) {
+			t.Errorf("IDs with %q at row %d taken for row numbers", bad[i], i)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package shard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -24,22 +26,27 @@ import (
 // A precomputed table (extract.Precomputed) is looked up by row index, not
 // encoded: a modulo shard's rows come from one call with no gathered
 // inputs, and its result is the shard's matrix without a further copy.
+// A modulo shard of a table mapped from a file (matrix.SetFileRows) is not
+// even read here: the result is a matrix.StridedFile, whose rows Write
+// reads from the file in blocks as it stores them, so the shard's rows are
+// never held whole nor the file's pages faulted in; like a view of the
+// mapping, it is valid only while the table's file is open.
 // Work and memory are linear in the shard's rows (but for the endpoint's
-// ID list, which the dataset hands out as a copy). The returned IDs are the
-// whole endpoint's: ids_sha256 of a shard is H of its endpoint's ID list, so
-// the merged endpoint carries the hash the scorer checks against the
-// relevance IDs.
+// ID list, which the dataset shares, not copies). The returned IDs are the
+// whole endpoint's, the dataset's own list (read-only): ids_sha256 of a
+// shard is H of its endpoint's ID list, so the merged endpoint carries the
+// hash the scorer checks against the relevance IDs.
 func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, streaming bool, side string, sh Shard) (matrix.Matrix, []string, error) {
 	x := entry.Extractor
-	// Only this side's IDs: the accessors copy the list, and a
-	// million-row gallery's copy is a cost every shard pays.
+	// Only this side's IDs, shared, not copied: a million-row gallery's
+	// copy is a cost every shard pays.
 	var items retrieval.Items
 	var allIDs []string
 	var branch string
 	if side == artifact.SideGallery {
-		items, allIDs, branch = ds.Gallery(), ds.GalleryIDs(), entry.GalleryBranch
+		items, allIDs, branch = ds.Gallery(), ds.GalleryIDsShared(), entry.GalleryBranch
 	} else {
-		items, allIDs, branch = ds.Queries(), ds.QueryIDs(), entry.QueryBranch
+		items, allIDs, branch = ds.Queries(), ds.QueryIDsShared(), entry.QueryBranch
 	}
 	// The precomputed extractor looks its rows up by index (Batch.Row) and
 	// reads only the batch's length from its items, so its modulo batches
@@ -75,6 +82,18 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, str
 	// the whole table more, summed over the shards, than N = 1, whose
 	// batches are views of the table.
 	lookup := byIndex && branch == "" && stride > 1
+	if lookup && rows > 0 {
+		t := pc.Query
+		if side == artifact.SideGallery {
+			t = pc.Gallery
+		}
+		if v, ok := matrix.NewStridedFile(t, first, stride, rows); ok {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			return v, allIDs, nil
+		}
+	}
 	switch {
 	case lookup:
 		per = max(1, rows)
@@ -231,7 +250,7 @@ func encodeBatch(ctx context.Context, x extract.Extractor, branch string, b extr
 // Write stores an encoded shard m (with its endpoint's ids) at the shard's
 // key with its §10.6 metadata.
 func Write(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint, sh Shard, recipe map[string]any, m matrix.Matrix, ids []string) error {
-	idsSum, err := artifact.IDsSHA256(ids)
+	idsSum, err := idsSHA256(ids)
 	if err != nil {
 		return err
 	}
@@ -243,8 +262,58 @@ func Write(ctx context.Context, st *artifact.Store, pe *Extractor, ep *Endpoint,
 		Shard: artifact.ShardInfo{TotalShards: sh.TotalShards, ShardIndex: sh.ShardIndex}, EndpointRows: ep.NSamples, BatchSize: sh.BatchSize,
 	}
 	src := artifact.FromMatrix(m)
+	if v, ok := m.(*matrix.StridedFile); ok {
+		src = stridedSource{v}
+	}
 	meta.ArrayInfo = artifact.ArrayInfoOf(src, artifact.NNZOf(m))
 	return st.WriteArray(ctx, sh.OutputKey, src, meta)
+}
+
+// idsSHA256 is artifact.IDsSHA256(ids), the SHA-256 of the IDs' canonical
+// JSON list, written in one pass through a buffer when no ID needs a JSON
+// escape (printable ASCII without '"' and '\\': its canonical string is
+// the ID in quotes). Every shard hashes its whole endpoint's IDs; a
+// million row numbers cost a few milliseconds this way, tens through the
+// general encoder. Other lists go to artifact.IDsSHA256.
+func idsSHA256(ids []string) (string, error) {
+	h := sha256.New()
+	buf := make([]byte, 0, 64<<10)
+	buf = append(buf, '[')
+	for i, id := range ids {
+		for j := 0; j < len(id); j++ {
+			if c := id[j]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return artifact.IDsSHA256(ids)
+			}
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '"')
+		buf = append(buf, id...)
+		buf = append(buf, '"')
+		if len(buf) >= 60<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(append(buf, ']'))
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// stridedSource streams a shard's rows from a table's file (Encode's
+// matrix.StridedFile) in batches of the artifact store's size, each read
+// into one reused buffer: the store consumes a batch before asking for the
+// next (artifact.Source; an io.Writer does not retain what it is given).
+type stridedSource struct{ v *matrix.StridedFile }
+
+func (s stridedSource) Rows() int           { return s.v.Rows() }
+func (s stridedSource) Cols() int           { return s.v.Cols() }
+func (s stridedSource) DType() matrix.DType { return s.v.DType() }
+func (s stridedSource) Sparse() bool        { return false }
+
+func (s stridedSource) Batches(ctx context.Context, yield func(matrix.Matrix) error) error {
+	per := max(1, artifact.DefaultBatchBytes/max(1, s.v.Cols()*s.v.DType().Size()))
+	return s.v.Batches(ctx, per, func(d *matrix.Dense) error { return yield(d) })
 }
 
 // ConcatRows stacks row batches of one kind and element type. It returns

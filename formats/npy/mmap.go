@@ -12,13 +12,20 @@ import (
 // read-only and the matrix views the mapping, so resident memory is only
 // what the scorer touches. Other layouts (big-endian, Fortran order) are
 // decoded into memory as ReadMatrix does. close releases the mapping; the
-// matrix must not be used after it.
+// matrix must not be used after it. A mapped matrix keeps the file open
+// and reads strided rows from it in blocks (matrix.ReadStridedRows, see
+// Dense.SetFileRows) rather than through the mapping.
 func MapMatrix(path string) (m *matrix.Dense, close func() error, err error) {
-	data, unmap, err := mapFile(path)
+	data, f, unmap, err := mapFileKeep(path, true)
 	if err != nil {
 		return nil, nil, err
 	}
 	m, mapped, err := viewMatrix(path, data)
+	if err == nil && mapped && f != nil && len(data) > 0 {
+		// The elements are the mapping's last bytes (viewMatrix refuses
+		// trailing data), so they start at the file's size minus theirs.
+		m.SetFileRows(f, int64(len(data)-m.Rows()*m.Cols()*m.DType().Size()))
+	}
 	if err != nil || !mapped {
 		if uerr := unmap(); err == nil && uerr != nil {
 			err = &formats.Error{Path: path, Msg: "cannot unmap file", Err: uerr}

@@ -86,3 +86,81 @@ func TestMapMatrixRefusesTrailingBytes(t *testing.T) {
 		t.Fatalf("err = %v, want ErrTrailing naming the file", err)
 	}
 }
+
+// A mapped matrix reads strided rows from its file (matrix.ReadStridedRows)
+// bit-identical to the mapping's, for every dtype, every shard of N ∈ {1,
+// 2, 3, 7} over rows that are not a multiple of N, whatever the header
+// length (the elements' offset); a decoded one (big-endian) has no file.
+func TestMapMatrixReadsStridedRowsFromTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const rows, cols = 23, 3
+	v := make([]float64, rows*cols)
+	for i := range v {
+		v[i] = float64(i)*1.25 - 7
+	}
+	m64, _ := matrix.NewDense64(rows, cols, v)
+	f32 := make([]float32, len(v))
+	f16 := make([]uint16, len(v))
+	for i, x := range v {
+		f32[i] = float32(x)
+		f16[i] = uint16(0x3c00 + i) // arbitrary bit patterns
+	}
+	m32, _ := matrix.NewDense32(rows, cols, f32)
+	m16, _ := matrix.NewDense16(rows, cols, f16)
+	for i, m := range []*matrix.Dense{m16, m32, m64} {
+		var buf bytes.Buffer
+		if err := WriteDense(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "s"+string(rune('0'+i))+".npy")
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, closeFn, err := MapMatrix(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.HasFileRows() {
+			t.Fatalf("%v: a mapped matrix has no backing file", m.DType())
+		}
+		for _, n := range []int{1, 2, 3, 7} {
+			for s := range n {
+				count := (rows - s + n - 1) / n
+				want, err := matrix.StridedRows(m, s, n, count)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read, err := matrix.ReadStridedRows(got, s, n, count)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var a, b bytes.Buffer
+				want.(*matrix.Dense).WriteLE(&a)
+				read.(*matrix.Dense).WriteLE(&b)
+				if !bytes.Equal(a.Bytes(), b.Bytes()) {
+					t.Fatalf("%v: shard %d/%d read from the file differs", m.DType(), s, n)
+				}
+			}
+		}
+		if err := closeFn(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	be := []byte("\x93NUMPY\x01\x00")
+	header := "{'descr': '>f8', 'fortran_order': False, 'shape': (1, 1), }"
+	header += strings.Repeat(" ", 128-10-len(header)-1) + "\n"
+	be = append(be, byte(len(header)), 0)
+	be = append(be, header...)
+	be = append(be, 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18)
+	p := filepath.Join(dir, "be.npy")
+	os.WriteFile(p, be, 0o644)
+	got, closeFn, err := MapMatrix(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if got.HasFileRows() {
+		t.Error("a decoded (big-endian) matrix claims a backing file")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -139,11 +140,126 @@ func runSpec(ctx context.Context, cmd *cobra.Command, fl *runFlags, stdout, stde
 
 // endpointTables are the embedding files a dataset names, for precomputed
 // extractors that do not name their own.
-type endpointTables struct{ query, gallery matrix.Matrix }
+type endpointTables struct {
+	query, gallery matrix.Matrix
+	files          *tableFiles // the files they (and extractors' own tables) were read from
+}
+
+// tableFiles remembers the digest-cache snapshots (internal/digestcache) of
+// the embedding files a run file's tables were read from, so that facts
+// established about a file's content — its SPEC §2.9 digest, that every
+// value is finite — are reused while the file is unchanged, under the
+// cache's staleness rules: every extraction shard of a large gallery
+// would otherwise hash and scan the whole file again.
+type tableFiles struct {
+	cache  *digestcache.Cache
+	finite *digestcache.Cache // cache.Sub(finiteCache): files whose values are all finite
+	files  []tableFile
+}
+
+// newTableFiles remembers the files of a run file's tables in c (nil:
+// disabled).
+func newTableFiles(c *digestcache.Cache) *tableFiles {
+	return &tableFiles{cache: c, finite: c.Sub(finiteCache)}
+}
+
+type tableFile struct {
+	m         matrix.Matrix // *matrix.Dense or *matrix.CSR
+	snap      digestcache.Snapshot
+	finiteHit bool // the cache knew m finite
+}
+
+// finiteCache names the digest cache's part that records files whose
+// values a full scan found finite.
+const finiteCache = "finite"
+
+// add records that m was read from snap's file; a mapped dense table the
+// cache knows to be finite is marked so (Dense.MarkFinite), which skips
+// the dataset's scan of it.
+func (t *tableFiles) add(m matrix.Matrix, snap digestcache.Snapshot) {
+	if t == nil || t.cache == nil {
+		return
+	}
+	switch m.(type) {
+	case *matrix.Dense, *matrix.CSR:
+	default:
+		return // an interface of another type may not be comparable
+	}
+	f := tableFile{m: m, snap: snap}
+	if d, ok := m.(*matrix.Dense); ok && d.IsReadOnly() && !d.KnownFinite() {
+		if e, ok := t.finite.Lookup(snap); ok && sameFinite(e, finiteEntry(d)) {
+			d.MarkFinite()
+			f.finiteHit = true
+		}
+	}
+	t.files = append(t.files, f)
+}
+
+// finiteEntry is the cache entry recording that d's values are finite;
+// its dtype and shape are checked against the matrix it is used for.
+func finiteEntry(d *matrix.Dense) map[string]string {
+	return map[string]string{"finite": "true", "dtype": d.DType().String(), "shape": strconv.Itoa(d.Rows()) + "x" + strconv.Itoa(d.Cols())}
+}
+
+func sameFinite(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		if a[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// storeFinite records, for every mapped dense table whose values a full
+// scan (the dataset's check) found finite, that its file is finite.
+func (t *tableFiles) storeFinite() {
+	if t == nil || t.cache == nil {
+		return
+	}
+	for i := range t.files {
+		f := &t.files[i]
+		if d, ok := f.m.(*matrix.Dense); ok && !f.finiteHit && d.IsReadOnly() && d.KnownFinite() {
+			t.finite.Store(f.snap, finiteEntry(d))
+		}
+	}
+}
+
+// digest is the SPEC §2.9 digest of a table (extract.Precomputed.Digest):
+// the digest cache's entry for its unchanged file, the same entry the
+// dataset's endpoint digest uses (cachedEmbeddings), else hashed (stopping
+// with ctx) and stored.
+func (t *tableFiles) digest(ctx context.Context, m matrix.Matrix) (map[string]any, error) {
+	var snap digestcache.Snapshot
+	found := false
+	if t != nil {
+		for _, f := range t.files {
+			if f.m == m {
+				snap, found = f.snap, true
+				break
+			}
+		}
+	}
+	if found {
+		if known, ok := t.cache.Lookup(snap); ok {
+			if d, ok := digestFromCache(known, m); ok {
+				return d, nil
+			}
+		}
+	}
+	d, err := retrieval.EmbeddingDigestContext(ctx, m)
+	if err == nil && found {
+		t.cache.Store(snap, digestToCache(d))
+	}
+	return d, err
+}
 
 func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() error) (*retrieval.Dataset, endpointTables, error) {
 	d := spec.Dataset
-	var tables endpointTables
+	digests := digestcache.FromEnv()
+	tables := endpointTables{files: newTableFiles(digests)}
 	load := func(ep runspec.Endpoint, side string, table *matrix.Matrix) (retrieval.Items, []string, error) {
 		var ids []string
 		var err error
@@ -163,7 +279,6 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 				}
 				return retrieval.IDsOnly(len(ids)), ids, nil
 			}
-			digests := digestcache.FromEnv()
 			snap := digestSnap(digests, ep.Path, ep.Tensor)
 			m, colIDs, err := readEndpoint(ctx, ep.Path, ep.Tensor, ep.IDColumn, closers)
 			if err != nil {
@@ -179,6 +294,7 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 				return nil, nil, err
 			}
 			*table = m
+			tables.files.add(m, snap)
 			return cachedEmbeddings(digests, snap, m), ids, nil
 		case "text":
 			texts, fileIDs, err := readTexts(ep.Path)
@@ -226,6 +342,9 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 		}
 		tables.gallery = tables.query
 		ds, err := retrieval.NewLeaveOneOutDataset(q, qids, labels, opts...)
+		if err == nil {
+			tables.files.storeFinite()
+		}
 		return ds, tables, relevanceSources{queryLabels: d.Labels.Queries}.nameSource(err)
 	}
 	g, gids, err := load(d.Gallery, "gallery", &tables.gallery)
@@ -252,6 +371,11 @@ func specDataset(ctx context.Context, spec *runspec.Spec, closers *[]func() erro
 		return nil, tables, err
 	}
 	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: q, Gallery: g, QueryIDs: qids, GalleryIDs: gids}, rel, opts...)
+	if err == nil {
+		// The dataset scanned every embedding value (SPEC §2.10 step 2):
+		// later loads of the unchanged files skip the scan.
+		tables.files.storeFinite()
+	}
 	var src relevanceSources
 	if d.Qrels != nil {
 		err = unknownIDHint(err, d.Qrels.Path, d.Qrels.Format, qids, gids)
@@ -364,19 +488,32 @@ func specExtractor(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor
 func specBackbone(ctx context.Context, spec *runspec.Spec, e *runspec.Extractor, tables endpointTables, onnxLib string, closers *[]func() error) (extract.Extractor, error) {
 	switch e.Type {
 	case runspec.TypePrecomputed:
-		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery}
+		// The tables' digests come from the digest cache while their files
+		// are unchanged (tableFiles.digest): the dataset's own files share
+		// the entries of its endpoint digests.
+		files := tables.files
+		if files == nil {
+			files = newTableFiles(digestcache.FromEnv())
+		}
+		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery, Digest: files.digest}
 		if path := e.Str("queries"); path != "" {
-			m, _, err := readEndpoint(ctx, path, e.Str("queries_tensor"), "", closers)
+			tensor := e.Str("queries_tensor")
+			snap := digestSnap(files.cache, path, tensor)
+			m, _, err := readEndpoint(ctx, path, tensor, "", closers)
 			if err != nil {
 				return nil, err
 			}
+			files.add(m, snap)
 			p.Query = m
 		}
 		if path := e.Str("gallery"); path != "" {
-			m, _, err := readEndpoint(ctx, path, e.Str("gallery_tensor"), "", closers)
+			tensor := e.Str("gallery_tensor")
+			snap := digestSnap(files.cache, path, tensor)
+			m, _, err := readEndpoint(ctx, path, tensor, "", closers)
 			if err != nil {
 				return nil, err
 			}
+			files.add(m, snap)
 			p.Gallery = m
 		}
 		if p.Query == nil || p.Gallery == nil {

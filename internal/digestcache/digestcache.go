@@ -68,6 +68,19 @@ func FromEnv() *Cache {
 // New returns a cache in dir.
 func New(dir string) *Cache { return &Cache{dir: dir} }
 
+// Sub returns the cache of another fact about the same files, kept in
+// directory name of c's (nil when c is disabled): its entries take the
+// same snapshots and follow the same staleness rules (a changed file
+// misses; a file changed within the racy window is never stored), and
+// never mix with c's digests. name must not be two hexadecimal digits
+// (c's own entry directories).
+func (c *Cache) Sub(name string) *Cache {
+	if c == nil || c.dir == "" {
+		return nil
+	}
+	return &Cache{dir: filepath.Join(c.dir, name)}
+}
+
 // key is what an entry is stored under: the file's identity and times and
 // what was read from it.
 type key struct {

@@ -166,3 +166,38 @@ func TestFromEnv(t *testing.T) {
 		t.Fatalf("default: %v", c)
 	}
 }
+
+// A Sub cache keeps another fact about the same files: same snapshots and
+// staleness rules, its own entries (in its own directory, out of the
+// parent's entry directories); a disabled cache has a disabled Sub.
+func TestSub(t *testing.T) {
+	defer SetRacyWindow(0)()
+	if (*Cache)(nil).Sub("finite") != nil || (&Cache{}).Sub("finite") != nil {
+		t.Fatal("a disabled cache has an enabled Sub")
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "g.npy")
+	writeFile(t, f, "0123456789")
+	c := New(filepath.Join(dir, "cache"))
+	fin := c.Sub("finite")
+	snap := c.Snap(f, "embeddings\x00")
+	stored(c, f)
+	if _, ok := fin.Lookup(snap); ok {
+		t.Fatal("the Sub cache sees its parent's entry")
+	}
+	fin.Store(snap, map[string]string{"finite": "true"})
+	if got, ok := fin.Lookup(snap); !ok || got["finite"] != "true" || len(got) != 1 {
+		t.Fatalf("Sub lookup: %v %v", got, ok)
+	}
+	if got, ok := c.Lookup(snap); !ok || got["sha256"] != "ab" {
+		t.Fatalf("parent lookup after a Sub store: %v %v", got, ok)
+	}
+	if parent, _ := filepath.Glob(filepath.Join(dir, "cache", "*", "*.json")); len(parent) != 1 {
+		t.Fatalf("parent entry files %v, want 1 (Sub entries live below its own directory)", parent)
+	}
+	time.Sleep(20 * time.Millisecond)
+	writeFile(t, f, "9876543210") // same size, later change time
+	if _, ok := fin.Lookup(fin.Snap(f, "embeddings\x00")); ok {
+		t.Fatal("a rewritten file hit the Sub cache")
+	}
+}
