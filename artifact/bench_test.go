@@ -2,10 +2,14 @@ package artifact
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/rank"
+	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/store/local"
+	"github.com/vertebrae-eval/vertebrae/store/mem"
 )
 
 // generated is an endpoint produced batch by batch (never held whole).
@@ -65,4 +69,39 @@ func BenchmarkLocalEndpointVerifiedRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRelevanceView is what a gallery shard's worker pays for the
+// relevance before scoring (one of 16 contiguous shards held): the
+// document streamed, every gallery ID hashed twice, the held IDs kept.
+func BenchmarkRelevanceView(b *testing.B) {
+	const nq, ng, shards = 1000, 1_000_000, 16
+	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: retrieval.IDsOnly(nq), Gallery: retrieval.IDsOnly(ng),
+		Identity: retrieval.Declared("bench", "1")}, retrieval.RecordRelevance(benchRecords(nq, ng)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(mem.New())
+	key, _, err := s.WriteRelevance(ctx, ds, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sh := rank.Shard{Index: 3, Total: shards, Layout: rank.Contiguous}
+	lo, hi := sh.Range(ng)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.ReadRelevanceView(ctx, key, func(g int) bool { return g >= lo && g < hi }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchRecords gives query q one positive, gallery row q·(ng/nq) (IDs are
+// the row numbers).
+func benchRecords(nq, ng int) []retrieval.Record {
+	out := make([]retrieval.Record, nq)
+	for q := range out {
+		out[q] = retrieval.Record{QueryID: strconv.Itoa(q), GalleryID: strconv.Itoa(q * (ng / nq)), Grade: 1}
+	}
+	return out
 }

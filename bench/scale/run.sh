@@ -12,9 +12,9 @@
 # bytes over this machine's SHA-256 rate (every byte read from a store is
 # verified once). The summary gives the acceptance ratios: per-worker peak RSS
 # over the unsharded score's, bytes read per worker over the gallery file,
-# and the positives stage (all of a shard's fixed cost: it reads what the
-# count stage reads and scores only the positives) over the count stage's
-# scoring (count − positives).
+# and the positives stage's CPU (all of a shard's fixed cost: it reads what
+# the count stage reads and scores only the positives) over the count
+# stage's scoring CPU (count − positives), mean and maximum over the shards.
 #   [STORE=URI] [THREADS=1] bash bench/scale/run.sh [QUERIES GALLERY DIM "SHARD COUNTS" [DIR]]
 # Needs about 3 × the gallery size of free disk in DIR (data, store, and
 # the extraction shard) and the unsharded score's memory (≈ gallery size).
@@ -101,19 +101,21 @@ awk -F'\t' -v gb="$gallery_bytes" '
     split($1, a, " "); n = substr(a[1], 3); st = a[2]; i = a[3]
     if ($4 > rss[n]) rss[n] = $4
     if ($5 > rd[n]) rd[n] = $5
-    if (st == "positives") pw[n, i] = $2; else cw[n, i] = $2
+    if (st == "positives") pc[n, i] = $3; else cc[n, i] = $3
     if (st == "count") { cnt[n]++; cpu[n] += $3 }
     ns[n] = 1
   }
   END {
-    printf "%-4s %12s %10s %14s %10s %22s\n", "N", "peak RSS", "/ unshard", "read/worker", "/ gallery", "fixed / scoring (max)"
-    printf "%-4s %9.0f MiB %10s %11.1f MB %10.3f %22s\n", "1*", urss / 1024, "1", uread / 1e6, uread / gb, "(unsharded score)"
+    printf "%-4s %12s %10s %14s %10s %28s\n", "N", "peak RSS", "/ unshard", "read/worker", "/ gallery", "fixed / scoring CPU mean max"
+    printf "%-4s %9.0f MiB %10s %11.1f MB %10.3f %28s\n", "1*", urss / 1024, "1", uread / 1e6, uread / gb, "(unsharded score)"
     for (n in ns) {
-      worst = 0
+      worst = 0; sum = 0; m = 0
       for (k = 0; k < cnt[n]; k++) {
-        s = cw[n, k] - pw[n, k]
-        if (s > 0 && pw[n, k] / s > worst) worst = pw[n, k] / s
+        s = cc[n, k] - pc[n, k]
+        if (s <= 0) continue
+        r = pc[n, k] / s; sum += r; m++
+        if (r > worst) worst = r
       }
-      printf "%-4s %9.0f MiB %10.3f %11.1f MB %10.3f %22.3f\n", n, rss[n] / 1024, rss[n] / urss, rd[n] / 1e6, rd[n] / gb, worst
+      printf "%-4s %9.0f MiB %10.3f %11.1f MB %10.3f %21.3f %6.3f\n", n, rss[n] / 1024, rss[n] / urss, rd[n] / 1e6, rd[n] / gb, (m ? sum / m : 0), worst
     }
   }' "$out"
