@@ -156,6 +156,15 @@ func (st *relevanceStream) document() error {
 			st.fp = retrieval.NewRelevanceHasher(*st.dataset)
 			st.idList = canonjson.NewStringsHasher()
 			var kept []heldID
+			// Runs of plain IDs (canonical text = the ID in quotes) reach
+			// both hashes as one canonical text each, not ID by ID.
+			var run []byte
+			nrun := 0
+			flush := func() {
+				st.fp.GalleryIDsCanonical(run, nrun)
+				st.idList.AddCanonical(run, nrun)
+				run, nrun = run[:0], 0
+			}
 			if err := sc.strings(func(id []byte) error {
 				g := st.ng
 				if g%4096 == 0 {
@@ -164,8 +173,19 @@ func (st *relevanceStream) document() error {
 					}
 				}
 				st.ng++
-				st.fp.GalleryID(id)
-				st.idList.Add(id)
+				if canonjson.PlainString(id) {
+					if nrun > 0 {
+						run = append(run, ',')
+					}
+					run = append(append(append(run, '"'), id...), '"')
+					if nrun++; len(run) >= 64<<10 {
+						flush()
+					}
+				} else {
+					flush()
+					st.fp.GalleryID(id)
+					st.idList.Add(id)
+				}
 				if st.held == nil || st.held(g) {
 					kept = append(kept, heldID{g, string(id)})
 				}
@@ -173,6 +193,7 @@ func (st *relevanceStream) document() error {
 			}); err != nil {
 				return err
 			}
+			flush()
 			st.ids = make([]string, st.ng)
 			for _, k := range kept {
 				st.ids[k.g] = k.id
@@ -346,11 +367,20 @@ func (s *jsonScanner) str() (string, error) {
 
 // strBytes is str returning the decoded bytes, valid until the next read.
 func (s *jsonScanner) strBytes() ([]byte, error) {
-	s.buf = s.buf[:0]
+	chunk, err := s.r.ReadSlice('"')
+	// The common case: the whole string in the reader's buffer, nothing
+	// escaped, all ASCII. Its bytes are returned in place (valid until the
+	// next read), not copied.
+	if err == nil && canonjson.PlainString(chunk[:len(chunk)-1]) {
+		return chunk[:len(chunk)-1], nil
+	}
+	s.buf = append(s.buf[:0], chunk...)
 	plain := true
-	for {
-		chunk, err := s.r.ReadSlice('"')
-		s.buf = append(s.buf, chunk...)
+	for first := true; ; first = false {
+		if !first {
+			chunk, err = s.r.ReadSlice('"')
+			s.buf = append(s.buf, chunk...)
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}

@@ -78,6 +78,24 @@ func (r *RelevanceHasher) GalleryID(id []byte) {
 	r.encBytes(id)
 }
 
+// GalleryIDsCanonical adds the next n gallery IDs given as their canonical
+// text (see canonjson.StringsHasher.AddCanonical): GalleryID of each, in
+// one write.
+func (r *RelevanceHasher) GalleryIDsCanonical(text []byte, n int) {
+	if r.inLabels {
+		r.err = fmt.Errorf("relevance fingerprint: gallery ID after gallery labels")
+		return
+	}
+	if n == 0 || r.err != nil {
+		return
+	}
+	if r.ids > 0 {
+		r.str(",")
+	}
+	r.ids += n
+	_, r.err = r.w.Write(text)
+}
+
 // GalleryLabel adds the next gallery label (row order) of label-derived
 // relevance; every gallery ID comes first. label is not retained.
 func (r *RelevanceHasher) GalleryLabel(label []byte) {

@@ -113,10 +113,8 @@ func EncodeString(w Writer, s string) error { return encodeString(w, s) }
 // converting a string that needs no escaping (the streamed IDs of a large
 // gallery).
 func EncodeStringBytes(w Writer, b []byte) error {
-	for _, c := range b {
-		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return encodeString(w, string(b))
-		}
+	if !PlainString(b) {
+		return encodeString(w, string(b))
 	}
 	_ = w.WriteByte('"')
 	_, _ = w.Write(b)
@@ -381,6 +379,33 @@ func (l *StringsHasher) Add(b []byte) {
 	}
 	l.n++
 	l.err = EncodeStringBytes(l.w, b)
+}
+
+// AddCanonical appends n strings given as their canonical text: each
+// string's canonical encoding (EncodeStringBytes), separated by commas,
+// without a leading comma. It is Add of each string, with one write for a
+// run of many (a caller streaming a list of plain IDs encodes each once for
+// several hashes).
+func (l *StringsHasher) AddCanonical(text []byte, n int) {
+	if l.err != nil || n == 0 {
+		return
+	}
+	if l.n > 0 {
+		_ = l.w.WriteByte(',')
+	}
+	l.n += n
+	_, _ = l.w.Write(text)
+}
+
+// PlainString reports whether b's canonical encoding is b in quotes: no
+// byte needs an escape (control characters, '"', '\\') and all are ASCII.
+func PlainString(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // Sum returns the lowercase hex SHA-256 of the list's canonical text.

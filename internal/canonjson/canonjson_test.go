@@ -225,3 +225,47 @@ func TestStringsHasherIsHash(t *testing.T) {
 		t.Error("invalid UTF-8 hashed")
 	}
 }
+
+// Runs of plain strings added as canonical text hash as Add of each, mixed
+// with strings that need escapes; a PlainString encodes as itself in
+// quotes, and an ASCII string that does is plain.
+func TestStringsHasherAddCanonical(t *testing.T) {
+	t.Parallel()
+	ss := []string{"a", "b", "c\"d", "", "e f", "\\", "é", "g", "h"}
+	want := NewStringsHasher()
+	for _, s := range ss {
+		want.Add([]byte(s))
+	}
+	got := NewStringsHasher()
+	var run []byte
+	n := 0
+	for _, s := range ss {
+		if PlainString([]byte(s)) {
+			if n > 0 {
+				run = append(run, ',')
+			}
+			run = append(append(append(run, '"'), s...), '"')
+			n++
+			continue
+		}
+		got.AddCanonical(run, n)
+		run, n = run[:0], 0
+		got.Add([]byte(s))
+	}
+	got.AddCanonical(run, n)
+	g, gerr := got.Sum()
+	w, werr := want.Sum()
+	if gerr != nil || werr != nil || g != w {
+		t.Errorf("AddCanonical %s %v, Add %s %v", g, gerr, w, werr)
+	}
+	for _, s := range ss {
+		var b strings.Builder
+		if err := EncodeString(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		ascii := !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 })
+		if plain, self := PlainString([]byte(s)), b.String() == `"`+s+`"`; plain && !self || ascii && self && !plain {
+			t.Errorf("PlainString(%q) = %v, canonical %s", s, plain, b.String())
+		}
+	}
+}
