@@ -75,13 +75,13 @@ func Encode(ctx context.Context, ds *retrieval.Dataset, entry extract.Entry, str
 		rows = (n-first-1)/stride + 1
 	}
 	per := 1 // shard rows per encoder call
-	// A precomputed table is looked up, not encoded: a modulo shard takes
-	// its rows in one call, whose result (a fresh copy of rows i, i+N, …)
-	// becomes the shard's matrix as it is. Batches would copy each row
-	// twice (into the batch, then into the shard's matrix), one copy of
-	// the whole table more, summed over the shards, than N = 1, whose
-	// batches are views of the table.
-	lookup := byIndex && branch == "" && stride > 1
+	// A precomputed table is looked up, not encoded: a shard takes its
+	// rows in one call, whose result (a fresh copy of rows i, i+N, …; with
+	// one shard a view of the whole table) becomes the shard's matrix as
+	// it is. Batches would copy each row into the shard's matrix: with one
+	// shard a second copy of the whole table (a mapped 5 GB table peaked
+	// at 10 GB).
+	lookup := byIndex && branch == ""
 	if lookup && rows > 0 {
 		t := pc.Query
 		if side == artifact.SideGallery {
