@@ -44,6 +44,20 @@ func (t scoreTask) block() string {
 	return fmt.Sprintf("%s\x00%s\x00%d", t.Extractor, t.Direction, t.QueryLo)
 }
 
+// bothEndpoints checks that an extractor's group of merged endpoints
+// (its sides) holds the query and the gallery side.
+func bothEndpoints(name string, sides func(*string) bool) error {
+	seen := map[string]bool{}
+	var s string
+	for sides(&s) {
+		seen[s] = true
+	}
+	if !seen["query"] || !seen["gallery"] {
+		return fmt.Errorf("extractor %s: endpoints %v ready, want query and gallery", name, seen)
+	}
+	return nil
+}
+
 // scoreTasksFn emits every score task of an extractor once both of its
 // endpoints are merged.
 type scoreTasksFn struct {
@@ -58,13 +72,8 @@ func (f *scoreTasksFn) Setup() error {
 }
 
 func (f *scoreTasksFn) ProcessElement(ctx context.Context, name string, sides func(*string) bool, emit func(string)) error {
-	seen := map[string]bool{}
-	var s string
-	for sides(&s) {
-		seen[s] = true
-	}
-	if !seen["query"] || !seen["gallery"] {
-		return fmt.Errorf("extractor %s: endpoints %v ready, want query and gallery", name, seen)
+	if err := bothEndpoints(name, sides); err != nil {
+		return err
 	}
 	cfg, err := f.job.config()
 	if err != nil {

@@ -76,13 +76,8 @@ func (f *shardTasksFn) Setup() error {
 }
 
 func (f *shardTasksFn) ProcessElement(ctx context.Context, name string, sides func(*string) bool, emit func(string)) error {
-	seen := map[string]bool{}
-	var s string
-	for sides(&s) {
-		seen[s] = true
-	}
-	if !seen["query"] || !seen["gallery"] {
-		return fmt.Errorf("extractor %s: endpoints %v ready, want query and gallery", name, seen)
+	if err := bothEndpoints(name, sides); err != nil {
+		return err
 	}
 	for _, t := range shardTasks(name, f.job.TotalShards) {
 		emit(t)
@@ -127,6 +122,21 @@ func (w *stageWorker) shard(i int) (rank.Shard, error) {
 	return rank.Shard{Index: i, Total: w.job.TotalShards, Layout: layout}, nil
 }
 
+// task decodes a shard task into its extractor's score request and
+// gallery shard.
+func (w *stageWorker) task(elem string) (shardTask, artifact.ScoreRequest, rank.Shard, error) {
+	t, err := decodeShardTask(elem, w.job.TotalShards)
+	if err != nil {
+		return t, artifact.ScoreRequest{}, rank.Shard{}, err
+	}
+	req, err := w.request(t.Extractor)
+	if err != nil {
+		return t, req, rank.Shard{}, err
+	}
+	sh, err := w.shard(t.Shard)
+	return t, req, sh, err
+}
+
 // planned checks that a stage wrote under the score key the launcher
 // planned for the extractor.
 func (w *stageWorker) planned(name, key string) error {
@@ -151,11 +161,7 @@ func (f *positivesFn) Setup(ctx context.Context) error { return f.w.setup(ctx, f
 func (f *positivesFn) Teardown()                       { f.w.teardown() }
 
 func (f *positivesFn) ProcessElement(ctx context.Context, elem string, emit func(string, int)) error {
-	t, err := decodeShardTask(elem, f.w.job.TotalShards)
-	if err != nil {
-		return err
-	}
-	req, err := f.w.request(t.Extractor)
+	t, req, sh, err := f.w.task(elem)
 	if err != nil {
 		return err
 	}
@@ -164,10 +170,6 @@ func (f *positivesFn) ProcessElement(ctx context.Context, elem string, emit func
 		return err
 	}
 	if !gm.Sparse {
-		sh, err := f.w.shard(t.Shard)
-		if err != nil {
-			return err
-		}
 		key, doc, err := f.w.st.ScorePositivesStage(ctx, req, sh)
 		if err != nil {
 			return fmt.Errorf("extractor %s: positives stage of gallery shard %d of %d: %w", t.Extractor, t.Shard, sh.Total, err)
@@ -239,15 +241,7 @@ func (f *countFn) Setup(ctx context.Context) error { return f.w.setup(ctx, f.Job
 func (f *countFn) Teardown()                       { f.w.teardown() }
 
 func (f *countFn) ProcessElement(ctx context.Context, elem string, emit func(string, int)) error {
-	t, err := decodeShardTask(elem, f.w.job.TotalShards)
-	if err != nil {
-		return err
-	}
-	req, err := f.w.request(t.Extractor)
-	if err != nil {
-		return err
-	}
-	sh, err := f.w.shard(t.Shard)
+	t, req, sh, err := f.w.task(elem)
 	if err != nil {
 		return err
 	}
