@@ -24,6 +24,11 @@ else
   vb="$VERTEBRAE_BIN"
 fi
 "$vb" bench --write "$work/data" --queries 100 --gallery "$rows" --dim "$dim" --precision float32 >/dev/null
+# The digest cache never stores a file changed less than 2 s before it was
+# read: wait, so that N = 1 and N = SHARDS both find the table's digest
+# and finiteness that their plan recorded (a job array's plan runs long
+# after its data were written).
+sleep 3
 cat >"$work/run.yaml" <<YAML
 version: 1
 dataset:
