@@ -5,9 +5,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
@@ -256,6 +258,39 @@ func TestMemoryGuardSetsSoftLimit(t *testing.T) {
 		t.Errorf("tiny budget: soft limit %d, want the floor %d", got, minSoftLimit)
 	}
 	restore()
+}
+
+// TestMemoryGuardLimitFollowsLiveHeap: a live heap above the budget raises
+// the soft limit after a collection to twice the live heap (the collector
+// would otherwise run back to back); once restored, the previous limit
+// stays, whatever collections follow.
+func TestMemoryGuardLimitFollowsLiveHeap(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	_, restore := withMemoryGuard(context.Background(), minSoftLimit)
+	live := make([]byte, 3*minSoftLimit) // 192 MiB live, three times the budget
+	for i := range live {
+		live[i] = byte(i)
+	}
+	var got int64
+	for range 50 { // the cleanup runs on its own goroutine after a collection
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		if got = debug.SetMemoryLimit(-1); got >= 2*int64(len(live)) {
+			break
+		}
+	}
+	if got < 2*int64(len(live)) {
+		t.Errorf("soft limit %d with %d bytes live, want at least twice that", got, len(live))
+	}
+	runtime.KeepAlive(live)
+	restore()
+	for range 3 {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := debug.SetMemoryLimit(-1); got != prev {
+		t.Errorf("after restore: soft limit %d, want %d", got, prev)
+	}
 }
 
 // TestIDColumnDuplicatesNameTheColumn: duplicate IDs of a Parquet/Arrow ID
