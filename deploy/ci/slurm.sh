@@ -282,8 +282,11 @@ say "finalize before: $(show "$finalize" JobState Reason Dependency)"
 deps="afterok$(for ((i = 0; i < VERTEBRAE_SCORE_SHARDS; i++)); do printf ':%s_%d' "$score" "$i"; done)"
 timeout 10 scontrol update JobId="$finalize" Dependency="$deps"
 say "finalize after scontrol update Dependency=$deps: $(show "$finalize" JobState Reason Dependency)"
-# A requeued batch job is held back (BeginTime) for a while; let it start now.
-if [ "$(field "$task" JobState)" = PENDING ]; then timeout 10 scontrol update JobId="$task" StartTime=now; fi
+# A requeued batch job is held back (BeginTime) for a while; let it start
+# soon, but not within the second of the kill: slurmd refuses a launch whose
+# credential is not newer (whole seconds) than the killed instance's
+# revocation ("Job credential revoked"), which fails the task.
+if [ "$(field "$task" JobState)" = PENDING ]; then timeout 10 scontrol update JobId="$task" StartTime=now+3; fi
 
 # ---- wait for the report job ------------------------------------------------
 deadline=$(($(date +%s) + 300))
