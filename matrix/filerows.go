@@ -245,7 +245,11 @@ func readFull(r io.ReaderAt, b []byte, at int64) error {
 		return nil
 	}
 	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
+		err = io.ErrUnexpectedEOF // the file was truncated after it was mapped
 	}
-	return fmt.Errorf("reading rows at byte %d of the mapped file: %w", at, err)
+	name := "the mapped file"
+	if f, ok := r.(interface{ Name() string }); ok {
+		name = f.Name()
+	}
+	return fmt.Errorf("%s: reading rows at byte %d: %w", name, at, err)
 }
