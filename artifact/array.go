@@ -12,6 +12,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/internal/chunkdigest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/store"
 )
 
@@ -467,6 +468,7 @@ func decodeDenseAll(key string, r io.Reader, a *ArrayEntry) (*matrix.Dense, erro
 		default:
 			dst = asBytes(f64)
 		}
+		memory.AdviseHugePages(dst) // before the first touch: partials and positives stages are hundreds of MiB
 		if _, err := io.ReadFull(r, dst); err != nil {
 			return nil, keyErr(key, ErrTruncated, "array file is truncated")
 		}

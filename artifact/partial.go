@@ -11,8 +11,8 @@ import (
 	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/rank"
-	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
 // TypeEvaluationPartial is one gallery shard of a score (SPEC §11.3).
@@ -24,6 +24,12 @@ const TypeEvaluationPartial = "retrieval_evaluation_partial"
 // count of eligible candidates that precede the positive (an integer,
 // exact in float64 below 2⁵³) and the positive's score.
 var PartialColumns = []string{"preceding_count", "positive_score"}
+
+// PartialCountColumns name the column of a count stage's partial (one
+// direction, every positives stage committed): the counts alone, in the
+// same rows; the positives' scores are the positives stages', which
+// finalize reads once instead of once per shard.
+var PartialCountColumns = []string{"preceding_count"}
 
 // EvaluationPartial is retrieval_evaluation_partial, the metadata of gallery
 // shard Shard.ShardIndex of Shard.TotalShards of the score at ScoreKey. The
@@ -124,7 +130,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 		}
 	}
 	key := PartialKey(job.key, shard.Index, shard.Total)
-	doc, arr, err := partialDocument(job, key, pp)
+	doc, arr, err := partialDocument(job, key, pp, pos == nil || pp.Reverse != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +140,10 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	return &ScoredPartial{Key: key, ScoreKey: job.key, Doc: doc}, nil
 }
 
-func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*EvaluationPartial, *matrix.Dense, error) {
+// partialDocument is the partial's metadata and array; withScores keeps the
+// positives' scores (PartialColumns), else the counts alone
+// (PartialCountColumns).
+func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial, withScores bool) (*EvaluationPartial, *matrix.Dense, error) {
 	f := pp.Forward
 	doc := &EvaluationPartial{
 		Common:   Common{ArtifactType: TypeEvaluationPartial, VertebraeVersion: version.Version, OutputKey: key},
@@ -144,11 +153,21 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*Evalua
 		Shard:    PartialShard{TotalShards: f.TotalShards, ShardIndex: f.Shards[0], ShardBy: f.Layout.String()},
 		NQueries: f.NQueries, NGallery: f.NGallery, Columns: PartialColumns,
 	}
+	if !withScores {
+		doc.Columns = PartialCountColumns
+	}
+	cols := len(doc.Columns)
 	dirs := []*rank.Partial{f}
 	if pp.Reverse != nil {
 		dirs = append(dirs, pp.Reverse)
 	}
-	var data []float64
+	n := 0
+	for _, p := range dirs {
+		n += len(p.Counts)
+	}
+	// Sized once: a shard of a label run holds millions of positives.
+	data := make([]float64, 0, cols*n)
+	memory.AdviseHugePages(data[:cap(data)])
 	for i, p := range dirs {
 		if p.Top != nil {
 			return nil, nil, fmt.Errorf("a score partial keeps no ranking")
@@ -167,7 +186,10 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*Evalua
 			}
 		}
 		for k, c := range p.Counts {
-			data = append(data, float64(c), p.Scores[k])
+			data = append(data, float64(c))
+			if withScores {
+				data = append(data, p.Scores[k])
+			}
 		}
 		if i == 0 {
 			doc.Forward = d
@@ -175,11 +197,11 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial) (*Evalua
 			doc.Reverse = &d
 		}
 	}
-	arr, err := matrix.NewDense64(len(data)/2, 2, data)
+	arr, err := matrix.NewDense64(len(data)/cols, cols, data)
 	if err != nil {
 		return nil, nil, err
 	}
-	doc.ArrayInfo = ArrayInfo{Shape: []int{arr.Rows(), 2}, DType: arr.DType().String(), NSamples: arr.Rows(), EmbeddingDim: 2}
+	doc.ArrayInfo = ArrayInfo{Shape: []int{arr.Rows(), cols}, DType: arr.DType().String(), NSamples: arr.Rows(), EmbeddingDim: cols}
 	return doc, arr, nil
 }
 
@@ -208,25 +230,29 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 	if err != nil {
 		return nil, err
 	}
-	// Forward partials are merged as they are read (merging is exact and
-	// associative), so finalize holds two at a time, not N; each reverse
-	// block is already complete and is kept as it is.
+	// Forward partials are added into the first as they are read (merging
+	// is exact and associative), so finalize holds the accumulator and one
+	// partial, not N; each reverse block is already complete and is kept as
+	// it is. Count-only partials take their positives' scores from the
+	// positives stages, read once.
 	var f *rank.Partial
 	var revBlocks []*rank.Partial
-	merge := func(acc, p *rank.Partial) (*rank.Partial, error) {
-		if acc == nil {
-			return p, nil
-		}
-		m, err := rank.MergePartials(acc, p)
-		if err != nil {
-			return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging partials: %v", err))
-		}
-		return m, nil
-	}
+	var pos *rank.PositiveScores
+	var spare []int64 // the counts of the partial added last, reused for the next
 	layout := shardBy
 	for i := range totalShards {
 		key := PartialKey(job.key, i, totalShards)
-		pp, doc, err := s.readPartial(ctx, job, key, i, totalShards)
+		pp, doc, err := s.readPartial(ctx, job, key, i, totalShards, spare, func() (*rank.PositiveScores, error) {
+			if pos != nil {
+				return pos, nil
+			}
+			p, err := s.readPositives(ctx, job, totalShards)
+			if err == nil && p == nil {
+				err = checkErr(key, "foreign partial: it holds counts only, and no positives stage holds the scores")
+			}
+			pos = p
+			return p, err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -235,8 +261,13 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 		} else if doc.Shard.ShardBy != layout {
 			return nil, checkErr(key, fmt.Sprintf("foreign partial: shard_by %q differs from %q", doc.Shard.ShardBy, layout))
 		}
-		if f, err = merge(f, pp.Forward); err != nil {
-			return nil, err
+		if f == nil {
+			f = pp.Forward
+		} else {
+			if err := f.Add(pp.Forward); err != nil {
+				return nil, keyErr(job.key, ErrCheck, fmt.Sprintf("merging partials: %v", err))
+			}
+			spare = pp.Forward.Counts
 		}
 		if pp.Reverse != nil {
 			revBlocks = append(revBlocks, pp.Reverse) // complete blocks, in query order
@@ -249,8 +280,10 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 	return s.CommitScore(ctx, job, res)
 }
 
-// readPartial loads and checks partial i of n of job.
-func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n int) (*evaluate.PairPartial, *EvaluationPartial, error) {
+// readPartial loads and checks partial i of n of job, its forward counts in
+// spare when it is large enough; positives supplies the positives stages'
+// scores when the partial holds counts only.
+func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n int, spare []int64, positives func() (*rank.PositiveScores, error)) (*evaluate.PairPartial, *EvaluationPartial, error) {
 	m, md, err := s.LoadArray(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil, checkErr(key, fmt.Sprintf("missing partial: gallery shard %d of %d has not been scored (run score --total-shards %d --shard-index %d)", i, n, n, i))
@@ -274,7 +307,7 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 		return nil, nil, foreign("score_key %q differs from %q", doc.ScoreKey, j.key)
 	case doc.Shard.TotalShards != n || doc.Shard.ShardIndex != i:
 		return nil, nil, foreign("it is shard %d of %d, expected %d of %d", doc.Shard.ShardIndex, doc.Shard.TotalShards, i, n)
-	case doc.ProtocolFingerprint != j.pf || !reflect.DeepEqual(doc.Columns, PartialColumns):
+	case doc.ProtocolFingerprint != j.pf || !reflect.DeepEqual(doc.Columns, PartialColumns) && (doc.Reverse != nil || !reflect.DeepEqual(doc.Columns, PartialCountColumns)):
 		return nil, nil, foreign("protocol fingerprint or columns differ")
 	case (doc.Reverse != nil) != j.cfg.Bidirectional:
 		return nil, nil, foreign("reverse direction present: %v, config bidirectional: %v", doc.Reverse != nil, j.cfg.Bidirectional)
@@ -283,40 +316,62 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 	if err != nil {
 		return nil, nil, foreign("%v", err)
 	}
+	cols := len(doc.Columns)
 	dm, ok := m.(*matrix.Dense)
-	if !ok || dm.DType() != matrix.Float64 || dm.Cols() != 2 {
-		return nil, nil, foreign("array is not an n×2 float64 array")
+	if !ok || dm.DType() != matrix.Float64 || dm.Cols() != cols {
+		return nil, nil, foreign("array is not an n×%d float64 array", cols)
 	}
 	data := dm.Float64Data()
+	var pos *rank.PositiveScores
+	if cols == 1 {
+		if pos, err = positives(); err != nil {
+			return nil, nil, err
+		}
+	}
 	nq, ng := len(j.prot.Doc.QueryIDs), len(j.prot.Doc.GalleryIDs)
 	if doc.NQueries != nq || doc.NGallery != ng {
 		return nil, nil, foreign("%d × %d rows, the relevance artifact has %d × %d", doc.NQueries, doc.NGallery, nq, ng)
 	}
 	problem := j.Problem()
 	// build rebuilds a direction's partial for queries [lo, hi) of p.
-	build := func(d *PartialDirection, p rank.Problem, pt *rank.Partial, lo, hi int, rows []float64) (*rank.Partial, error) {
-		el := eligibleOf(p, lo, hi)
+	build := func(d *PartialDirection, p rank.Problem, pt *rank.Partial, lo, hi int, rows []float64, spare []int64) (*rank.Partial, error) {
 		bn := hi - lo
 		pt.QueryLo, pt.Offsets, pt.HasNegative, pt.Nearest = lo, make([]int, bn+1), make([]bool, bn), make([]float64, bn)
-		for q, e := range el {
-			pt.Offsets[q+1] = pt.Offsets[q] + len(e)
-		}
-		np := pt.Offsets[bn]
-		if d.NPositives != np || len(rows) != 2*np || len(d.NearestNegative) != bn {
-			return nil, foreign("%d positives and %d best negatives, the relevance has %d eligible positives of %d queries", d.NPositives, len(d.NearestNegative), np, bn)
-		}
-		pt.Positives, pt.Scores, pt.Counts = make([]int, 0, np), make([]float64, np), make([]int64, np)
-		for _, e := range el {
-			for _, x := range e {
-				pt.Positives = append(pt.Positives, x.Index)
+		if pos != nil {
+			// Counts only: the eligible positives and their scores are the
+			// positives stages' (one direction, so lo = 0 and hi = n_q).
+			copy(pt.Offsets, pos.Offsets)
+			pt.Positives, pt.Scores = pos.Index, pos.Scores
+		} else {
+			var el []int
+			for q := lo; q < hi; q++ {
+				el = p.EligibleRows(q, el)
+				pt.Offsets[q-lo+1] = pt.Offsets[q-lo] + len(el)
+				pt.Positives = append(pt.Positives, el...)
 			}
 		}
+		np := pt.Offsets[bn]
+		if d.NPositives != np || len(rows) != cols*np || len(d.NearestNegative) != bn {
+			return nil, foreign("%d positives and %d best negatives, the relevance has %d eligible positives of %d queries", d.NPositives, len(d.NearestNegative), np, bn)
+		}
+		if cap(spare) >= np {
+			pt.Counts = spare[:np] // every count is written below
+		} else {
+			pt.Counts = make([]int64, np)
+			memory.AdviseHugePages(pt.Counts)
+		}
+		if pos == nil {
+			pt.Scores = make([]float64, np)
+		}
 		for k := range np {
-			c := rows[2*k]
+			c := rows[cols*k]
 			if c != math.Trunc(c) || c < 0 || c >= float64(pt.NGallery) {
 				return nil, foreign("count %v of row %d is not a count", c, k)
 			}
-			pt.Counts[k], pt.Scores[k] = int64(c), rows[2*k+1]
+			pt.Counts[k] = int64(c)
+			if pos == nil {
+				pt.Scores[k] = rows[cols*k+1]
+			}
 		}
 		for q, v := range d.NearestNegative {
 			if v != nil {
@@ -327,11 +382,11 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 	}
 	out := &evaluate.PairPartial{}
 	nf := doc.Forward.NPositives
-	if 2*nf > len(data) {
-		return nil, nil, foreign("array has %d rows for %d forward positives", len(data)/2, nf)
+	if cols*nf > len(data) {
+		return nil, nil, foreign("array has %d rows for %d forward positives", len(data)/cols, nf)
 	}
 	fwd := &rank.Partial{Layout: layout, TotalShards: n, Shards: []int{i}, NQueries: nq, NGallery: ng}
-	if out.Forward, err = build(&doc.Forward, problem, fwd, 0, nq, data[:2*nf]); err != nil {
+	if out.Forward, err = build(&doc.Forward, problem, fwd, 0, nq, data[:cols*nf], spare); err != nil {
 		return nil, nil, err
 	}
 	if d := doc.Reverse; d != nil {
@@ -349,30 +404,11 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 			return nil, nil, foreign("its reverse direction is not the block [%d, %d) of the %d reverse queries", lo, hi, nr)
 		}
 		rev := &rank.Partial{Layout: rank.Contiguous, TotalShards: 1, Shards: []int{0}, NQueries: nr, NGallery: nq}
-		if out.Reverse, err = build(d, rp, rev, lo, hi, data[2*nf:]); err != nil {
+		if out.Reverse, err = build(d, rp, rev, lo, hi, data[2*nf:], nil); err != nil {
 			return nil, nil, err
 		}
-	} else if len(data) != 2*nf {
-		return nil, nil, foreign("array has %d rows for %d positives", len(data)/2, nf)
+	} else if len(data) != cols*nf {
+		return nil, nil, foreign("array has %d rows for %d positives", len(data)/cols, nf)
 	}
 	return out, &doc, nil
-}
-
-// eligibleOf lists the eligible positives of queries [lo, hi) of a problem
-// (SPEC §4.3), explicit or label-derived.
-func eligibleOf(p rank.Problem, lo, hi int) [][]retrieval.Positive {
-	out := make([][]retrieval.Positive, hi-lo)
-	for i := range out {
-		q := lo + i
-		var ex []int
-		if p.Exclusions != nil {
-			ex = p.Exclusions[q]
-		}
-		if p.Classes != nil {
-			out[i] = retrieval.EligiblePositives(p.Classes.Positives(q), ex)
-		} else {
-			out[i] = retrieval.EligiblePositives(p.Relevance[q], ex)
-		}
-	}
-	return out
 }

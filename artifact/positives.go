@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 
 	"github.com/vertebrae-eval/vertebrae/evaluate"
@@ -28,10 +27,12 @@ import (
 // TypeEvaluationPositives is one gallery shard's positives stage.
 const TypeEvaluationPositives = "retrieval_evaluation_positives"
 
-// PositivesColumns name the columns of a positives stage's array: one row
+// PositivesColumns name the column of a positives stage's array: one row
 // per eligible positive among the shard's rows, in query order, then
-// gallery order.
-var PositivesColumns = []string{"query_index", "gallery_index", "positive_score"}
+// gallery order. The rows' (query, gallery) pairs are not stored: the
+// relevance artifact lists them (rank.AssemblePositiveScores), and a label
+// run's positives are millions.
+var PositivesColumns = []string{"positive_score"}
 
 // EvaluationPositives is retrieval_evaluation_positives, the metadata of
 // gallery shard Shard.ShardIndex of Shard.TotalShards's positives stage of
@@ -225,13 +226,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 	if len(pos.Index) == 0 {
 		return key, doc, s.WriteJSON(ctx, key, doc)
 	}
-	data := make([]float64, 0, 3*len(pos.Index))
-	for q := range len(pos.Offsets) - 1 {
-		for k := pos.Offsets[q]; k < pos.Offsets[q+1]; k++ {
-			data = append(data, float64(q), float64(pos.Index[k]), pos.Scores[k])
-		}
-	}
-	arr, err := matrix.NewDense64(len(pos.Index), 3, data)
+	arr, err := matrix.NewDense64(len(pos.Scores), 1, pos.Scores)
 	if err != nil {
 		return "", nil, err
 	}
@@ -251,7 +246,7 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 		}
 		committed[key] = true
 	}
-	var parts []*rank.PositiveScores
+	var stages [][]float64
 	missing, layout := -1, ""
 	for i := range n {
 		key := PositivesKey(j.key, i, n)
@@ -269,15 +264,19 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 			return nil, checkErr(key, fmt.Sprintf("foreign positives stage: shard_by %q differs from %q of the other stages", by, layout))
 		}
 		layout = by
-		parts = append(parts, p)
+		stages = append(stages, p)
 	}
 	switch {
-	case len(parts) == 0:
+	case len(stages) == 0:
 		return nil, nil
 	case missing >= 0:
 		return nil, checkErr(PositivesKey(j.key, missing, n), fmt.Sprintf("missing positives stage: gallery shard %d of %d has not run it (score --total-shards %d --shard-index %d --stage positives)", missing, n, n, missing))
 	}
-	pos, err := rank.MergePositiveScores(parts...)
+	by, err := rank.ParseShardLayout(layout)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := rank.AssemblePositiveScores(j.Problem(), len(j.prot.Doc.GalleryIDs), by, stages)
 	if err != nil {
 		return nil, checkErr(j.key, fmt.Sprintf("merging positives stages: %v", err))
 	}
@@ -285,8 +284,8 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 }
 
 // readPositivesStage loads and checks shard i of n's positives stage and
-// returns it with its layout.
-func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string, i, n int) (*rank.PositiveScores, string, error) {
+// returns its scores with its layout.
+func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string, i, n int) ([]float64, string, error) {
 	m, err := s.Manifest(ctx, key)
 	if err != nil {
 		return nil, "", err
@@ -325,32 +324,12 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 	case (arr == nil) != (doc.NPositives == 0):
 		return nil, "", foreign("%d positives, array present: %v", doc.NPositives, arr != nil)
 	}
-	out := &rank.PositiveScores{Offsets: make([]int, nq+1)}
 	if arr == nil {
-		return out, doc.Shard.ShardBy, nil
+		return []float64{}, doc.Shard.ShardBy, nil
 	}
 	d, ok := arr.(*matrix.Dense)
-	if !ok || d.DType() != matrix.Float64 || d.Cols() != 3 || d.Rows() != doc.NPositives {
-		return nil, "", foreign("array is not an n_positives × 3 float64 array")
+	if !ok || d.DType() != matrix.Float64 || d.Cols() != 1 || d.Rows() != doc.NPositives {
+		return nil, "", foreign("array is not an n_positives × 1 float64 array")
 	}
-	data := d.Float64Data()
-	out.Index, out.Scores = make([]int, 0, d.Rows()), make([]float64, 0, d.Rows())
-	prevQ, prevG := 0, -1
-	for k := range d.Rows() {
-		qf, gf, v := data[3*k], data[3*k+1], data[3*k+2]
-		q, g := int(qf), int(gf)
-		if qf != math.Trunc(qf) || gf != math.Trunc(gf) || q < prevQ || q >= nq || g < 0 || g >= ng || !sh.Holds(ng, g) || (q == prevQ && g <= prevG) {
-			return nil, "", foreign("row %d (%v, %v) is not a positive of the shard's rows in query then gallery order", k, qf, gf)
-		}
-		for ; prevQ < q; prevQ++ {
-			out.Offsets[prevQ+1] = len(out.Index)
-			prevG = -1
-		}
-		out.Index, out.Scores = append(out.Index, g), append(out.Scores, v)
-		prevG = g
-	}
-	for ; prevQ < nq; prevQ++ {
-		out.Offsets[prevQ+1] = len(out.Index)
-	}
-	return out, doc.Shard.ShardBy, nil
+	return d.Float64Data(), doc.Shard.ShardBy, nil
 }

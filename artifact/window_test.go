@@ -1,9 +1,11 @@
 package artifact
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,6 +212,39 @@ func TestShardLocalMemoryReadsAndDamage(t *testing.T) {
 		}
 		if i >= 2 && (!errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), want2)) {
 			t.Fatalf("shard %d: %v, want %q", i, err, want2)
+		}
+	}
+}
+
+// After the positives stages, a one-direction count stage writes its
+// counts alone (the scores are the stages', read once by finalize), and a
+// positives stage holds the scores alone (the pairs are the relevance's).
+func TestShardLocalArtifactsHoldNoPairs(t *testing.T) {
+	f := windowFixture(t, mem.New(), 9, 40, 5, true, 5)
+	cfg := retrieval.DefaultConfig()
+	req := f.request(cfg)
+	req.OutputKey = "s/compact"
+	if _, err := shardLocal(f, req, 3, rank.Modulo); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		for _, c := range []struct {
+			key  string
+			want []string
+		}{{PartialKey(req.OutputKey, i, 3), PartialCountColumns}, {PositivesKey(req.OutputKey, i, 3), PositivesColumns}} {
+			m, md, err := f.s.LoadArray(ctx, c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Columns []string `json:"columns"`
+			}
+			if err := json.Unmarshal(md, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(doc.Columns, c.want) || m.Cols() != 1 {
+				t.Fatalf("%s: columns %v, %d array columns, want %v and one", c.key, doc.Columns, m.Cols(), c.want)
+			}
 		}
 	}
 }

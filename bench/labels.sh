@@ -10,7 +10,8 @@
 # user seconds and peak RSS (GNU time -v, Debian package "time") of each,
 # and each label mode's ratio to qrels-1 of the same round. Then the
 # 10-class run through the artifact store, unsharded and in 4 gallery
-# shards (one `retrieval score` process per shard, one after the other).
+# shards (positives stage, then count stage: one `retrieval score` process
+# per shard, one after the other; then finalize).
 #   bash bench/labels.sh [ROUNDS [Q G D]]        (default 3 rounds, 2000 100000 64)
 set -euo pipefail
 ROUNDS=${1:-3} NQ=${2:-2000} NG=${3:-100000} D=${4:-64}
@@ -91,13 +92,20 @@ Q=$(jq -r '.extractors[0].endpoints[] | select(.side=="query").output_key' plan.
 G=$(jq -r '.extractors[0].endpoints[] | select(.side=="gallery").output_key' plan.json)
 R=$(jq -r .key rel.json)
 score=("$VB" retrieval score --store "$S" --query-key "$Q" --gallery-key "$G" --relevance-key "$R" --config labels.yaml)
-read -r w u r < <(measure "${score[@]}" --output-key bench/unsharded)
+read -r w u r < <(measure "${score[@]}" --output-key bench/unsharded --output-json unsharded.json)
 printf 'store, classes-10 unsharded:   wall %6.2f s  user %6.2f s  peak RSS %5.0f MiB\n' "$w" "$u" "$(echo "$r / 1024" | bc -l)"
-tw=0 tu=0 mr=0
-for i in 0 1 2 3; do
-	read -r w u r < <(measure "${score[@]}" --total-shards 4 --shard-index "$i")
-	tw=$(echo "$tw + $w" | bc -l) tu=$(echo "$tu + $u" | bc -l) mr=$((r > mr ? r : mr))
+# The documented scale-out path: every shard's positives stage, then every
+# shard's count stage (each reads only its rows), then finalize.
+for stage in positives count; do
+	tw=0 tu=0 mr=0
+	for i in 0 1 2 3; do
+		read -r w u r < <(measure "${score[@]}" --total-shards 4 --shard-index "$i" --stage "$stage")
+		tw=$(echo "$tw + $w" | bc -l) tu=$(echo "$tu + $u" | bc -l) mr=$((r > mr ? r : mr))
+	done
+	printf 'store, classes-10, 4 shards, %-9s stage: wall %6.2f s  user %6.2f s summed over shards, largest shard peak RSS %5.0f MiB\n' \
+		"$stage" "$tw" "$tu" "$(echo "$mr / 1024" | bc -l)"
 done
 read -r w u r < <(measure "${score[@]}" --total-shards 4 --finalize --output-json score.json)
-printf 'store, classes-10, 4 shards:   wall %6.2f s  user %6.2f s summed over shards, largest shard peak RSS %5.0f MiB; finalize %.2f s\n' \
-	"$tw" "$tu" "$(echo "$mr / 1024" | bc -l)" "$w"
+printf 'store, classes-10, 4 shards, finalize:        wall %6.2f s  user %6.2f s  peak RSS %5.0f MiB\n' "$w" "$u" "$(echo "$r / 1024" | bc -l)"
+same() { jq -S 'del(.output_key, .key, .score_key)' "$1"; }
+if [ "$(same unsharded.json)" = "$(same score.json)" ]; then echo "finalized score = unsharded score"; else echo "finalized score DIFFERS from the unsharded score" >&2; exit 1; fi

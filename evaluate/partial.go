@@ -155,7 +155,7 @@ func WindowPositives(ctx context.Context, p rank.Problem, cfg retrieval.Config, 
 
 // PairWindow is PairShard for a gallery shard that holds only its rows
 // (p.GalleryTotal > 0): pos is every shard's WindowPositives merged
-// (rank.MergePositiveScores). A contiguous shard's reverse block lies in
+// (rank.AssemblePositiveScores). A contiguous shard's reverse block lies in
 // its own rows; a modulo shard's comes in rev (ReverseGalleryRows; nil
 // when the config is not bidirectional or the block is empty). The result
 // equals PairShard's bit for bit.

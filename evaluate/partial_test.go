@@ -186,15 +186,15 @@ func windowPair(ctx context.Context, p rank.Problem, cfg retrieval.Config, depth
 		}
 		return w
 	}
-	var parts []*rank.PositiveScores
+	var stages [][]float64
 	for k := range n {
 		wp, err := WindowPositives(ctx, window(k), cfg, 1)
 		if err != nil {
 			panic(err)
 		}
-		parts = append(parts, wp)
+		stages = append(stages, wp.Scores)
 	}
-	pos, err := rank.MergePositiveScores(parts...)
+	pos, err := rank.AssemblePositiveScores(p, ng, sh.Layout, stages)
 	if err != nil {
 		panic(err)
 	}

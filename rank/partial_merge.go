@@ -36,46 +36,54 @@ func MergePartials(parts ...*Partial) (*Partial, error) {
 		Counts: make([]int64, len(a.Counts)), HasNegative: make([]bool, len(a.HasNegative)),
 		Nearest: make([]float64, len(a.Nearest)), TopN: a.TopN, FullRanking: a.FullRanking,
 	}
-	seen := map[int]bool{}
-	for _, p := range parts {
-		if err := a.compatible(p); err != nil {
-			return nil, err
-		}
-		for _, s := range p.Shards {
-			if seen[s] {
-				return nil, mismatchf("gallery shard %d of %d is merged twice", s, p.TotalShards)
-			}
-			seen[s] = true
-			out.Shards = append(out.Shards, s)
-		}
-		for i, c := range p.Counts {
-			out.Counts[i] += c
-		}
-		for q, has := range p.HasNegative {
-			if has && (!out.HasNegative[q] || p.Nearest[q] > out.Nearest[q]) {
-				out.HasNegative[q], out.Nearest[q] = true, p.Nearest[q]
-			}
-		}
-	}
-	slices.Sort(out.Shards)
 	if a.keepsTop() {
 		out.Top = make([][]Candidate, len(a.Top))
 		for q := range out.Top {
-			var all []Candidate
-			for _, p := range parts {
-				all = append(all, p.Top[q]...)
-			}
-			sortCandidates(all)
-			if !out.FullRanking {
-				all = all[:min(len(all), out.TopN)]
-			}
-			if all == nil {
-				all = []Candidate{}
-			}
-			out.Top[q] = all
+			out.Top[q] = []Candidate{}
+		}
+	}
+	for _, p := range parts {
+		if err := out.Add(p); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// Add merges partial p into a in place, as MergePartials(a, p) would: a's
+// counts, best negatives, shard set and kept rankings change; its positive
+// lists and scores are only read. A reader folds N partials into one this
+// way, holding one accumulator instead of a copy per merge.
+func (a *Partial) Add(p *Partial) error {
+	if err := a.compatible(p); err != nil {
+		return err
+	}
+	for _, s := range p.Shards {
+		if slices.Contains(a.Shards, s) {
+			return mismatchf("gallery shard %d of %d is merged twice", s, p.TotalShards)
+		}
+	}
+	a.Shards = append(a.Shards, p.Shards...)
+	slices.Sort(a.Shards)
+	for i, c := range p.Counts {
+		a.Counts[i] += c
+	}
+	for q, has := range p.HasNegative {
+		if has && (!a.HasNegative[q] || p.Nearest[q] > a.Nearest[q]) {
+			a.HasNegative[q], a.Nearest[q] = true, p.Nearest[q]
+		}
+	}
+	if a.keepsTop() {
+		for q := range a.Top {
+			all := append(slices.Clip(a.Top[q]), p.Top[q]...)
+			sortCandidates(all)
+			if !a.FullRanking {
+				all = all[:min(len(all), a.TopN)]
+			}
+			a.Top[q] = all
+		}
+	}
+	return nil
 }
 
 // compatible checks that b covers the same problem and query block as a.

@@ -353,7 +353,7 @@ func runPlan(r *rand.Rand, p Problem, sim Similarity, prec Precision, pp planPoi
 	shardProblem := func(int) Problem { return p }
 	if pp.window {
 		wins := make([]Problem, pp.shards)
-		var parts []*PositiveScores
+		var stages [][]float64
 		for i := range pp.shards {
 			if wins[i], err = windowOf(p, Shard{Index: i, Total: pp.shards, Layout: pp.layout}); err != nil {
 				return nil, nil, err
@@ -362,10 +362,9 @@ func runPlan(r *rand.Rand, p Problem, sim Similarity, prec Precision, pp planPoi
 			if err != nil {
 				return nil, nil, err
 			}
-			parts = append(parts, wp)
+			stages = append(stages, wp.Scores)
 		}
-		r.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
-		merged, err := MergePositiveScores(parts...)
+		merged, err := AssemblePositiveScores(p, p.Gallery.Rows(), pp.layout, stages)
 		if err != nil {
 			return nil, nil, err
 		}

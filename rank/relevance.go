@@ -156,6 +156,22 @@ func (s rowSet) same(o rowSet) bool {
 	return n == o.len() && (n == 0 || s.lo == o.lo && (n == 1 || s.stride == o.stride))
 }
 
+// count is how many of the ascending global rows gs lie in the set.
+func (s rowSet) count(gs []int32) int {
+	if s.stride == 1 {
+		lo, _ := slices.BinarySearch(gs, int32(s.lo))
+		hi, _ := slices.BinarySearch(gs, int32(s.hi))
+		return hi - lo
+	}
+	n := 0
+	for _, g := range gs {
+		if s.has(int(g)) {
+			n++
+		}
+	}
+	return n
+}
+
 // at is the global index of position p.
 func (s rowSet) at(p int) int { return s.lo + p*s.stride }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory"
 )
 
 // Gallery-sharded scoring (SPEC §11.3). The positives of every query are
@@ -203,8 +204,8 @@ func ScorePositives(ctx context.Context, p Problem, o Options) (*PositiveScores,
 // ScoreWindowPositives is the positives stage of a gallery shard that holds
 // only its rows (p.GalleryTotal > 0): p is checked as Score checks it (the
 // window's rows for the row checks), and the eligible positives among the
-// window's rows are scored by the one formula. The windows' results,
-// merged by MergePositiveScores, equal ScorePositives bit for bit (SPEC
+// window's rows are scored by the one formula. The windows' scores,
+// assembled by AssemblePositiveScores, equal ScorePositives bit for bit (SPEC
 // §4.2: a positive's score is the same whichever worker computes it).
 func ScoreWindowPositives(ctx context.Context, p Problem, o Options) (*PositiveScores, error) {
 	return scorePositivesOf(ctx, p, o)
@@ -239,6 +240,16 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 	out := &PositiveScores{Offsets: make([]int, pr.nq+1)}
 	var buf []T
 	var ibuf []int32
+	// Sized first: label runs list millions of positives, and growing the
+	// slices by appending copies them again and again (a copy of hundreds
+	// of MiB also holds up the collector, which cannot preempt it).
+	total := 0
+	for q := range pr.nq {
+		total += rows.count(eligibleScores(s.rel, q, s.rel.list(q), &ibuf))
+	}
+	out.Scores, out.Index = make([]float64, 0, total), make([]int, 0, total)
+	memory.AdviseHugePages(out.Scores[:total])
+	memory.AdviseHugePages(out.Index[:total])
 	for _, ch := range s.chunks() {
 		c := s.scoresOnly(ch[0], ch[1])
 		if err := s.positives(ctx, c, false); err != nil {
@@ -258,46 +269,6 @@ func scorePositives[T working](ctx context.Context, pr *prepared) (*PositiveScor
 			}
 			out.Offsets[q+1] = len(out.Index)
 		}
-	}
-	return out, nil
-}
-
-// MergePositiveScores combines the positives stages of gallery windows
-// that together hold every gallery row once (ScoreWindowPositives of each
-// shard, in any order) into the positive scores of the whole problem.
-func MergePositiveScores(parts ...*PositiveScores) (*PositiveScores, error) {
-	if len(parts) == 0 {
-		return nil, errors.New("rank: no positive scores to merge")
-	}
-	nq := len(parts[0].Offsets) - 1
-	total := 0
-	for _, p := range parts {
-		if len(p.Offsets) != nq+1 || len(p.Index) != p.Offsets[nq] || len(p.Scores) != len(p.Index) {
-			return nil, errors.New("rank: positive scores of different problems cannot merge")
-		}
-		total += len(p.Index)
-	}
-	out := &PositiveScores{Offsets: make([]int, nq+1), Index: make([]int, 0, total), Scores: make([]float64, 0, total)}
-	type pos struct {
-		g int
-		v float64
-	}
-	var buf []pos
-	for q := range nq {
-		buf = buf[:0]
-		for _, p := range parts {
-			for k := p.Offsets[q]; k < p.Offsets[q+1]; k++ {
-				buf = append(buf, pos{p.Index[k], p.Scores[k]})
-			}
-		}
-		slices.SortFunc(buf, func(a, b pos) int { return a.g - b.g })
-		for k, x := range buf {
-			if k > 0 && x.g == buf[k-1].g {
-				return nil, fmt.Errorf("rank: gallery row %d is a positive of query %d in two windows", x.g, q)
-			}
-			out.Index, out.Scores = append(out.Index, x.g), append(out.Scores, x.v)
-		}
-		out.Offsets[q+1] = len(out.Index)
 	}
 	return out, nil
 }
@@ -346,6 +317,7 @@ func ScoreShard(ctx context.Context, p Problem, o Options, pos *PositiveScores, 
 	part.Positives = pos.Index[base : base+np : base+np] // shared with pos (read-only)
 	part.Scores = pos.Scores[base : base+np : base+np]
 	part.Counts = make([]int64, np)
+	memory.AdviseHugePages(part.Counts)
 	if part.keepsTop() {
 		part.Top = make([][]Candidate, bn)
 		for i := range part.Top {
