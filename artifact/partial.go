@@ -134,7 +134,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	if err != nil {
 		return nil, err
 	}
-	if err := s.WriteArray(ctx, key, FromMatrix(arr), doc); err != nil {
+	if err := s.WriteArray(ctx, key, arr, doc); err != nil {
 		return nil, err
 	}
 	return &ScoredPartial{Key: key, ScoreKey: job.key, Doc: doc}, nil
@@ -143,7 +143,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 // partialDocument is the partial's metadata and array; withScores keeps the
 // positives' scores (PartialColumns), else the counts alone
 // (PartialCountColumns).
-func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial, withScores bool) (*EvaluationPartial, *matrix.Dense, error) {
+func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial, withScores bool) (*EvaluationPartial, Source, error) {
 	f := pp.Forward
 	doc := &EvaluationPartial{
 		Common:   Common{ArtifactType: TypeEvaluationPartial, VertebraeVersion: version.Version, OutputKey: key},
@@ -161,13 +161,6 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial, withScor
 	if pp.Reverse != nil {
 		dirs = append(dirs, pp.Reverse)
 	}
-	n := 0
-	for _, p := range dirs {
-		n += len(p.Counts)
-	}
-	// Sized once: a shard of a label run holds millions of positives.
-	data := make([]float64, 0, cols*n)
-	memory.AdviseHugePages(data[:cap(data)])
 	for i, p := range dirs {
 		if p.Top != nil {
 			return nil, nil, fmt.Errorf("a score partial keeps no ranking")
@@ -185,24 +178,67 @@ func partialDocument(j *ScoreJob, key string, pp *evaluate.PairPartial, withScor
 				d.NearestNegative[q] = &v
 			}
 		}
-		for k, c := range p.Counts {
-			data = append(data, float64(c))
-			if withScores {
-				data = append(data, p.Scores[k])
-			}
-		}
 		if i == 0 {
 			doc.Forward = d
 		} else {
 			doc.Reverse = &d
 		}
 	}
-	arr, err := matrix.NewDense64(len(data)/cols, cols, data)
-	if err != nil {
-		return nil, nil, err
-	}
+	arr := partialRows{dirs: dirs, cols: cols}
 	doc.ArrayInfo = ArrayInfo{Shape: []int{arr.Rows(), cols}, DType: arr.DType().String(), NSamples: arr.Rows(), EmbeddingDim: cols}
 	return doc, arr, nil
+}
+
+// partialRows is a partial's array (count, then score when cols = 2, per
+// eligible positive; forward, then reverse), converted batch by batch as
+// the writer reads it (twice: to hash, then to store) and never held
+// whole: a shard of a label run holds millions of positives.
+type partialRows struct {
+	dirs []*rank.Partial
+	cols int
+}
+
+func (a partialRows) Rows() int {
+	n := 0
+	for _, p := range a.dirs {
+		n += len(p.Counts)
+	}
+	return n
+}
+func (a partialRows) Cols() int           { return a.cols }
+func (a partialRows) DType() matrix.DType { return matrix.Float64 }
+func (a partialRows) Sparse() bool        { return false }
+
+func (a partialRows) Batches(ctx context.Context, yield func(matrix.Matrix) error) error {
+	buf := make([]float64, 0, batchRows(a.cols, matrix.Float64)*a.cols)
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		m, err := matrix.NewDense64(len(buf)/a.cols, a.cols, buf)
+		if err == nil {
+			err = yield(m) // the encoder writes the batch before returning
+		}
+		buf = buf[:0]
+		if err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
+	for _, p := range a.dirs {
+		for k, c := range p.Counts {
+			buf = append(buf, float64(c))
+			if a.cols == 2 {
+				buf = append(buf, p.Scores[k])
+			}
+			if len(buf) == cap(buf) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
 }
 
 // FinalizeScore reads all totalShards partials of the request's score key,
