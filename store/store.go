@@ -55,11 +55,10 @@ func (e *UnsupportedURIError) Error() string {
 }
 
 // LateNamer is implemented by stores that can name an object after its
-// bytes are written (local disk, memory). The artifact layer then streams a
-// data file once, hashing it on the way, and names it by its digest, with
-// no intermediate object that a killed process could leave behind; stores
-// without it get the data twice (a hashing pass, then the upload), since an
-// object-store "rename" is a second copy.
+// bytes are written (local disk and memory by a rename, object stores by a
+// server-side copy of a temporary object). The artifact layer then streams
+// a data file once, hashing it on the way, and names it by its digest;
+// stores without it get the data twice (a hashing pass, then the upload).
 type LateNamer interface {
 	// PutNamed writes the object prefix + "/" + name() with exactly size
 	// bytes read from r (size < 0: to EOF), calling name once, after the

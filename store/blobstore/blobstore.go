@@ -31,7 +31,9 @@
 // previous object stays readable, no partial object ever appears, and an
 // aborted multipart upload's parts are deleted. (A process killed during a
 // multipart upload leaves invisible parts; a bucket lifecycle rule for
-// incomplete multipart uploads removes them.)
+// incomplete multipart uploads removes them.) PutNamed (an object named
+// after its bytes, such as a content-addressed array) uploads once to a
+// temporary object and has the server copy it to its name.
 package blobstore
 
 import (
@@ -74,6 +76,12 @@ type Store struct {
 	bucketName    string
 	abortByCancel bool        // the driver aborts a write only by a cancelled context (gcsblob)
 	bucketSeen    atomic.Bool // the bucket answered a request: a NotFound is the object's
+	prefix        string      // the URI's prefix ("" for none): object keys are prefix + "/" + name
+	sse           s3blob.Options
+	// singleCopyLimit is the largest object copied by one request (S3
+	// CopyObject: 5 GiB); larger ones are copied in parts of copyPartBytes.
+	singleCopyLimit, copyPartBytes int64
+	staleTempAge                   time.Duration // a PutNamed deletes older temporary objects
 }
 
 var _ store.Store = (*Store)(nil)
@@ -117,10 +125,11 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 	}
 	var b *blob.Bucket
 	var endpoint string
+	var sse s3blob.Options
 	if u.Scheme == "gs" {
 		b, endpoint, err = openGCS(ctx, u.Host, q, netw)
 	} else {
-		b, endpoint, err = openS3(ctx, u.Host, q, netw)
+		b, endpoint, sse, err = openS3(ctx, u.Host, q, netw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", desc, err)
@@ -128,13 +137,14 @@ func Open(ctx context.Context, uri string) (*Store, error) {
 	if prefix != "" {
 		b = blob.PrefixedBucket(b, prefix+"/")
 	}
-	return &Store{bucket: b, desc: desc, where: desc + " at " + endpoint, bucketName: u.Host, abortByCancel: u.Scheme == "gs"}, nil
+	return &Store{bucket: b, desc: desc, where: desc + " at " + endpoint, bucketName: u.Host, abortByCancel: u.Scheme == "gs",
+		prefix: prefix, sse: sse, singleCopyLimit: copyLimit(u.Scheme), copyPartBytes: s3CopyPartBytes, staleTempAge: staleTempAge}, nil
 }
 
 // openS3 opens an s3:// bucket as gocloud's s3blob URL opener does (the
 // same query parameters), with the client's network, retries and logging
 // set here: gocloud's opener has no way to set them.
-func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.Bucket, string, error) {
+func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.Bucket, string, s3blob.Options, error) {
 	var opts s3blob.Options
 	var s3opts []func(*s3.Options)
 	if q.Has("ssetype") {
@@ -147,7 +157,7 @@ func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.
 			}
 		}
 		if !found {
-			return nil, "", fmt.Errorf("query parameter ssetype=%q: not a server-side encryption type (AES256, aws:kms, aws:kms:dsse)", v)
+			return nil, "", opts, fmt.Errorf("query parameter ssetype=%q: not a server-side encryption type (AES256, aws:kms, aws:kms:dsse)", v)
 		}
 	}
 	if q.Has("kmskeyid") {
@@ -160,7 +170,7 @@ func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.
 		}
 		v, err := strconv.ParseBool(q.Get(key))
 		if err != nil {
-			return nil, "", fmt.Errorf("query parameter %s=%q: want true or false", key, q.Get(key))
+			return nil, "", opts, fmt.Errorf("query parameter %s=%q: want true or false", key, q.Get(key))
 		}
 		q.Del(key)
 		switch key {
@@ -175,7 +185,7 @@ func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.
 	endpoint := q.Get("endpoint")
 	cfg, err := gcaws.V2ConfigFromURLParams(ctx, q)
 	if err != nil {
-		return nil, "", err
+		return nil, "", opts, err
 	}
 	cfg.HTTPClient = &http.Client{Transport: n.transport()}
 	base := cfg.Retryer
@@ -192,7 +202,7 @@ func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.
 	opts.RequestChecksumCalculation = cfg.RequestChecksumCalculation
 	b, err := s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, s3opts...), bucket, &opts)
 	if err != nil {
-		return nil, "", err
+		return nil, "", opts, err
 	}
 	if endpoint == "" {
 		endpoint = "AWS S3"
@@ -200,7 +210,7 @@ func openS3(ctx context.Context, bucket string, q url.Values, n Network) (*blob.
 			endpoint += " region " + cfg.Region
 		}
 	}
-	return b, endpoint, nil
+	return b, endpoint, opts, nil
 }
 
 // openGCS opens a gs:// bucket. gocloud's default gs:// opener, when it
@@ -240,7 +250,7 @@ func openGCS(ctx context.Context, bucket string, q url.Values, n Network) (*blob
 // bucket: Close closes it. Writes are aborted by cancelling their context,
 // which is safe for every gocloud driver.
 func New(b *blob.Bucket, desc string) *Store {
-	return &Store{bucket: b, desc: desc, where: desc, abortByCancel: true}
+	return &Store{bucket: b, desc: desc, where: desc, abortByCancel: true, singleCopyLimit: math.MaxInt64, staleTempAge: staleTempAge}
 }
 
 func (s *Store) String() string { return s.desc }
@@ -321,6 +331,16 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader, size int64) e
 	if err := store.ValidateName(name); err != nil {
 		return fmt.Errorf("%s: %w", s.desc, err)
 	}
+	for c := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(c, TempPrefix) {
+			return fmt.Errorf("%s: %w", s.desc, &store.InvalidNameError{Name: name, Reason: "component starts with " + TempPrefix + " (reserved for temporary objects)"})
+		}
+	}
+	return s.put(ctx, name, r, size)
+}
+
+// put is Put of a valid name.
+func (s *Store) put(ctx context.Context, name string, r io.Reader, size int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: put %s: %w", s.desc, name, err)
 	}
