@@ -53,6 +53,7 @@ func TestPutNamed(t *testing.T) {
 	}{
 		{"memblob", func(*testing.T) *blobstore.Store { return blobstore.New(memblob.OpenBucket(nil), "mem-bucket") }},
 		{"fake-s3", func(t *testing.T) *blobstore.Store { return openURI(t, storetest.FakeS3(t)) }},
+		{"fake-gcs", func(t *testing.T) *blobstore.Store { return openURI(t, fakeGCS(t)) }},
 		{"real-s3", func(t *testing.T) *blobstore.Store { return openURI(t, storetest.S3URIForTest(t)) }},
 		{"real-s3-in-parts", func(t *testing.T) *blobstore.Store {
 			s := openURI(t, storetest.S3URIForTest(t))
