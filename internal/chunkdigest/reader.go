@@ -26,7 +26,7 @@ type Reader struct {
 
 type chunkRead struct {
 	buf    []byte
-	pooled *[]byte
+	pooled bool // buf is a spare chunk buffer, returned when read
 	ok     chan error
 }
 
@@ -73,8 +73,7 @@ func (r *Reader) produce(src io.Reader, sc Sidecar, first, end int) {
 		lo, hi := Span(sc.size, i)
 		c := &chunkRead{ok: make(chan error, 1)}
 		if hi-lo == ChunkBytes {
-			c.pooled = chunkPool.Get().(*[]byte)
-			c.buf = (*c.pooled)[:ChunkBytes]
+			c.pooled, c.buf = true, getChunk()[:ChunkBytes]
 		} else {
 			c.buf = make([]byte, hi-lo)
 		}
@@ -145,9 +144,8 @@ func (r *Reader) advance() {
 }
 
 func (r *Reader) release() {
-	if r.cur != nil && r.cur.pooled != nil {
-		*r.cur.pooled = (*r.cur.pooled)[:0]
-		chunkPool.Put(r.cur.pooled)
+	if r.cur != nil && r.cur.pooled {
+		putChunk(r.cur.buf)
 	}
 	r.cur = nil
 }
