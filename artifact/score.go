@@ -1,12 +1,14 @@
 package artifact
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
@@ -302,25 +304,78 @@ func (s *Store) CommitScore(ctx context.Context, j *ScoreJob, res *results.Extra
 		CacheEligible: qm.CacheEligible && gm.CacheEligible, CacheStatus: WeakestStatus(qm.CacheStatus, gm.CacheStatus),
 		CompressionMetadata: compMeta,
 	}
-	if doc.Forward, err = json.Marshal(res.Forward); err != nil {
-		return nil, err
-	}
-	if doc.PerQuery.Forward, err = json.Marshal(res.Forward.PerQuery); err != nil {
-		return nil, err
-	}
-	doc.Reverse, doc.PerQuery.Reverse = json.RawMessage("null"), json.RawMessage("null")
-	if res.Reverse != nil {
-		if doc.Reverse, err = json.Marshal(res.Reverse); err != nil {
-			return nil, err
+	// The per-query parts (a row per query, and again as columns in each
+	// direction: a row per gallery row for the reverse direction) are
+	// encoded once in canonical form and spliced into the document, not
+	// turned into a tree of JSON values and sorted again.
+	null := json.RawMessage("null")
+	doc.Forward, doc.Reverse, doc.PerQuery.Forward, doc.PerQuery.Reverse = null, null, null, null
+	for _, part := range []struct {
+		r         *results.ScoreResult
+		dir, rows *json.RawMessage
+	}{{res.Forward, &doc.Forward, &doc.PerQuery.Forward}, {res.Reverse, &doc.Reverse, &doc.PerQuery.Reverse}} {
+		if part.r == nil {
+			continue
 		}
-		if doc.PerQuery.Reverse, err = json.Marshal(res.Reverse.PerQuery); err != nil {
-			return nil, err
+		if *part.dir, err = canonicalScore(part.r); err != nil {
+			return nil, &Error{Key: j.key, Msg: "score result is not JSON-compatible", Err: err}
+		}
+		if *part.rows, err = canonjson.Marshal(results.CanonicalRows(part.r.PerQuery)); err != nil {
+			return nil, &Error{Key: j.key, Msg: "per-query rows are not JSON-compatible", Err: err}
 		}
 	}
-	if err := s.WriteJSON(ctx, j.key, doc, j.writeOpts()...); err != nil {
+	md, err := evaluationDocument(doc)
+	if err != nil {
+		return nil, &Error{Key: j.key, Msg: "metadata is not JSON-compatible", Err: err}
+	}
+	if err := s.WriteJSON(ctx, j.key, md, j.writeOpts()...); err != nil {
 		return nil, err
 	}
 	return &Scored{Key: j.key, Doc: doc}, nil
+}
+
+// canonicalScore is the canonical JSON of a score result (its
+// MarshalJSON), with the columnar per_query block written from the rows.
+func canonicalScore(r *results.ScoreResult) ([]byte, error) {
+	plain := *r
+	plain.PerQuery = nil
+	m, err := genericObject(plain)
+	if err != nil {
+		return nil, err
+	}
+	if r.PerQuery != nil {
+		m["per_query"] = results.CanonicalPerQuery(r.PerQuery)
+	}
+	return canonjson.Marshal(m)
+}
+
+// evaluationDocument is doc as the generic object canonjson encodes, its
+// already canonical parts spliced in as they are.
+func evaluationDocument(doc *Evaluation) (map[string]any, error) {
+	small := *doc
+	small.Forward, small.Reverse, small.PerQuery = nil, nil, PerQuery{}
+	m, err := genericObject(small)
+	if err != nil {
+		return nil, err
+	}
+	m["forward"], m["reverse"] = canonjson.Canonical(doc.Forward), canonjson.Canonical(doc.Reverse)
+	m["per_query"] = map[string]any{"forward": canonjson.Canonical(doc.PerQuery.Forward), "reverse": canonjson.Canonical(doc.PerQuery.Reverse)}
+	return m, nil
+}
+
+// genericObject is v (a struct) as a JSON object of generic values.
+func genericObject(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {

@@ -14,7 +14,7 @@ import (
 	"hash"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -98,6 +98,28 @@ type Array struct {
 	Elem func(i int, w Writer) error
 }
 
+// Canonical is JSON text already in canonical form (as Marshal writes
+// it), written as it is: a large part of a document (the per-query block
+// of a score over a large gallery) encoded once, without a tree of values.
+// The caller vouches for its form.
+type Canonical []byte
+
+// Float64s is the canonical JSON array of vals (each finite), written from
+// the values as they are.
+func Float64s(vals []float64) Array {
+	return Array{N: len(vals), Elem: func(i int, w Writer) error { return EncodeFloat(w, vals[i]) }}
+}
+
+// EncodeFloat writes v as a canonical JSON number; a non-finite v is an
+// error, as in Marshal.
+func EncodeFloat(w Writer, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("canonjson: non-finite number %v", v)
+	}
+	_, err := w.WriteString(FormatNumber(v))
+	return err
+}
+
 // Strings is the canonical JSON array of ss, written from the strings as
 // they are: an ID list of a large gallery is hashed without building a
 // []any of it (one interface value per ID).
@@ -133,7 +155,7 @@ type Writer interface {
 // map[string]any, rejecting non-finite floats (which encoding/json refuses).
 func toGeneric(v any) (any, error) {
 	switch t := v.(type) {
-	case nil, bool, string, json.Number, Array:
+	case nil, bool, string, json.Number, Array, Canonical:
 		return t, nil
 	case float64:
 		if math.IsNaN(t) || math.IsInf(t, 0) {
@@ -180,6 +202,8 @@ func toGeneric(v any) (any, error) {
 
 func encode(buf Writer, v any) error {
 	switch t := v.(type) {
+	case Canonical:
+		_, _ = buf.Write(t)
 	case Array:
 		buf.WriteByte('[')
 		for i := 0; i < t.N; i++ {
@@ -227,7 +251,7 @@ func encode(buf Writer, v any) error {
 			keys = append(keys, k)
 		}
 		// RFC 8785 orders keys by their UTF-16 code units.
-		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		slices.SortFunc(keys, compareUTF16)
 		buf.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -246,6 +270,39 @@ func encode(buf Writer, v any) error {
 		return fmt.Errorf("canonjson: unsupported value of type %T", v)
 	}
 	return nil
+}
+
+// SortKeys sorts object keys into canonical order (RFC 8785: by UTF-16
+// code units), for a caller writing an object's members itself.
+func SortKeys(keys []string) { slices.SortFunc(keys, compareUTF16) }
+
+// compareUTF16 orders a and b by their UTF-16 code units. UTF-8 byte order
+// is code point order, which differs from UTF-16 order only between a
+// supplementary character (surrogates D800–DFFF in UTF-16) and one of
+// U+E000–U+FFFF; strings without bytes ≥ 0xEE hold neither, so they are
+// compared as bytes, without converting them.
+func compareUTF16(a, b string) int {
+	if !hasHighPlanes(a) && !hasHighPlanes(b) {
+		return strings.Compare(a, b)
+	}
+	if lessUTF16(a, b) {
+		return -1
+	}
+	if lessUTF16(b, a) {
+		return 1
+	}
+	return 0
+}
+
+// hasHighPlanes reports whether s holds a byte ≥ 0xEE: the lead byte of a
+// character at or above U+E000.
+func hasHighPlanes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0xEE {
+			return true
+		}
+	}
+	return false
 }
 
 func lessUTF16(a, b string) bool {

@@ -269,3 +269,34 @@ func TestStringsHasherAddCanonical(t *testing.T) {
 		}
 	}
 }
+
+// compareUTF16 (byte order where it equals UTF-16 order) agrees with the
+// UTF-16 definition on ASCII, BMP, private-use and supplementary strings.
+func TestCompareUTF16MatchesDefinition(t *testing.T) {
+	t.Parallel()
+	alphabet := []string{"", "a", "b", "z", "é", "\u00ff", "\u0800", "\ud7ff", "\ue000", "\uff61", "\uffff", "😀", "\U00010000", "\U0010ffff"}
+	var words []string
+	for _, x := range alphabet {
+		for _, y := range alphabet {
+			words = append(words, x+y)
+		}
+	}
+	for _, a := range words {
+		for _, b := range words {
+			want := 0
+			if lessUTF16(a, b) {
+				want = -1
+			} else if lessUTF16(b, a) {
+				want = 1
+			}
+			if got := compareUTF16(a, b); got != want {
+				t.Fatalf("compareUTF16(%q, %q) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+	// The case byte order gets wrong: U+E000 sorts after a supplementary
+	// character in UTF-16, before it in code point order.
+	if compareUTF16("\ue000", "😀") != 1 {
+		t.Fatal("U+E000 must sort after U+1F600 (its surrogates are below E000)")
+	}
+}
