@@ -29,10 +29,32 @@ func Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
+	buf.Grow(canonicalBytes(generic) + 4096) // a document spliced from large parts grows once
 	if err := encode(&buf, generic); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// canonicalBytes is the length of the Canonical parts of a generic value.
+func canonicalBytes(v any) int {
+	switch t := v.(type) {
+	case Canonical:
+		return len(t)
+	case []any:
+		n := 0
+		for _, e := range t {
+			n += canonicalBytes(e)
+		}
+		return n
+	case map[string]any:
+		n := 0
+		for _, e := range t {
+			n += canonicalBytes(e)
+		}
+		return n
+	}
+	return 0
 }
 
 // Hash returns the lowercase hex SHA-256 of Marshal(v). The encoding is
