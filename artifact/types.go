@@ -63,7 +63,20 @@ func headerOf(md []byte) docHeader {
 }
 
 // typeOf is the artifact_type of a metadata document ("" when it has none).
-func typeOf(md []byte) string { return headerOf(md).ArtifactType }
+// Documents this package writes are canonical JSON, whose first member is
+// artifact_type: that member is read without decoding the rest (a score
+// over a large gallery is tens of MB, read again whenever its key is
+// written).
+func typeOf(md []byte) string {
+	const lead = `{"artifact_type":"`
+	if rest, ok := bytes.CutPrefix(md, []byte(lead)); ok && bytes.HasSuffix(md, []byte("}")) {
+		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 &&
+			(rest[end+1] == ',' || rest[end+1] == '}') {
+			return string(rest[:end])
+		}
+	}
+	return headerOf(md).ArtifactType
+}
 
 // describe names an artifact for messages: its type, with the side for
 // endpoint embeddings ("gallery-side retrieval_embedding").

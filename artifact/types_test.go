@@ -155,3 +155,23 @@ func TestReadersCheckTheType(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// typeOf reads a canonical document's first member in place and agrees
+// with a full decode on every other document.
+func TestTypeOfFastPath(t *testing.T) {
+	t.Parallel()
+	for _, md := range []string{
+		`{"artifact_type":"retrieval_evaluation","cache_eligible":true}`,
+		`{"artifact_type":"retrieval_evaluation"}`,
+		`{"artifact_type":"a\"b","x":1}`,
+		`{"artifact_type":"x"`,
+		`{"b":1,"artifact_type":"y"}`,
+		`{"artifact_type":1}`,
+		`not json`,
+		``,
+	} {
+		if got, want := typeOf([]byte(md)), headerOf([]byte(md)).ArtifactType; got != want {
+			t.Errorf("typeOf(%s) = %q, want %q", md, got, want)
+		}
+	}
+}
