@@ -62,11 +62,13 @@ func (r *Reconstruction) Benchmark() *results.Benchmark {
 
 // MarshalReport renders the JSON report (sorted keys, 2-space indent).
 func (r *Reconstruction) MarshalReport() ([]byte, error) {
-	raw, err := json.Marshal(r)
+	c := *r
+	c.ExtractorResults = results.WithoutPerQuery(r.ExtractorResults)
+	raw, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
-	return results.Canonicalize(raw)
+	return results.EncodeReport(raw, r.ExtractorResults, results.ReportOptions{})
 }
 
 // Markdown renders the §5.5 report with the §10.8 dataset summary.

@@ -238,10 +238,21 @@ func (b *Benchmark) MarshalReport() ([]byte, error) {
 // them). The text equals that of the generic path (tested); the
 // placeholders carry a random nonce, so no report string can collide.
 func (b *Benchmark) MarshalReportWith(opt ReportOptions) ([]byte, error) {
-	raw, err := json.Marshal(b.withoutPerQuery())
+	c := *b
+	c.ExtractorResults = WithoutPerQuery(b.ExtractorResults)
+	raw, err := json.Marshal(&c)
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
 	}
+	return EncodeReport(raw, b.ExtractorResults, opt)
+}
+
+// EncodeReport renders a report document as MarshalReportWith does: raw is
+// the encoding/json text of a report whose top-level extractor_results are
+// ers without their per-query rows (WithoutPerQuery), and ers' per-query
+// blocks are written into it directly. Reports rebuilt from artifacts
+// take this path too.
+func EncodeReport(raw []byte, ers []*ExtractorResult, opt ReportOptions) ([]byte, error) {
 	tree, err := decodeGeneric(raw)
 	if err != nil {
 		return nil, err
@@ -249,7 +260,7 @@ func (b *Benchmark) MarshalReportWith(opt ReportOptions) ([]byte, error) {
 	var blocks [][]QueryRow
 	var marks []string
 	if !opt.OmitPerQuery {
-		if blocks, marks, err = b.placePerQuery(tree); err != nil {
+		if blocks, marks, err = placePerQuery(tree, ers); err != nil {
 			return nil, err
 		}
 	}
@@ -262,10 +273,10 @@ func (b *Benchmark) MarshalReportWith(opt ReportOptions) ([]byte, error) {
 
 // placePerQuery puts a placeholder string where each per_query block goes
 // and returns the blocks with their placeholders, in report order.
-func (b *Benchmark) placePerQuery(tree any) ([][]QueryRow, []string, error) {
+func placePerQuery(tree any, ers []*ExtractorResult) ([][]QueryRow, []string, error) {
 	root, _ := tree.(map[string]any)
 	list, _ := root["extractor_results"].([]any)
-	if len(list) != len(b.ExtractorResults) {
+	if len(list) != len(ers) {
 		return nil, nil, fmt.Errorf("encode report: extractor_results changed while encoding")
 	}
 	var nonce [16]byte
@@ -274,7 +285,7 @@ func (b *Benchmark) placePerQuery(tree any) ([][]QueryRow, []string, error) {
 	}
 	var blocks [][]QueryRow
 	var marks []string
-	for i, r := range b.ExtractorResults {
+	for i, r := range ers {
 		m, _ := list[i].(map[string]any)
 		for _, d := range []struct {
 			key string
@@ -360,11 +371,11 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	return encodeCanonical(v)
 }
 
-// withoutPerQuery is a shallow copy whose score results carry no per-query
-// rows (the original, used by CSV and significance, is untouched).
-func (b *Benchmark) withoutPerQuery() *Benchmark {
-	c := *b
-	c.ExtractorResults = make([]*ExtractorResult, len(b.ExtractorResults))
+// WithoutPerQuery is shallow copies of ers whose score results carry no
+// per-query rows (the originals, used by CSV and significance, are
+// untouched).
+func WithoutPerQuery(ers []*ExtractorResult) []*ExtractorResult {
+	out := make([]*ExtractorResult, len(ers))
 	strip := func(s *ScoreResult) *ScoreResult {
 		if s == nil {
 			return nil
@@ -373,10 +384,10 @@ func (b *Benchmark) withoutPerQuery() *Benchmark {
 		t.PerQuery = nil
 		return &t
 	}
-	for i, r := range b.ExtractorResults {
+	for i, r := range ers {
 		e := *r
 		e.Forward, e.Reverse = strip(r.Forward), strip(r.Reverse)
-		c.ExtractorResults[i] = &e
+		out[i] = &e
 	}
-	return &c
+	return out
 }
