@@ -81,7 +81,7 @@ func (s *Store) PutNamed(ctx context.Context, prefix string, r io.Reader, size i
 	}()
 	base, err := name()
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: put %s/…: %w", s.desc, prefix, err)
 	}
 	final := prefix + "/" + base
 	if base == "" || strings.Contains(base, "/") || strings.HasPrefix(base, TempPrefix) {
