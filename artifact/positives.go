@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -277,6 +278,10 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 		return nil, err
 	}
 	pos, err := rank.AssemblePositiveScores(j.Problem(), len(j.prot.Doc.GalleryIDs), by, stages)
+	var le *rank.StageLengthError
+	if errors.As(err, &le) {
+		return nil, checkErr(PositivesKey(j.key, le.Shard, n), fmt.Sprintf("foreign positives stage: it lists %d scores, the relevance gives gallery shard %d's rows %d eligible positives", le.Scores, le.Shard, le.Eligible))
+	}
 	if err != nil {
 		return nil, checkErr(j.key, fmt.Sprintf("merging positives stages: %v", err))
 	}

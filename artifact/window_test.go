@@ -248,3 +248,40 @@ func TestShardLocalArtifactsHoldNoPairs(t *testing.T) {
 		}
 	}
 }
+
+// A positives stage holding fewer scores than its rows' eligible positives
+// (written for another relevance, say) fails the count stage naming the
+// stage's key.
+func TestShortPositivesStageNamesItsKey(t *testing.T) {
+	f := windowFixture(t, mem.New(), 9, 40, 5, true, 9)
+	req := f.request(retrieval.DefaultConfig())
+	req.OutputKey = "s/short"
+	for i := range 3 {
+		if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := PositivesKey(req.OutputKey, 1, 3)
+	m, md, err := f.s.LoadArray(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc EvaluationPositives
+	if err := json.Unmarshal(md, &doc); err != nil {
+		t.Fatal(err)
+	}
+	scores := m.(*matrix.Dense).Float64Data()
+	doc.NPositives--
+	short, err := matrix.NewDense64(len(scores)-1, 1, scores[:len(scores)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.WriteArray(ctx, key, FromMatrix(short), &doc); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.s.ScorePartial(ctx, req, rank.Shard{Index: 0, Total: 3})
+	want := fmt.Sprintf("foreign positives stage: it lists %d scores, the relevance gives gallery shard 1's rows %d eligible positives", len(scores)-1, len(scores))
+	if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want an error naming %s: %s", err, key, want)
+	}
+}

@@ -68,7 +68,8 @@ func AssemblePositiveScores(p Problem, ng int, layout ShardLayout, stages [][]fl
 	for i := range his {
 		_, his[i] = Shard{Index: i, Total: n}.Range(ng)
 	}
-	next := make([]int, n) // per stage, its next unread score
+	next := make([]int, n) // per stage, its next unread score (past its end: counting only)
+	short := false
 	var rows []int
 	for q := range nq {
 		rows = p.EligibleRows(q, rows)
@@ -81,18 +82,31 @@ func AssemblePositiveScores(p Problem, ng int, layout ShardLayout, stages [][]fl
 					i++
 				}
 			}
-			if next[i] == len(stages[i]) {
-				return nil, fmt.Errorf("the positives stage of gallery shard %d of %d lists %d scores, fewer than the eligible positives among its rows", i, n, len(stages[i]))
+			if next[i] >= len(stages[i]) {
+				short = true // keep counting, to report how many the stage should hold
+			} else if !short {
+				out.Index, out.Scores = append(out.Index, g), append(out.Scores, stages[i][next[i]])
 			}
-			out.Index, out.Scores = append(out.Index, g), append(out.Scores, stages[i][next[i]])
 			next[i]++
 		}
 		out.Offsets[q+1] = len(out.Index)
 	}
 	for i, k := range next {
 		if k != len(stages[i]) {
-			return nil, fmt.Errorf("the positives stage of gallery shard %d of %d lists %d scores, the eligible positives among its rows are %d", i, n, len(stages[i]), k)
+			return nil, &StageLengthError{Shard: i, Total: n, Scores: len(stages[i]), Eligible: k}
 		}
 	}
 	return out, nil
+}
+
+// StageLengthError reports a positives stage whose number of scores is not
+// the number of eligible positives among its shard's rows (a stage of
+// another relevance, or a damaged one).
+type StageLengthError struct {
+	Shard, Total     int // the gallery shard
+	Scores, Eligible int // what the stage lists, what the relevance gives its rows
+}
+
+func (e *StageLengthError) Error() string {
+	return fmt.Sprintf("the positives stage of gallery shard %d of %d lists %d scores, the relevance gives its rows %d eligible positives", e.Shard, e.Total, e.Scores, e.Eligible)
 }

@@ -25,8 +25,8 @@ func TestAssemblePositiveScores(t *testing.T) {
 		{"contiguous", Contiguous, [][]float64{{0.0, 1.1}, {0.2}, {0.5, 1.4}}, []float64{0.0, 0.2, 0.5, 1.1, 1.4}, ""},
 		// Modulo 3 shards: rows {0,3}, {1,4}, {2,5}.
 		{"modulo", Modulo, [][]float64{{0.0}, {1.1, 1.4}, {0.2, 0.5}}, []float64{0.0, 0.2, 0.5, 1.1, 1.4}, ""},
-		{"short stage", Contiguous, [][]float64{{0.0, 1.1}, {}, {0.5, 1.4}}, nil, "gallery shard 1 of 3 lists 0 scores, fewer than"},
-		{"long stage", Modulo, [][]float64{{0.0, 9}, {1.1, 1.4}, {0.2, 0.5}}, nil, "gallery shard 0 of 3 lists 2 scores, the eligible positives among its rows are 1"},
+		{"short stage", Contiguous, [][]float64{{0.0, 1.1}, {}, {0.5, 1.4}}, nil, "gallery shard 1 of 3 lists 0 scores, the relevance gives its rows 1 eligible positives"},
+		{"long stage", Modulo, [][]float64{{0.0, 9}, {1.1, 1.4}, {0.2, 0.5}}, nil, "gallery shard 0 of 3 lists 2 scores, the relevance gives its rows 1 eligible positives"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
