@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
-	"github.com/vertebrae-eval/vertebrae/internal/cli"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
+	"github.com/vertebrae-eval/vertebrae/runspec"
 	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store/location"
 )
@@ -95,12 +95,12 @@ func Prepare(ctx context.Context, o Options) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read run file: %w", o.Spec, err)
 	}
-	sess, err := cli.OpenSpec(ctx, abs)
+	sess, err := runspec.Open(ctx, abs, runspec.Options{DigestCache: runspec.DefaultDigestCache()})
 	if err != nil {
 		return nil, err
 	}
 	defer sess.Close()
-	spec := sess.Spec()
+	spec := sess.Spec
 	if len(spec.Compression) > 1 || (len(spec.Compression) == 1 && spec.Compression[0].IsEnabled()) {
 		return nil, fmt.Errorf("%s: paired compression is not available in the Beam pipeline; run `vertebrae retrieval compress` on the merged endpoints", o.Spec)
 	}
@@ -113,7 +113,7 @@ func Prepare(ctx context.Context, o Options) (*Job, error) {
 	}
 	defer raw.Close()
 	st := artifact.New(raw)
-	ds := sess.Dataset()
+	ds := sess.Dataset
 	relKey, _, err := st.WriteRelevance(ctx, ds, "")
 	if err != nil {
 		return nil, err

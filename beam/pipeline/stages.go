@@ -12,7 +12,7 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
 	"github.com/vertebrae-eval/vertebrae/extract"
-	"github.com/vertebrae-eval/vertebrae/internal/cli"
+	"github.com/vertebrae-eval/vertebrae/runspec"
 	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store"
 	"github.com/vertebrae-eval/vertebrae/store/location"
@@ -36,7 +36,7 @@ type worker struct {
 	job  *Job
 	raw  store.Store
 	st   *artifact.Store
-	sess *cli.SpecSession
+	sess *runspec.Session
 }
 
 func (w *worker) setup(ctx context.Context, jobJSON string) error {
@@ -55,15 +55,15 @@ func (w *worker) setup(ctx context.Context, jobJSON string) error {
 	return nil
 }
 
-func (w *worker) spec(ctx context.Context) (*cli.SpecSession, error) {
+func (w *worker) spec(ctx context.Context) (*runspec.Session, error) {
 	if w.sess == nil {
-		sess, err := cli.OpenSpec(ctx, w.job.Spec)
+		sess, err := runspec.Open(ctx, w.job.Spec, runspec.Options{DigestCache: runspec.DefaultDigestCache()})
 		if err != nil {
 			return nil, err
 		}
-		if sess.Dataset().IdentityKey() != w.job.Plan.DatasetIdentityKey {
+		if sess.Dataset.IdentityKey() != w.job.Plan.DatasetIdentityKey {
 			sess.Close()
-			return nil, fmt.Errorf("%s: the dataset changed since planning (identity %s, plan says %s)", w.job.Spec, sess.Dataset().IdentityKey(), w.job.Plan.DatasetIdentityKey)
+			return nil, fmt.Errorf("%s: the dataset changed since planning (identity %s, plan says %s)", w.job.Spec, sess.Dataset.IdentityKey(), w.job.Plan.DatasetIdentityKey)
 		}
 		w.sess = sess
 	}
@@ -134,7 +134,7 @@ func (f *embedFn) Teardown()                       { f.w.teardown(); f.entries =
 
 // entry builds an extractor once per worker, checks its recipe against the
 // plan and loads its fitted state (workers never fit, SPEC §11.2).
-func (f *embedFn) entry(ctx context.Context, sess *cli.SpecSession, pe *shard.Extractor) (extract.Entry, error) {
+func (f *embedFn) entry(ctx context.Context, sess *runspec.Session, pe *shard.Extractor) (extract.Entry, error) {
 	if e, ok := f.entries[pe.Name]; ok {
 		return e, nil
 	}
@@ -177,7 +177,7 @@ func (f *embedFn) ProcessElement(ctx context.Context, elem string, emit func(str
 			return err
 		}
 		sh := ep.Shards[t.Shard]
-		m, ids, err := shard.Encode(ctx, sess.Dataset(), entry, sess.Spec().Embedding.StreamingEnabled, t.Side, sh)
+		m, ids, err := shard.Encode(ctx, sess.Dataset, entry, sess.Spec.Embedding.StreamingEnabled, t.Side, sh)
 		if err != nil {
 			return err
 		}

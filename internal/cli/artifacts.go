@@ -9,7 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+
+	"github.com/vertebrae-eval/vertebrae/runspec"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -23,7 +24,6 @@ import (
 	"github.com/vertebrae-eval/vertebrae/report"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
-	"github.com/vertebrae-eval/vertebrae/runspec"
 	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store/location"
 )
@@ -151,49 +151,23 @@ func checkKeys(keys ...string) error {
 	return nil
 }
 
-// specContext is a loaded run file with its dataset.
-type specContext struct {
-	spec    *runspec.Spec
-	ds      *retrieval.Dataset
-	tables  endpointTables
-	closers []func() error
-}
-
-func (s *specContext) close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		_ = s.closers[i]()
-	}
-}
-
-func loadSpecContext(ctx context.Context, path string) (*specContext, error) {
+// loadSpecContext loads a run file and its dataset (runspec.Open) with the
+// environment's digest cache.
+func loadSpecContext(ctx context.Context, path string) (*runspec.Session, error) {
 	if path == "" {
 		return nil, usagef("--spec is required")
 	}
-	spec, err := runspec.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	sc := &specContext{spec: spec}
-	if sc.ds, sc.tables, err = specDataset(ctx, spec, &sc.closers); err != nil {
-		sc.close()
-		return nil, err
-	}
-	return sc, nil
+	return runspec.Open(ctx, path, runspec.Options{DigestCache: runspec.DefaultDigestCache()})
 }
 
-func (s *specContext) extractor(ctx context.Context, name, onnxLib string) (*runspec.Extractor, extract.Extractor, error) {
-	for i := range s.spec.Extractors {
-		e := &s.spec.Extractors[i]
-		if e.Name == name {
-			x, err := specExtractor(ctx, s.spec, e, s.tables, onnxLib, &s.closers)
-			return e, x, err
-		}
+// buildExtractor builds the run file's extractor called name.
+func buildExtractor(ctx context.Context, sc *runspec.Session, name, onnxLib string) (*runspec.Extractor, extract.Extractor, error) {
+	e, err := sc.Lookup(name)
+	if err != nil {
+		return nil, nil, err
 	}
-	names := make([]string, len(s.spec.Extractors))
-	for i, e := range s.spec.Extractors {
-		names[i] = e.Name
-	}
-	return nil, nil, usagef("run file %s has no extractor %q (extractors: %s)", s.spec.Path, name, strings.Join(names, ", "))
+	x, err := sc.Build(ctx, e, onnxLib)
+	return e, x, err
 }
 
 // ---- write-relevance ----
@@ -211,13 +185,13 @@ func newWriteRelevanceCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer sc.close()
+			defer sc.Close()
 			st, done, err := af.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			key, doc, err := st.WriteRelevance(cmd.Context(), sc.ds, outputKey)
+			key, doc, err := st.WriteRelevance(cmd.Context(), sc.Dataset, outputKey)
 			if err != nil {
 				return err
 			}
@@ -263,7 +237,7 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer sc.close()
+			defer sc.Close()
 			st, done, err := af.open(ctx)
 			if err != nil {
 				return err
@@ -277,18 +251,18 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := shard.NewPlan(abs, specBytes, sc.ds, total)
+			p, err := shard.NewPlan(abs, specBytes, sc.Dataset, total)
 			if err != nil {
 				return err
 			}
 			found := only == ""
-			for i := range sc.spec.Extractors {
-				e := &sc.spec.Extractors[i]
+			for i := range sc.Spec.Extractors {
+				e := &sc.Spec.Extractors[i]
 				if only != "" && e.Name != only {
 					continue
 				}
 				found = true
-				_, x, err := sc.extractor(ctx, e.Name, onnxLib)
+				_, x, err := buildExtractor(ctx, sc, e.Name, onnxLib)
 				if err != nil {
 					return err
 				}
@@ -299,7 +273,7 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 				p.Extractors = append(p.Extractors, pe)
 			}
 			if !found {
-				_, _, err := sc.extractor(ctx, only, onnxLib)
+				_, _, err := buildExtractor(ctx, sc, only, onnxLib)
 				return err
 			}
 			return af.print(cmd, p, stdout)
@@ -313,13 +287,8 @@ func newPlanCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-func planExtractor(ctx context.Context, st *artifact.Store, sc *specContext, e *runspec.Extractor, x extract.Extractor, p *Plan, total int) (PlanExtractor, error) {
-	return shard.PlanExtractor(ctx, st, sc.ds, e.Name, specEntry(e, x), sc.spec.Embedding.BatchSize, p, total)
-}
-
-// specEntry is a run-file extractor as an extract.Entry.
-func specEntry(e *runspec.Extractor, x extract.Extractor) extract.Entry {
-	return extract.Entry{Extractor: x, QueryBranch: e.QueryBranch, GalleryBranch: e.GalleryBranch, NoCache: !e.Cache}
+func planExtractor(ctx context.Context, st *artifact.Store, sc *runspec.Session, e *runspec.Extractor, x extract.Extractor, p *Plan, total int) (PlanExtractor, error) {
+	return shard.PlanExtractor(ctx, st, sc.Dataset, e.Name, e.Entry(x), sc.Spec.Embedding.BatchSize, p, total)
 }
 
 func readPlan(path string) (*Plan, error) {
@@ -397,11 +366,11 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer sc.close()
-			if sc.ds.IdentityKey() != p.DatasetIdentityKey {
-				return fmt.Errorf("plan %s: the dataset of %s changed since planning (identity %s, plan says %s)", planPath, p.Spec, sc.ds.IdentityKey(), p.DatasetIdentityKey)
+			defer sc.Close()
+			if sc.Dataset.IdentityKey() != p.DatasetIdentityKey {
+				return fmt.Errorf("plan %s: the dataset of %s changed since planning (identity %s, plan says %s)", planPath, p.Spec, sc.Dataset.IdentityKey(), p.DatasetIdentityKey)
 			}
-			e, x, err := sc.extractor(ctx, name, onnxLib)
+			e, x, err := buildExtractor(ctx, sc, name, onnxLib)
 			if err != nil {
 				return err
 			}
@@ -425,7 +394,7 @@ func newEmbedShardCmd(stdout io.Writer) *cobra.Command {
 			if err := shard.LoadState(ctx, st, pe, x); err != nil { // workers never fit (SPEC §11.2)
 				return err
 			}
-			m, ids, err := shard.Encode(ctx, sc.ds, specEntry(e, x), sc.spec.Embedding.StreamingEnabled, side, sh)
+			m, ids, err := shard.Encode(ctx, sc.Dataset, e.Entry(x), sc.Spec.Embedding.StreamingEnabled, side, sh)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ func TestPlanCacheStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &specContext{spec: &runspec.Spec{Embedding: runspec.Embedding{BatchSize: 2, StreamingEnabled: true}}, ds: ds}
+	sc := &runspec.Session{Spec: &runspec.Spec{Embedding: runspec.Embedding{BatchSize: 2, StreamingEnabled: true}}, Dataset: ds}
 	st := artifact.New(mem.New())
 	plan := &Plan{RunID: strings.Repeat("ab", 16), DatasetIdentityKey: ds.IdentityKey()}
 	ctx := context.Background()

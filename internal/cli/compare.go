@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vertebrae-eval/vertebrae/formats/files"
+	"github.com/vertebrae-eval/vertebrae/runspec"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -130,20 +133,17 @@ func parsePair(s string, leaveOneOut bool) (embeddingPair, error) {
 // dataset's (checked by evaluate.Run); IDs read from an ID column must be
 // the dataset's, in the same order, or the per-query values would pair
 // different queries.
-func (fl *runFlags) pairBackbone(p embeddingPair, ds *retrieval.Dataset, budget *encode.Budget, closers *[]func() error) evaluate.Backbone {
-	pf := *fl
-	pf.name = p.name
+func (fl *runFlags) pairBackbone(p embeddingPair, ds *retrieval.Dataset, cfg retrieval.Config, budget *encode.Budget, closers *files.Closers) evaluate.Backbone {
 	bb := evaluate.Precomputed(p.name)
 	bb.Encode = func(ctx context.Context, side string, _ retrieval.Items) (matrix.Matrix, error) {
 		path, tensor, col, want := p.queries, fl.queriesTensor, fl.queryIDColumn, ds.QueryIDs()
 		if side == "gallery" {
 			path, tensor, col, want = p.gallery, fl.galleryTensor, fl.galleryIDCol, ds.GalleryIDs()
 		}
-		e, ids, err := pf.loadSide(ctx, side, path, tensor, "", col, budget, closers)
+		m, ids, err := runspec.LoadTable(ctx, runspec.Endpoint{Path: path, Tensor: tensor, IDColumn: col}, side, fl.loadOptions(cfg, p.name, budget, closers), closers)
 		if err != nil {
 			return nil, err
 		}
-		m := e.Matrix()
 		if col != "" && !slices.Equal(ids, want) {
 			return nil, fmt.Errorf("%s: --pair %s: the %s IDs of column %s differ from those of the first pair (same IDs in the same order required)", path, msgfmt.Quote(p.name), side, msgfmt.Quote(col))
 		}

@@ -137,32 +137,3 @@ extractors:
 		})
 	}
 }
-
-// Entries whose kind, dtype or shape are not the matrix's are not used.
-func TestDigestFromCacheChecksTheMatrix(t *testing.T) {
-	m, _ := matrix.NewDense32(2, 3, make([]float32, 6))
-	sum := strings.Repeat("a", 64)
-	good := map[string]string{"kind": "dense", "dtype": "float32", "shape": "2x3", "sha256": sum}
-	d, ok := digestFromCache(good, m)
-	want := map[string]any{"kind": "dense", "dtype": "float32", "shape": []any{2, 3}, "sha256": sum}
-	if !ok || !reflect.DeepEqual(d, want) {
-		t.Fatalf("good entry: %v %v", d, ok)
-	}
-	if back := digestToCache(want); !reflect.DeepEqual(back, good) {
-		t.Fatalf("round trip: %v", back)
-	}
-	for name, change := range map[string][2]string{
-		"kind": {"kind", "csr"}, "dtype": {"dtype", "float64"}, "shape": {"shape", "3x2"},
-		"short sum": {"sha256", "abc"}, "upper-case sum": {"sha256", strings.Repeat("A", 64)},
-		"extra field": {"data_sha256", sum},
-	} {
-		e := map[string]string{}
-		for k, v := range good {
-			e[k] = v
-		}
-		e[change[0]] = change[1]
-		if _, ok := digestFromCache(e, m); ok {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-}

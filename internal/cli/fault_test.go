@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vertebrae-eval/vertebrae/formats/idlist"
+
 	"github.com/vertebrae-eval/vertebrae/formats/npz"
 	"github.com/vertebrae-eval/vertebrae/internal/treesnap"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -296,7 +298,7 @@ func TestMemoryGuardLimitFollowsLiveHeap(t *testing.T) {
 // TestIDColumnDuplicatesNameTheColumn: duplicate IDs of a Parquet/Arrow ID
 // column are reported with the file and column.
 func TestIDColumnDuplicatesNameTheColumn(t *testing.T) {
-	err := checkIDFile("gallery", "g.parquet column doc_id", []string{"d1", "d2", "d1"})
+	err := idlist.Check("gallery", "g.parquet column doc_id", []string{"d1", "d2", "d1"}, true)
 	if err == nil || err.Error() != `g.parquet column doc_id: gallery IDs must be unique; "d1" appears at index 0 and 2` {
 		t.Fatalf("err = %v", err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/vertebrae-eval/vertebrae/formats/files"
 
 	"github.com/vertebrae-eval/vertebrae/kernel"
 )
@@ -237,16 +240,12 @@ func TestMetricsAgainstSortEverything(t *testing.T) {
 
 func readRows(t *testing.T, path string) [][]float64 {
 	t.Helper()
-	var closers []func() error
-	m, err := readEmbeddings(path, "", &closers)
+	var closers files.Closers
+	m, err := files.ReadMatrix(context.Background(), path, "", &closers)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
+	defer closers.Close()
 	rows := make([][]float64, m.Rows())
 	for i := range rows {
 		rows[i] = make([]float64, m.Cols())

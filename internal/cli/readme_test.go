@@ -55,22 +55,17 @@ func TestREADMERunFileExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README run file: %v", err)
 	}
-	ds, tables, err := specDataset(context.Background(), s, new([]func() error))
+	sess, err := runspec.OpenSpec(context.Background(), s, runspec.Options{})
 	if err != nil {
 		t.Fatalf("README run file dataset: %v", err)
 	}
-	if ds.NumQueries() != 2 {
-		t.Fatalf("queries %d", ds.NumQueries())
+	defer sess.Close()
+	if sess.Dataset.NumQueries() != 2 {
+		t.Fatalf("queries %d", sess.Dataset.NumQueries())
 	}
-	var closers []func() error
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
 	for i := range s.Extractors {
 		e := &s.Extractors[i]
-		if _, err := specExtractor(context.Background(), s, e, tables, "", &closers); err != nil {
+		if _, err := sess.Build(context.Background(), e, ""); err != nil {
 			t.Errorf("README extractor %s: %v", e.Name, err)
 		}
 	}
@@ -80,7 +75,7 @@ func TestREADMERunFileExample(t *testing.T) {
 }
 
 // TestHelpListsEveryEmbeddingFormat: the --queries/--gallery help names the
-// formats readEmbeddings accepts, not only .npy and .npz.
+// formats files.ReadMatrix accepts, not only .npy and .npz.
 func TestHelpListsEveryEmbeddingFormat(t *testing.T) {
 	code, stdout, stderr := run(t, "retrieval", "run", "--help")
 	if code != 0 {

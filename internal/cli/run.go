@@ -5,23 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/vertebrae-eval/vertebrae/formats/files"
+	"github.com/vertebrae-eval/vertebrae/runspec"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
-	"github.com/vertebrae-eval/vertebrae/formats"
-	"github.com/vertebrae-eval/vertebrae/formats/idlist"
 	"github.com/vertebrae-eval/vertebrae/internal/digestcache"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
-	"github.com/vertebrae-eval/vertebrae/rank"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -333,18 +332,18 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	if err := fl.out.checkTargets(len(variants) * (1 + len(extra))); err != nil {
 		return err
 	}
-	var closers []func() error
+	var closers files.Closers
 	var ds *retrieval.Dataset
 	defer func() {
 		// The identity may still be hashed from the mappings (background
 		// identity): it finishes first.
 		ds.WaitIdentity()
 		// Mappings and spill files: closing releases them; nothing to lose.
-		for i := len(closers) - 1; i >= 0; i-- {
-			_ = closers[i]()
-		}
+		closers.Close()
 	}()
-	ds, err = fl.loadDataset(ctx, budget, cfg, &closers)
+	// The query endpoint is loaded and admitted before the gallery (SPEC §7.3).
+	section := fl.datasetSection()
+	ds, err = runspec.LoadDataset(ctx, &section, fl.loadOptions(cfg, fl.name, budget, &closers), &closers)
 	if err != nil {
 		return err
 	}
@@ -360,7 +359,7 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	}
 	backbones := []evaluate.Backbone{evaluate.Precomputed(fl.name)}
 	for _, p := range extra {
-		backbones = append(backbones, fl.pairBackbone(p, ds, budget, &closers))
+		backbones = append(backbones, fl.pairBackbone(p, ds, cfg, budget, &closers))
 	}
 	if !fl.out.quiet {
 		ctx = withScoring(ctx, stderr)
@@ -373,118 +372,38 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 	return fl.out.emit(ctx, bench, ds, stdout, stderr)
 }
 
-// loadSide reads one endpoint: its embedding file (mapped or loaded), its
-// IDs (ID file or Parquet/Arrow column), checked for finite values and row
-// alignment with the files named, then admitted against the memory budget.
-func (fl *runFlags) loadSide(ctx context.Context, side, path, tensor, idsPath, idColumn string, budget *encode.Budget, closers *[]func() error) (retrieval.EmbeddingItems, []string, error) {
-	var none retrieval.EmbeddingItems
-	var ids []string
-	var err error
-	if idsPath != "" {
-		if ids, err = idlist.ReadIDsContext(ctx, idsPath); err != nil {
-			return none, nil, err
-		}
-		if err := checkIDFile(side, idsPath, ids); err != nil {
-			return none, nil, err
-		}
+// loadOptions are the flags path's options of the shared dataset loader:
+// every table is checked for finite values as it is read (naming the file,
+// row, ID and column) and admitted against the memory budget under
+// retriever name.
+func (fl *runFlags) loadOptions(cfg retrieval.Config, name string, budget *encode.Budget, closers *files.Closers) runspec.LoadOptions {
+	return runspec.LoadOptions{
+		Config: cfg, Digests: digestcache.FromEnv(), CheckFinite: true,
+		BackgroundIdentity: true, // evaluatePairs waits for it before it releases the mappings
+		// SPEC §6.3: the task is the IDs, relevance and exclusions; the
+		// embeddings identify the result, so backbones run separately on
+		// the same files compare.
+		IDsOnlyIdentity: true,
+		Admit: func(ctx context.Context, side string, m matrix.Matrix) (matrix.Matrix, error) {
+			return admit(ctx, fmt.Sprintf("Retriever '%s' %s embeddings", name, side), m, budget, closers)
+		},
 	}
-	digests := digestcache.FromEnv()
-	snap := digestSnap(digests, path, tensor)
-	m, colIDs, err := readEndpoint(ctx, path, tensor, idColumn, closers)
-	if err != nil {
-		return none, nil, err
-	}
-	if colIDs != nil {
-		ids = colIDs
-		if err := checkIDFile(side, path+" column "+idColumn, ids); err != nil {
-			return none, nil, err
-		}
-	}
-	endpoint := strings.ToUpper(side[:1]) + side[1:]
-	if err := checkWidth(path, endpoint, m); err != nil {
-		return none, nil, err
-	}
-	// The load-time check is scoring's own fused scan: on a mapped file it is
-	// remembered with the cosine norms, so scoring does not read the file
-	// again for them.
-	sim, _ := rank.ParseSimilarity(fl.config.similarity) // validated by the config already
-	if err := checkFinite(path, endpoint, m, ids, sim); err != nil {
-		return none, nil, err
-	}
-	if err := checkAligned(side, idsPath, ids, path, m); err != nil {
-		return none, nil, err
-	}
-	if m, err = admit(ctx, fmt.Sprintf("Retriever '%s' %s embeddings", fl.name, side), m, budget, closers); err != nil {
-		return none, nil, err
-	}
-	return cachedEmbeddings(digests, snap, m), ids, nil
 }
 
-func (fl *runFlags) loadDataset(ctx context.Context, budget *encode.Budget, cfg retrieval.Config, closers *[]func() error) (*retrieval.Dataset, error) {
-	// The query endpoint is loaded and admitted before the gallery (SPEC §7.3).
-	qe, qids, err := fl.loadSide(ctx, "query", fl.queries, fl.queriesTensor, fl.queryIDs, fl.queryIDColumn, budget, closers)
-	if err != nil {
-		return nil, err
+// datasetSection is the dataset the flags describe, as a run file's
+// dataset section.
+func (fl *runFlags) datasetSection() runspec.Dataset {
+	d := runspec.Dataset{
+		ID: fl.datasetID, Revision: fl.datasetRevision, Exclusions: fl.exclusions,
+		Queries: runspec.Endpoint{Path: fl.queries, Tensor: fl.queriesTensor, IDs: fl.queryIDs, IDColumn: fl.queryIDColumn},
+		Gallery: runspec.Endpoint{Path: fl.gallery, Tensor: fl.galleryTensor, IDs: fl.galleryIDs, IDColumn: fl.galleryIDCol},
 	}
-	identity := retrieval.FromContent()
-	if fl.datasetID != "" {
-		identity = retrieval.Declared(fl.datasetID, fl.datasetRevision)
-	}
-	var excl []retrieval.Pair
-	if fl.exclusions != "" {
-		if excl, err = readExclusions(ctx, fl.exclusions); err != nil {
-			return nil, err
-		}
-	}
-	// Background identity: hashed while scoring runs; evaluatePairs waits
-	// for it before it releases the mappings.
-	opts := []retrieval.Option{retrieval.WithIdentity(identity), retrieval.WithExclusions(excl), retrieval.WithBackgroundIdentity(), retrieval.WithContext(ctx)}
-	if fl.datasetID == "" {
-		// SPEC §6.3: the task is the IDs, relevance and exclusions; the
-		// embeddings identify the result, so backbones run separately
-		// on the same files compare.
-		opts = append(opts, retrieval.WithIDsOnlyIdentity())
-	}
-	if cfg.DropsQueriesWithoutPositives() {
-		opts = append(opts, retrieval.WithDropQueriesWithoutPositives())
-	}
-	if fl.leaveOneOut {
-		labels, err := readLabels(ctx, fl.queryLabels)
-		if err != nil {
-			return nil, err
-		}
-		ds, err := retrieval.NewLeaveOneOutDataset(qe, qids, labels, opts...)
-		return ds, relevanceSources{queryLabels: fl.queryLabels}.nameSource(err)
-	}
-	ge, gids, err := fl.loadSide(ctx, "gallery", fl.gallery, fl.galleryTensor, fl.galleryIDs, fl.galleryIDCol, budget, closers)
-	if err != nil {
-		return nil, err
-	}
-	if qm, gm := qe.Matrix(), ge.Matrix(); qm.Cols() != gm.Cols() {
-		return nil, fmt.Errorf("Query and gallery embedding dimensions must match: %s has width %d, %s has width %d (same width; got %d and %d)",
-			fl.queries, qm.Cols(), fl.gallery, gm.Cols(), qm.Cols(), gm.Cols())
-	}
-	var rel retrieval.Relevance
 	if fl.qrels != "" {
-		rel, err = readRelevance(ctx, fl.qrels, fl.qrelsFormat)
+		d.Qrels = &runspec.Qrels{Path: fl.qrels, Format: fl.qrelsFormat}
 	} else {
-		var ql, gl []string
-		if ql, err = readLabels(ctx, fl.queryLabels); err == nil {
-			if gl, err = readLabels(ctx, fl.galleryLabels); err == nil {
-				// Label-derived relevance stays implicit (classes, a few
-				// bytes per row): nothing per pair is held or charged.
-				rel = retrieval.LabelRelevance(ql, gl)
-			}
-		}
+		d.Labels = &runspec.Labels{Queries: fl.queryLabels, Gallery: fl.galleryLabels, LeaveOneOut: fl.leaveOneOut}
 	}
-	if err != nil {
-		return nil, err
-	}
-	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{
-		Queries: qe, Gallery: ge, QueryIDs: qids, GalleryIDs: gids,
-	}, rel, opts...)
-	err = unknownIDHint(err, fl.qrels, fl.qrelsFormat, qids, gids)
-	return ds, relevanceSources{fl.qrels, fl.queryLabels, fl.galleryLabels}.nameSource(err)
+	return d
 }
 
 // admitRows is the batch size in which file inputs are admitted.
@@ -495,7 +414,7 @@ const admitRows = 4096
 // is allowed; anything else goes through the admission pipeline, which keeps
 // it in memory when it fits, stages it in a memory-mapped spill file when it
 // does not, and without spill fails with the memory-budget message.
-func admit(ctx context.Context, owner string, m matrix.Matrix, budget *encode.Budget, closers *[]func() error) (matrix.Matrix, error) {
+func admit(ctx context.Context, owner string, m matrix.Matrix, budget *encode.Budget, closers *files.Closers) (matrix.Matrix, error) {
 	if d, ok := m.(*matrix.Dense); ok && d.IsReadOnly() && budget.AllowSpill() {
 		return m, nil
 	}
@@ -511,34 +430,6 @@ func admit(ctx context.Context, owner string, m matrix.Matrix, budget *encode.Bu
 	if err != nil {
 		return nil, err
 	}
-	*closers = append(*closers, closeFn)
+	closers.Add(closeFn)
 	return out, nil
-}
-
-// checkAligned names both files when an ID file and an embedding file
-// disagree on the row count (SPEC §2.2).
-func checkAligned(side, idPath string, ids []string, embPath string, m matrix.Matrix) error {
-	if ids == nil || len(ids) == m.Rows() || len(ids) == 0 {
-		return nil // default IDs, or the dataset reports the empty list
-	}
-	return formats.Errorf(idPath, "%s IDs must align with their input collections: %d IDs for the %d rows of %s", side, len(ids), m.Rows(), embPath)
-}
-
-// checkFinite reports the first NaN/Inf of a file with its row, ID and column.
-func checkFinite(path, endpoint string, m matrix.Matrix, ids []string, sim rank.Similarity) error {
-	r, c, bad := rank.FirstNonFinite(m, sim, 0) // the scan of a large file is on the critical path
-	if !bad {
-		return nil
-	}
-	id := strconv.Itoa(r)
-	if r < len(ids) {
-		id = ids[r]
-	}
-	var v float64
-	if d, ok := m.(*matrix.Dense); ok {
-		v = d.At(r, c)
-	} else {
-		v = math.NaN()
-	}
-	return formats.Errorf(path, "%s embeddings must contain only finite numeric values; row %d (ID %s), column %d is %v", endpoint, r, msgfmt.Quote(id), c, v)
 }

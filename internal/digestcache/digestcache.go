@@ -187,3 +187,11 @@ func SetRacyWindow(d time.Duration) (restore func()) {
 	racyWindow = d
 	return func() { racyWindow = old }
 }
+
+// Dir is the cache's directory ("" when disabled).
+func (c *Cache) Dir() string {
+	if c == nil {
+		return ""
+	}
+	return c.dir
+}
