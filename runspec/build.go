@@ -132,6 +132,7 @@ func maxRetries(e *Extractor) int {
 	}
 	return hosted.NoRetries
 }
+
 // onnxExtractor builds an onnx_dual_encoder, onnx_text or onnx_image entry.
 // library is --onnxruntime-lib; the entry's onnxruntime_library wins over it.
 func onnxExtractor(ctx context.Context, e *Extractor, library string, closers *files.Closers) (extract.Extractor, error) {

@@ -243,7 +243,7 @@ func checkAligned(side string, ep Endpoint, rows int, ids []string) error {
 
 // checkFinite reports the first NaN/Inf of a file with its row, ID and column.
 func checkFinite(path, endpoint string, m matrix.Matrix, ids []string, simName string) error {
-	sim, _ := rank.ParseSimilarity(simName) // validated with the config
+	sim, _ := rank.ParseSimilarity(simName)     // validated with the config
 	r, c, bad := rank.FirstNonFinite(m, sim, 0) // the scan of a large file is on the critical path
 	if !bad {
 		return nil
