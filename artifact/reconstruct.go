@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/compress"
+	"github.com/vertebrae-eval/vertebrae/evaluate/compare"
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/metrics"
@@ -152,7 +152,7 @@ func (s *Store) FromArtifacts(ctx context.Context, scoreKeys []string) (*Reconst
 	rc.Ranking = b.Ranking
 	if len(b.ExtractorResults) >= 2 && hasPerQuery(b) {
 		b.Metadata.RetrievalConfig = cfg0
-		if rc.Comparison, err = comparison.Compute(ctx, b, comparison.Options{}); err != nil {
+		if rc.Comparison, err = compare.Compute(ctx, b, compare.Options{}); err != nil {
 			return nil, err
 		}
 	}

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vertebrae-eval/vertebrae/comparison"
 	"github.com/vertebrae-eval/vertebrae/compress"
+	"github.com/vertebrae-eval/vertebrae/evaluate/compare"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
@@ -74,7 +74,7 @@ type Options struct {
 	// Comparison sets the §13 comparison computed when the run yields two
 	// or more results (zero value: the defaults; Threads is taken from
 	// Threads above when unset).
-	Comparison comparison.Options
+	Comparison compare.Options
 }
 
 // Run evaluates every backbone on ds under cfg and returns the ranked result.
@@ -192,7 +192,7 @@ func Run(ctx context.Context, ds *retrieval.Dataset, cfg retrieval.Config, backb
 		if co.Threads == 0 {
 			co.Threads = opt.Threads
 		}
-		if bench.Comparison, err = comparison.Compute(ctx, bench, co); err != nil {
+		if bench.Comparison, err = compare.Compute(ctx, bench, co); err != nil {
 			return nil, err
 		}
 	}

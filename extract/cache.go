@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory/admit"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -65,7 +65,7 @@ type EndpointCache interface {
 // (cache nil, enabled false, or no content identity) are encoded as by
 // Encode and nothing is read or written. The status is the weakest of
 // both endpoints' (SPEC §9.5).
-func EncodeCached(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *encode.Budget, cache EndpointCache, enabled bool) (*Encoded, string, error) {
+func EncodeCached(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *admit.Budget, cache EndpointCache, enabled bool) (*Encoded, string, error) {
 	recipe := e.Extractor.Recipe()
 	eligible, status := CacheEligibility(recipe, enabled && cache != nil)
 	if !eligible {

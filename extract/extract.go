@@ -13,9 +13,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/memory/admit"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -193,14 +193,14 @@ func (e *Encoded) Close() error {
 // on the gallery (same-modality Fitters only), then the query endpoint and
 // only after it the gallery endpoint, in batches admitted against budget
 // (nil: unbounded, in memory).
-func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *encode.Budget) (*Encoded, error) {
+func Encode(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *admit.Budget) (*Encoded, error) {
 	return encodeSides(ctx, ds, e, cfg, budget, [2]matrix.Matrix{})
 }
 
 // encodeSides is Encode for the endpoints (query, gallery) not already in
 // have, which are taken as they are; the fit runs only when something is
 // left to encode.
-func encodeSides(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *encode.Budget, have [2]matrix.Matrix) (*Encoded, error) {
+func encodeSides(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg EmbeddingConfig, budget *admit.Budget, have [2]matrix.Matrix) (*Encoded, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func encodeSides(ctx context.Context, ds *retrieval.Dataset, e Entry, cfg Embedd
 			}
 			return e.Extractor.(Encoder).Encode(ctx, b)
 		}
-		m, closeFn, err := encode.Endpoint(ctx, owner, n, batch, enc, budget)
+		m, closeFn, err := admit.Endpoint(ctx, owner, n, batch, enc, budget)
 		if err != nil {
 			out.Close()
 			return nil, err

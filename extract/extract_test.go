@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/encode"
 	"github.com/vertebrae-eval/vertebrae/matrix"
-	"github.com/vertebrae-eval/vertebrae/memory"
+	"github.com/vertebrae-eval/vertebrae/memory/admit"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -62,29 +61,6 @@ func textImageEncoder(calls *[]string) *FuncBranches {
 			*calls = append(*calls, "gallery")
 			return oneHot(b.Items.(pictureItems), vocab), nil
 		},
-	}
-}
-
-func TestCrossModalBranches(t *testing.T) {
-	var calls []string
-	bench := &Benchmark{
-		Dataset: crossModalDataset(t), Config: retrieval.DefaultConfig(),
-		Extractors: []Entry{{Extractor: textImageEncoder(&calls), QueryBranch: "query", GalleryBranch: "gallery"}},
-		Embedding:  EmbeddingConfig{BatchSize: 2, StreamingEnabled: true}, Memory: memory.Default(), RunDepth: -1,
-	}
-	res, err := bench.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := res.ExtractorResults[0].PrimaryScore; got != 1 {
-		t.Errorf("primary score %v, want 1", got)
-	}
-	// Batches of 2 over 3 rows: two calls per side, queries first.
-	if strings.Join(calls, ",") != "query,query,gallery,gallery" {
-		t.Errorf("calls %v", calls)
-	}
-	if res.Metadata.EmbeddingConfig["batch_size"] != 2 {
-		t.Errorf("embedding config %v", res.Metadata.EmbeddingConfig)
 	}
 }
 
@@ -155,7 +131,7 @@ func TestFitOnGalleryOnly(t *testing.T) {
 // A query-side failure (here: the memory budget) never starts the gallery.
 func TestQueryFailureStopsGallery(t *testing.T) {
 	var calls []string
-	budget, err := encode.NewBudget(16, 0, false, "")
+	budget, err := admit.NewBudget(16, 0, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,25 +143,6 @@ func TestQueryFailureStopsGallery(t *testing.T) {
 	}
 	if strings.Join(calls, ",") != "query" {
 		t.Errorf("calls %v: the gallery must never be encoded", calls)
-	}
-}
-
-func TestPrecomputedAdapter(t *testing.T) {
-	q, _ := matrix.FromRows([][]float64{{1, 0}, {0, 1}})
-	g, _ := matrix.FromRows([][]float64{{0, 1}, {1, 0}, {1, 1}})
-	ds, err := retrieval.NewDataset(retrieval.DatasetInputs{Queries: retrieval.IDsOnly(2), Gallery: retrieval.IDsOnly(3), Identity: retrieval.FromContent()},
-		retrieval.RecordRelevance([]retrieval.Record{{QueryID: "0", GalleryID: "1", Grade: 1}, {QueryID: "1", GalleryID: "0", Grade: 1}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bench := &Benchmark{Dataset: ds, Config: retrieval.DefaultConfig(), Embedding: EmbeddingConfig{BatchSize: 1, StreamingEnabled: true},
-		Memory: memory.Default(), RunDepth: -1, Extractors: []Entry{{Extractor: &Precomputed{ExtractorName: "tables", Query: q, Gallery: g}}}}
-	res, err := bench.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.ExtractorResults[0].PrimaryScore != 1 || res.ExtractorResults[0].ExtractorType != "precomputed" {
-		t.Errorf("%+v", res.ExtractorResults[0])
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/x448/float16"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 )
 
 // DType is the element type of a matrix.

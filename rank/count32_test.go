@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 

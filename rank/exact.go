@@ -1,7 +1,7 @@
 package rank
 
 import (
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 	"github.com/vertebrae-eval/vertebrae/memory"
 )
 

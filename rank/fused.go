@@ -4,7 +4,7 @@ import (
 	"math"
 	"runtime"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 )
 
 // worker is one worker's state in a chunk's gallery pass: its counts, best

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 	"github.com/vertebrae-eval/vertebrae/metrics"
 )
 

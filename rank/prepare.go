@@ -7,8 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
-	"github.com/vertebrae-eval/vertebrae/kernel"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 

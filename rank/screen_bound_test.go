@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 )
 
 // screen16x64Cases are screenCases plus near-ties at the int16 screen's

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/vertebrae-eval/vertebrae/kernel"
+	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 )
 
 // thresholds are one query's eligible positives in rank order (score

@@ -16,7 +16,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/metrics"
-	"github.com/vertebrae-eval/vertebrae/plots"
+	"github.com/vertebrae-eval/vertebrae/report/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )

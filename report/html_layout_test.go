@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/comparison"
-	"github.com/vertebrae-eval/vertebrae/plots"
+	"github.com/vertebrae-eval/vertebrae/evaluate/compare"
 	"github.com/vertebrae-eval/vertebrae/report/htmlcheck"
+	"github.com/vertebrae-eval/vertebrae/report/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
 
@@ -190,7 +190,7 @@ func stressBenchmark(t *testing.T) *results.Benchmark {
 			names[i] = fmt.Sprintf("r%02d", i)
 		}
 	}
-	b := manyNamedResults(t, names, comparison.Options{})
+	b := manyNamedResults(t, names, compare.Options{})
 	b.DatasetSummary.Metadata = map[string]any{
 		"source":      "a long description of where the data came from, with a path /data/corpora/beir/scifact/corpus.jsonl",
 		"unbreakable": strings.Repeat("x", 120),

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/metrics"
-	"github.com/vertebrae-eval/vertebrae/plots"
+	"github.com/vertebrae-eval/vertebrae/report/plots"
 	"github.com/vertebrae-eval/vertebrae/results"
 )
 

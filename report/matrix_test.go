@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/comparison"
+	"github.com/vertebrae-eval/vertebrae/evaluate/compare"
 	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -16,7 +16,7 @@ import (
 // ndcg@1 (the primary metric) grows with the result's number: r01 is the
 // worst; tie-heavy per-query values (0, ½, 1). Its comparison is computed
 // by package comparison with the default options (every result).
-func manyResults(t *testing.T, n int, opt comparison.Options) *results.Benchmark {
+func manyResults(t *testing.T, n int, opt compare.Options) *results.Benchmark {
 	t.Helper()
 	names := make([]string, n)
 	for i := range names {
@@ -26,7 +26,7 @@ func manyResults(t *testing.T, n int, opt comparison.Options) *results.Benchmark
 }
 
 // manyNamedResults is manyResults with the given result names.
-func manyNamedResults(t *testing.T, names []string, opt comparison.Options) *results.Benchmark {
+func manyNamedResults(t *testing.T, names []string, opt compare.Options) *results.Benchmark {
 	t.Helper()
 	n := len(names)
 	b := &results.Benchmark{
@@ -60,7 +60,7 @@ func manyNamedResults(t *testing.T, names []string, opt comparison.Options) *res
 		t.Fatal(err)
 	}
 	opt.Bootstrap, opt.Permutations = 500, 20000
-	c, err := comparison.Compute(context.Background(), b, opt)
+	c, err := compare.Compute(context.Background(), b, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func manyNamedResults(t *testing.T, names []string, opt comparison.Options) *res
 // "-"), and the comparison starts with a 12 × 12 significance matrix whose
 // rows are every result in ranked order; the pair list follows.
 func TestMarkdownMatrixTwelveResults(t *testing.T) {
-	b := manyResults(t, 12, comparison.Options{})
+	b := manyResults(t, 12, compare.Options{})
 	md, err := Markdown(b)
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +132,8 @@ func TestMarkdownMatrixTwelveResults(t *testing.T) {
 func TestMarkdownNoMatrix(t *testing.T) {
 	for _, c := range []struct {
 		n   int
-		opt comparison.Options
-	}{{6, comparison.Options{}}, {9, comparison.Options{Baseline: "r03"}}} {
+		opt compare.Options
+	}{{6, compare.Options{}}, {9, compare.Options{Baseline: "r03"}}} {
 		md, err := Markdown(manyResults(t, c.n, c.opt))
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestMarkdownNoMatrix(t *testing.T) {
 // the reason, beside the ranking (where they show "-") and in the
 // comparison section, in Markdown and HTML.
 func TestCapStated(t *testing.T) {
-	b := manyResults(t, 12, comparison.Options{MaxResults: 10})
+	b := manyResults(t, 12, compare.Options{MaxResults: 10})
 	md, err := Markdown(b)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestCapStated(t *testing.T) {
 // The HTML report shows the same matrix: a table with a column per key and
 // a row per result, significant cells classed, the pair list folded below.
 func TestHTMLMatrixTwelveResults(t *testing.T) {
-	b := manyResults(t, 12, comparison.Options{})
+	b := manyResults(t, 12, compare.Options{})
 	page, err := HTML(b)
 	if err != nil {
 		t.Fatal(err)

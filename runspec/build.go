@@ -112,7 +112,7 @@ func buildBackbone(ctx context.Context, spec *Spec, e *Extractor, tables endpoin
 		}
 		// A persistent worker still running when the command ends (an
 		// error, an interrupt) is stopped: stdin closed, or killed at once
-		// once ctx is done. The normal end is extract.Benchmark's Shutdown.
+		// once ctx is done. The normal end is evaluate.Benchmark's Shutdown.
 		closers.Add(func() error { return x.Shutdown(ctx) })
 		return x.AsExtractor(), nil
 	case TypeONNXDualEncoder, TypeONNXText, TypeONNXImage:

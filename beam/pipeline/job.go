@@ -17,9 +17,9 @@ import (
 	"path/filepath"
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
+	"github.com/vertebrae-eval/vertebrae/distributed"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 	"github.com/vertebrae-eval/vertebrae/runspec"
-	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store/location"
 )
 
@@ -48,17 +48,17 @@ type Options struct {
 // (written by the launcher, never by a worker) and the relevance key. It
 // travels inside the DoFns as JSON.
 type Job struct {
-	Spec           string          `json:"spec"`
-	Store          string          `json:"store"`
-	Plan           *shard.Plan     `json:"plan"`
-	RelevanceKey   string          `json:"relevance_key"`
-	Config         json.RawMessage `json:"retrieval_config"`
-	TotalShards    int             `json:"total_shards"`
-	QueryBlock     int             `json:"query_block"`
-	ShardBy        string          `json:"shard_by"`
-	ONNXRuntimeLib string          `json:"onnxruntime_lib"`
-	ScoreKeys      []string        `json:"score_keys"`
-	Endpoints      map[string]Pair `json:"endpoints"` // extractor → endpoint keys
+	Spec           string            `json:"spec"`
+	Store          string            `json:"store"`
+	Plan           *distributed.Plan `json:"plan"`
+	RelevanceKey   string            `json:"relevance_key"`
+	Config         json.RawMessage   `json:"retrieval_config"`
+	TotalShards    int               `json:"total_shards"`
+	QueryBlock     int               `json:"query_block"`
+	ShardBy        string            `json:"shard_by"`
+	ONNXRuntimeLib string            `json:"onnxruntime_lib"`
+	ScoreKeys      []string          `json:"score_keys"`
+	Endpoints      map[string]Pair   `json:"endpoints"` // extractor → endpoint keys
 }
 
 // Pair is an extractor's two endpoint keys.
@@ -118,7 +118,7 @@ func Prepare(ctx context.Context, o Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := shard.NewPlan(abs, specBytes, ds, o.TotalShards)
+	p, err := distributed.NewPlan(abs, specBytes, ds, o.TotalShards)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func Prepare(ctx context.Context, o Options) (*Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		pe, err := shard.PlanExtractor(ctx, st, ds, name, entry, spec.Embedding.BatchSize, p, o.TotalShards)
+		pe, err := distributed.PlanExtractor(ctx, st, ds, name, entry, spec.Embedding.BatchSize, p, o.TotalShards)
 		if err != nil {
 			return nil, err
 		}

@@ -19,8 +19,8 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
+	"github.com/vertebrae-eval/vertebrae/beam/internal/localrun"
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
-	"github.com/vertebrae-eval/vertebrae/internal/cli"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/store/location"
 )
@@ -134,20 +134,11 @@ func decode(t *testing.T, data []byte) map[string]any {
 	return m
 }
 
-// localRun is `vertebrae retrieval run --spec` in-process: the trusted
+// localRun is `vertebrae retrieval run --spec`: the trusted
 // single-process evaluator.
 func localRun(t *testing.T, spec string) []byte {
 	t.Helper()
-	out := filepath.Join(filepath.Dir(spec), "local.json")
-	var stderr bytes.Buffer
-	if code := cli.Run(context.Background(), []string{"retrieval", "run", "--spec", spec, "--json", out, "--quiet"}, &bytes.Buffer{}, &stderr); code != 0 {
-		t.Fatalf("local run: exit %d: %s", code, stderr.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return localrun.JSON(t, spec, filepath.Join(filepath.Dir(spec), "local.json"))
 }
 
 // The pipeline on Prism (LOOPBACK, in-process) gives the JSON of the local

@@ -11,9 +11,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/vertebrae-eval/vertebrae/artifact"
+	"github.com/vertebrae-eval/vertebrae/distributed"
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/runspec"
-	"github.com/vertebrae-eval/vertebrae/shard"
 	"github.com/vertebrae-eval/vertebrae/store"
 	"github.com/vertebrae-eval/vertebrae/store/location"
 )
@@ -98,7 +98,7 @@ func splitEndpointKey(k string) (extractor, side string) {
 }
 
 // embedTasks lists every extraction shard of the plan, in plan order.
-func embedTasks(p *shard.Plan) []string {
+func embedTasks(p *distributed.Plan) []string {
 	var out []string
 	for _, pe := range p.Extractors {
 		for _, ep := range pe.Endpoints {
@@ -134,7 +134,7 @@ func (f *embedFn) Teardown()                       { f.w.teardown(); f.entries =
 
 // entry builds an extractor once per worker, checks its recipe against the
 // plan and loads its fitted state (workers never fit, SPEC §11.2).
-func (f *embedFn) entry(ctx context.Context, sess *runspec.Session, pe *shard.Extractor) (extract.Entry, error) {
+func (f *embedFn) entry(ctx context.Context, sess *runspec.Session, pe *distributed.Extractor) (extract.Entry, error) {
 	if e, ok := f.entries[pe.Name]; ok {
 		return e, nil
 	}
@@ -145,7 +145,7 @@ func (f *embedFn) entry(ctx context.Context, sess *runspec.Session, pe *shard.Ex
 	if rh, err := artifact.RecipeHash(entry.Extractor.Recipe()); err != nil || rh != pe.RecipeHash {
 		return entry, fmt.Errorf("%s: the recipe of extractor %s changed since planning", f.w.job.Spec, pe.Name)
 	}
-	if err := shard.LoadState(ctx, f.w.st, pe, entry.Extractor); err != nil {
+	if err := distributed.LoadState(ctx, f.w.st, pe, entry.Extractor); err != nil {
 		return entry, err
 	}
 	if f.entries == nil {
@@ -177,11 +177,11 @@ func (f *embedFn) ProcessElement(ctx context.Context, elem string, emit func(str
 			return err
 		}
 		sh := ep.Shards[t.Shard]
-		m, ids, err := shard.Encode(ctx, sess.Dataset, entry, sess.Spec.Embedding.StreamingEnabled, t.Side, sh)
+		m, ids, err := distributed.Encode(ctx, sess.Dataset, entry, sess.Spec.Embedding.StreamingEnabled, t.Side, sh)
 		if err != nil {
 			return err
 		}
-		if err := shard.Write(ctx, f.w.st, pe, ep, sh, entry.Extractor.Recipe(), m, ids); err != nil {
+		if err := distributed.Write(ctx, f.w.st, pe, ep, sh, entry.Extractor.Recipe(), m, ids); err != nil {
 			return err
 		}
 	}
@@ -215,12 +215,12 @@ func (f *mergeFn) ProcessElement(ctx context.Context, key string, shards func(*i
 		emit(name, side) // cached endpoint (SPEC §9.5): nothing to merge
 		return nil
 	}
-	// shard.Merge re-checks every shard artifact; this only names a shard
+	// distributed.Merge re-checks every shard artifact; this only names a shard
 	// the pipeline itself lost.
 	if len(got) != len(ep.Shards) || got[0] != 0 || got[len(got)-1] != len(ep.Shards)-1 {
 		return fmt.Errorf("endpoint %s: encoded shards %v, want 0..%d", ep.OutputKey, got, len(ep.Shards)-1)
 	}
-	if _, _, err := shard.WriteMerged(ctx, f.w.st, pe, ep); err != nil {
+	if _, _, err := distributed.WriteMerged(ctx, f.w.st, pe, ep); err != nil {
 		return err
 	}
 	emit(name, side)

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/vertebrae-eval/vertebrae/internal/capi"
+	"github.com/vertebrae-eval/vertebrae/cmd/internal/capi"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/results"
 )

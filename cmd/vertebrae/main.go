@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/vertebrae-eval/vertebrae/internal/cli"
+	"github.com/vertebrae-eval/vertebrae/cmd/internal/cli"
 )
 
 func main() {

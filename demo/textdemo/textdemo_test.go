@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/evaluate"
-	"github.com/vertebrae-eval/vertebrae/internal/modelstest"
+	"github.com/vertebrae-eval/vertebrae/internal/testutil/modelstest"
 	"github.com/vertebrae-eval/vertebrae/matrix"
-	"github.com/vertebrae-eval/vertebrae/models"
+	"github.com/vertebrae-eval/vertebrae/pretrained"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
 
@@ -71,7 +71,7 @@ func writeGloVe(t *testing.T, words []string, vecs [][]float32) string {
 }
 
 func TestMeanPool(t *testing.T) {
-	wv, err := models.LoadGloVe(writeGloVe(t, []string{"cat", "dog"}, [][]float32{{1, 2}, {3, 0}}))
+	wv, err := pretrained.LoadGloVe(writeGloVe(t, []string{"cat", "dog"}, [][]float32{{1, 2}, {3, 0}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestNotPrepared(t *testing.T) {
 // within seconds.
 func TestTextDemoReal(t *testing.T) {
 	root := modelstest.Root(t)
-	modelstest.Dir(t, models.FioriDocs)
+	modelstest.Dir(t, pretrained.FioriDocs)
 	c, err := LoadCorpus(root)
 	if err != nil {
 		t.Fatal(err)

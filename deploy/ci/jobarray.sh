@@ -39,4 +39,4 @@ fi
 mkdir -p "$tmp/bin"
 go build -o "$tmp/bin/vertebrae" ./cmd/vertebrae
 VERTEBRAE_JOBARRAY_BIN="$tmp/bin/vertebrae" VERTEBRAE_REQUIRE_JOBARRAY=1 VERTEBRAE_REQUIRE_S3=1 \
-  timeout 300 go test -count=1 -run '^TestSimulated(JobArray|Slurm)$' -v ./deploy
+  timeout 300 go test -count=1 -run '^TestSimulated(JobArray|Slurm)$' -v ./cmd/internal/deploytest

@@ -34,7 +34,7 @@ wait_job() {
 for stage in 10 20 30 35 40 50 60; do
   jobs=()
   for f in "$stage"-*.yaml; do
-    name="vertebrae-${f#*-}" name="${name%.yaml}" # NN-stage.yaml holds Job vertebrae-stage (go test ./deploy checks)
+    name="vertebrae-${f#*-}" name="${name%.yaml}" # NN-stage.yaml holds Job vertebrae-stage (go test ./cmd/internal/deploytest checks)
     kubectl "${ns[@]}" delete job "$name" --ignore-not-found --wait=true
     sed "s|^\(          image:\) vertebrae:0.1.0 .*|\1 $IMAGE|" "$f" | kubectl "${ns[@]}" apply -f -
     jobs+=("$name")

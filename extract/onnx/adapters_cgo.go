@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/vertebrae-eval/vertebrae/extract"
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
-	"github.com/vertebrae-eval/vertebrae/extract/tokenize"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/tokenize"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )

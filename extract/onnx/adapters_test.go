@@ -11,10 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vertebrae-eval/vertebrae/evaluate"
 	"github.com/vertebrae-eval/vertebrae/extract"
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
-	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/onnxpb"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/tinymodels"
+	"github.com/vertebrae-eval/vertebrae/internal/onnxpb"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
@@ -256,7 +257,7 @@ func TestDualEncoderRetrieval(t *testing.T) {
 				defer d.Close()
 				cfg := retrieval.DefaultConfig()
 				cfg.Similarity, cfg.Ks, cfg.PrimaryMetric, cfg.Bidirectional = sim, []int{1, 5}, "ndcg@5", true
-				b := &extract.Benchmark{Dataset: ds, Config: cfg, Embedding: extract.DefaultEmbeddingConfig(), Memory: memory.Default(),
+				b := &evaluate.Benchmark{Dataset: ds, Config: cfg, Embedding: extract.DefaultEmbeddingConfig(), Memory: memory.Default(),
 					Extractors: []extract.Entry{{Extractor: d, QueryBranch: TextBranch, GalleryBranch: ImageBranch}}}
 				res, err := b.Run(ctx)
 				if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
 )
 
 func TestResolveLibrary(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/extract"
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
 )
 
 // TestEncodeImages: images decoded by the caller give bit for bit the rows

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"path/filepath"
 
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
 )
 
 // Run-file / reported extractor types.

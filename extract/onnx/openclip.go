@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
 )
 
 // openCLIPPreprocessor translates an OpenCLIP preprocess_cfg.json (size,

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/onnxpb"
+	"github.com/vertebrae-eval/vertebrae/internal/onnxpb"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 

@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/vertebrae-eval/vertebrae/extract/tokenize"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/tokenize"
 )
 
 // The sparse text layout is the input signature of the Universal Sentence

@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/vertebrae-eval/vertebrae/extract/imageprep"
-	"github.com/vertebrae-eval/vertebrae/extract/tokenize"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/imageprep"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/tokenize"
 )
 
 // textTower is a tokenizer plus a text model: texts → float32 rows.

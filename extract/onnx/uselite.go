@@ -3,7 +3,7 @@ package onnx
 import (
 	"path/filepath"
 
-	"github.com/vertebrae-eval/vertebrae/extract/tokenize"
+	"github.com/vertebrae-eval/vertebrae/extract/onnx/tokenize"
 )
 
 // USELiteVocabFile is the tokenizer file of a Universal Sentence Encoder

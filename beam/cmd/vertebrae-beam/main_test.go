@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vertebrae-eval/vertebrae/beam/internal/localrun"
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
-	"github.com/vertebrae-eval/vertebrae/internal/cli"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 )
 
@@ -102,14 +102,11 @@ func TestRunWritesTheLocalResult(t *testing.T) {
 	dir := t.TempDir()
 	spec := runFile(t, dir)
 	local := filepath.Join(dir, "local.json")
+	localrun.JSON(t, spec, local)
 	var stderr bytes.Buffer
-	if code := cli.Run(context.Background(), []string{"retrieval", "run", "--spec", spec, "--json", local, "--quiet"}, &bytes.Buffer{}, &stderr); code != 0 {
-		t.Fatalf("local run: %d %s", code, stderr.String())
-	}
 	out := filepath.Join(dir, "beam.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stderr.Reset()
 	var stdout bytes.Buffer
 	code := run(ctx, []string{"--spec", spec, "--store", filepath.Join(dir, "store"), "--total-shards", "3", "--shard-by", "modulo",
 		"--query-block", "2", "--json", out, "--beam-option", "runner=prism", "--beam-option", "job_name=vertebrae-test"}, &stdout, &stderr)

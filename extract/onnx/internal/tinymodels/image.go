@@ -1,7 +1,7 @@
 package tinymodels
 
 import (
-	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/onnxpb"
+	"github.com/vertebrae-eval/vertebrae/internal/onnxpb"
 )
 
 // ImagePatches is the number of "patches" of tiny-image: the four 4×4

@@ -1,7 +1,7 @@
 package tinymodels
 
 import (
-	"github.com/vertebrae-eval/vertebrae/extract/onnx/internal/onnxpb"
+	"github.com/vertebrae-eval/vertebrae/internal/onnxpb"
 )
 
 // Tiny-text (BERT-style WordPiece) constants.

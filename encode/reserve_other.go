@@ -1,9 +1,0 @@
-//go:build !linux
-
-package encode
-
-import "os"
-
-// reserveSpace is a no-op where fallocate is unavailable; a full disk then
-// surfaces as a write error.
-func reserveSpace(*os.File, int64) error { return nil }
