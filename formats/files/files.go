@@ -1,9 +1,3 @@
-// Package files opens the input files of a retrieval task by their
-// extension: embedding tables (.npy, .npz, .safetensors, Parquet, Arrow),
-// relevance (qrels in every form), labels, exclusions, raw texts and image
-// lists. It sits above the single-format readers of formats/… and below
-// the run-file loader (runspec), which the CLI, the C ABI and the Beam
-// module share.
 package files
 
 import (
@@ -11,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -244,13 +240,19 @@ func ReadTexts(path string) (texts, ids []string, err error) {
 		return nil, nil, &formats.Error{Path: path, Msg: "cannot open file", Err: err}
 	}
 	defer f.Close()
+	return parseTexts(path, f)
+}
+
+// parseTexts is ReadTexts on r; path names the file in errors and gives
+// the format by its extension.
+func parseTexts(path string, r io.Reader) (texts, ids []string, err error) {
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".jsonl" && ext != ".ndjson" {
-		texts, err := idlist.ParseLabels(path, ".txt", f)
+		texts, err := idlist.ParseLabels(path, ".txt", r)
 		return texts, nil, err
 	}
 	idLine := map[string]int{} // first line of each _id/id, for duplicates
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
 	for sc.Scan() {
@@ -291,7 +293,7 @@ func ReadTexts(path string) (texts, ids []string, err error) {
 	if err := sc.Err(); err != nil {
 		return nil, nil, &formats.Error{Path: path, Msg: "read failed", Err: err}
 	}
-	if len(ids) != len(texts) || strings.Contains(strings.Join(ids, "\x00")+"\x00", "\x00\x00") {
+	if len(ids) != len(texts) || slices.Contains(ids, "") {
 		ids = nil // IDs only when every row carries one
 	}
 	return texts, ids, nil
