@@ -1,6 +1,3 @@
-// Package compress implements paired compression (SPEC §8): a compressor is
-// fitted on the gallery endpoint only and the same fitted state is applied to
-// the query endpoint, so both sides of a retrieval pair live in one space.
 package compress
 
 import (

@@ -1,12 +1,3 @@
-// Package demo provides a small, self-contained retrieval task for trying
-// vertebrae without downloading anything: a fixed Fashion-MNIST subset
-// (1,000 test images as queries, 5,000 training images as the gallery)
-// embedded in the binary, and three frozen pure-Go image descriptors
-// ("backbones") of clearly different quality and width.
-//
-// The data file is produced by internal/gen from the Debian package
-// dataset-fashion-mnist; see data/LICENSE-fashion-mnist.txt for its licence
-// and provenance.
 package demo
 
 //go:generate go run ./internal/gen

@@ -1,7 +1,3 @@
-// Package evaluate runs the retrieval protocol end to end: it scores a
-// validated dataset with one or more backbones in both directions, computes
-// metrics and diagnostics, and assembles the ranked benchmark result of
-// SPEC §5.
 package evaluate
 
 import (

@@ -1,5 +1,3 @@
-// Package formats holds what the file readers and writers under it share:
-// the error type that names the file (and line) a problem was found in.
 package formats
 
 import (

@@ -1,7 +1,3 @@
-// Package matrix holds the embedding matrices that vertebrae ranks: dense
-// row-major matrices stored as float16, float32 or float64, and compressed
-// sparse row (CSR) matrices. Matrices are read-only once constructed so that
-// they can be shared between scoring workers (and, later, be memory-mapped).
 package matrix
 
 import (

@@ -1,5 +1,3 @@
-// Package memory holds the memory configuration of a run (SPEC §7.1) and
-// resolves it into a resident-memory budget in bytes (SPEC §7.2).
 package memory
 
 import (

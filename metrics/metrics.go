@@ -1,5 +1,3 @@
-// Package metrics turns the ranks of a query's positives into the per-query
-// metrics of SPEC §4.4–§4.5 and aggregates them (SPEC §4.6–§4.7).
 package metrics
 
 import (

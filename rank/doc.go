@@ -1,6 +1,8 @@
-// Package rank is the exact scorer of SPEC §4: every query is scored
-// against every eligible candidate, ranks follow the tie rule (descending
-// score, then lower gallery index), and the n_q × n_g matrix is never held.
+// Package rank is the exact scorer of SPEC §4, between the encoded
+// endpoints and package metrics: every query is scored against every
+// eligible candidate, ranks follow the tie rule (descending score, then
+// lower gallery index), and the n_q × n_g matrix is never held. Its score
+// kernels are in internal/kernel.
 //
 // For every relevance kind, rank(p_r) = 1 + r + (negatives ahead of p_r),
 // where p_0, p_1, … are a query's eligible positives in rank order. Every

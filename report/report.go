@@ -1,6 +1,3 @@
-// Package report renders a benchmark result as the human and tool-facing
-// exports of SPEC §5.5–§5.7: the Markdown report, the per-query CSV, TREC
-// run files and TREC qrels. The JSON report is results.Benchmark.MarshalReport.
 package report
 
 import (

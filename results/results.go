@@ -1,7 +1,3 @@
-// Package results holds the result values of SPEC §5.1–§5.3: one direction's
-// score result, one extractor result per (extractor × compression variant),
-// and the benchmark result with its ranked view. They marshal to the JSON
-// report contract of SPEC §5.4.
 package results
 
 import (

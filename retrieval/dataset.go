@@ -1,6 +1,3 @@
-// Package retrieval defines the validated retrieval dataset (SPEC §2), the
-// retrieval configuration (SPEC §3) and the fingerprints that identify a
-// protocol (SPEC §10.3).
 package retrieval
 
 import (

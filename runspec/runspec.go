@@ -1,9 +1,3 @@
-// Package runspec reads the declarative run file of `vertebrae retrieval run
-// --spec` (SPEC §6.5). The file is YAML (JSON is accepted, being YAML); it is
-// decoded through yaml.Node so that every error names "<path>:<line>".
-// Unknown keys fail everywhere, relative paths resolve against the run file's
-// directory, and the retrieval, memory and compression sections are built by
-// the constructors of their own packages.
 package runspec
 
 import (

@@ -12,7 +12,7 @@ import (
 )
 
 // Session is a loaded run file: the parsed file, its dataset and the
-// files both hold open. The CLI, the C ABI's callers and the Beam module's
+// files both hold open. The CLI and the Beam module's
 // workers load run files through it, so their endpoints are the same bit
 // for bit.
 type Session struct {

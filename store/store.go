@@ -1,9 +1,3 @@
-// Package store is the object store under the artifact layer (SPEC §10.5):
-// a flat namespace of immutable objects addressed by '/'-separated names.
-// Keys, manifests and artifact kinds live above it (package artifact); one
-// backend per sub-package (local disk, in-memory, gocloud.dev/blob for
-// s3:// and gs://) implements the one interface below, and cross-cutting
-// behaviour (fault injection for tests, verification) wraps it.
 package store
 
 import (

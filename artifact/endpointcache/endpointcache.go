@@ -1,8 +1,3 @@
-// Package endpointcache is an artifact store used as the endpoint cache of
-// local runs (SPEC §9.5): endpoints of cache-eligible extractors live under
-// their canonical keys (SPEC §10.4) as retrieval_embedding artifacts, the
-// same ones `plan` reports as hits and `merge` writes, so a distributed
-// extraction and a local run share one cache.
 package endpointcache
 
 import (

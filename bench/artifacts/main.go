@@ -1,11 +1,3 @@
-// Command artifacts measures the artifact layer on the local store (issue
-// #11 speed point): writing, and reading back with full verification, a
-// rows × cols float32 endpoint generated batch by batch, so the process
-// never holds the endpoint in memory. run.sh compares it with cp of the
-// same bytes and records peak RSS with GNU time.
-//
-//	artifacts write STORE_DIR [rows cols]   write the endpoint at key bench/endpoint
-//	artifacts read  STORE_DIR               stream it back, verifying size, SHA-256 and shape
 package main
 
 import (

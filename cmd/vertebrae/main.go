@@ -1,5 +1,3 @@
-// Command vertebrae compares frozen embedding backbones under an exact
-// query–gallery ranking protocol. See README.md.
 package main
 
 import (

@@ -1,5 +1,6 @@
-// Package onnx runs Hugging Face, CLIP, OpenCLIP and SigLIP ONNX exports on
-// ONNX Runtime as vertebrae extractors (SPEC §9.4):
+// Package onnx holds the ONNX Runtime extractors that runspec builds from a
+// run file (SPEC §9.4): it runs Hugging Face, CLIP, OpenCLIP and SigLIP ONNX
+// exports on ONNX Runtime as vertebrae extractors:
 //
 //   - [DualEncoder] (run-file type onnx_dual_encoder): a text tower and an
 //     image tower sharing one embedding space, exposed as the branches
@@ -8,8 +9,8 @@
 //   - [ImageEncoder] (onnx_image): a single-tower image model.
 //
 // Text goes through the model directory's tokenizer.json (package
-// extract/tokenize); images through its preprocessor_config.json (package
-// extract/imageprep). Outputs are float32 and, unless Normalize is set, are
+// extract/onnx/tokenize); images through its preprocessor_config.json
+// (package extract/onnx/imageprep). Outputs are float32 and, unless Normalize is set, are
 // returned exactly as the model produced them.
 //
 // ONNX Runtime is a C library loaded at run time with

@@ -1,10 +1,3 @@
-// Package columnar reads embedding matrices (and optional row IDs) from
-// Parquet files and Arrow IPC files or streams (.arrow, .feather, .ipc),
-// SPEC §6.4.1. The embedding column holds fixed-size lists, or lists of
-// constant length, of float16, float32 or float64; the element type is kept.
-//
-// Readers stream: batches are copied one at a time into a single output
-// slice allocated once, so peak memory is the matrix plus one batch.
 package columnar
 
 import (

@@ -1,6 +1,3 @@
-// Package idlist reads ID files (SPEC §6.4.2) and text/JSONL label files
-// (§6.4.4). IDs and labels are kept byte-exactly: only the line terminator
-// is removed. Errors are *formats.Error values naming the file and line.
 package idlist
 
 import (

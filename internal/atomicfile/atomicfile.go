@@ -1,7 +1,3 @@
-// Package atomicfile writes output files atomically (SPEC §6.1): the data
-// goes to a temporary file in the target directory, which is synced and
-// renamed over the target, so readers see either the old file or the
-// complete new one and a failed write leaves nothing behind.
 package atomicfile
 
 import (

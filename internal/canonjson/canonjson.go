@@ -1,6 +1,3 @@
-// Package canonjson implements the JSON Canonicalization Scheme (RFC 8785)
-// and the content hash H(v) = hex(SHA-256(canonical(v))) that every
-// identity and fingerprint of SPEC §10.1 is built from.
 package canonjson
 
 import (

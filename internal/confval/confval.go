@@ -1,7 +1,3 @@
-// Package confval converts the values that JSON and YAML decoders produce
-// (json.Number, int64, float64, …) for the configuration structs, so that
-// every config section accepts the same spellings and reports type errors
-// the same way ("<Section>.<field> must be an integer; got string \"x\"").
 package confval
 
 import (

@@ -1,22 +1,3 @@
-// Package kernel computes blocks of similarity scores under the determinism
-// rule of SPEC §4.2: every (query, candidate) score is one accumulator that
-// walks the dimension in index order with a correctly rounded fused
-// multiply-add, starting from +0. Tiling only changes which accumulators are
-// live at the same time, never the order of operations inside one, so every
-// kernel here (and any SIMD kernel that keeps one lane per accumulator)
-// produces the same bits.
-//
-// The block functions (Dot64, SqDist64, Dot32, SqDist32) run the active
-// implementation: a SIMD one on amd64 CPUs that have it (see Available), else
-// the portable generic one. Use, Name and the VERTEBRAE_KERNEL environment
-// variable choose and report it; the choice never changes a result.
-//
-// screen.go adds the kernels of rank's screened scoring, which are not the
-// exact rule: DotBlocked32 (a float32 dot product accumulated in chunks),
-// the row scans MaxFinite32 and Scan32, and the conversion pass
-// ConvertNorm64. Each has one definition that every implementation
-// reproduces bit for bit (ConvertNorm64's sum only within its stated
-// rounding bound).
 package kernel
 
 import "math"

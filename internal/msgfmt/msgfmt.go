@@ -1,5 +1,3 @@
-// Package msgfmt formats the pieces of user-facing messages that SPEC §1.3
-// fixes: IDs as JSON string literals and bounded preview lists.
 package msgfmt
 
 import (

@@ -1,4 +1,3 @@
-// Package version records the release this build reports.
 package version
 
 // Version is the vertebrae release, written into every report.

@@ -1,11 +1,3 @@
-// Package location opens an artifact store from its URI (SPEC §10.5,
-// `--store URI` and `store:` in a run file): a plain path or file:// URI is
-// the local disk store, mem://NAME an in-process store shared by every Open
-// of the same NAME in this process (tests), s3:// and gs:// an object store
-// bucket and prefix. Anything else is a *store.UnsupportedURIError.
-//
-// It is its own package so that store itself imports no backend (the
-// backends import store).
 package location
 
 import (

@@ -1,4 +1,3 @@
-// Package mem is an in-process object store for tests (SPEC §10.5 mem://).
 package mem
 
 import (

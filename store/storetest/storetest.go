@@ -1,6 +1,3 @@
-// Package storetest is the conformance suite every store.Store backend
-// passes (SPEC §10.5), plus the environment contract for tests that need a
-// real S3-compatible server (S3URIForTest). It is imported only by tests.
 package storetest
 
 import (

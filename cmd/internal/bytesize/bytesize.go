@@ -1,5 +1,3 @@
-// Package bytesize parses the byte counts people type for memory budgets
-// (--max-memory-bytes 4G), so a flag never answers with a strconv message.
 package bytesize
 
 import (

@@ -1,8 +1,3 @@
-// Package capi is the in-memory evaluation behind the C ABI of
-// cmd/libvertebrae (and so the Python package): a JSON request and
-// caller-owned embedding arrays in, the JSON report of `vertebrae retrieval
-// run` out, with the CLI's checks, defaults and messages. It holds no cgo:
-// the exported C functions only convert their arguments and call it.
 package capi
 
 import (

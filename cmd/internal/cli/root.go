@@ -1,6 +1,3 @@
-// Package cli implements the vertebrae command line (SPEC §6): cobra
-// commands, flag parsing, input loading and report writing. It maps errors to
-// the exit codes of SPEC §6.1.
 package cli
 
 import (

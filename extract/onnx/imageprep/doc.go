@@ -1,8 +1,8 @@
-// Package imageprep decodes images and turns them into float32 C×H×W
-// tensors the way a Hugging Face image processor configured by a
-// preprocessor_config.json does (CLIP, SigLIP, ViT style slow processors,
-// which resize through PIL on uint8 images and finish in numpy), for ONNX
-// vision encoders (SPEC §9.4).
+// Package imageprep is the image preprocessing of the ONNX image extractors
+// (package extract/onnx, SPEC §9.4): it decodes images and turns them into
+// float32 C×H×W tensors the way a Hugging Face image processor configured by
+// a preprocessor_config.json does (CLIP, SigLIP, ViT style slow processors,
+// which resize through PIL on uint8 images and finish in numpy).
 //
 // # Pipeline
 //
@@ -74,7 +74,7 @@
 // are bit-identical to numpy's float32 output (SHA-256 of the whole tensor).
 // Reproduce with:
 //
-//	go test ./extract/imageprep/ -run PIL -v
+//	go test ./extract/onnx/imageprep/ -run PIL -v
 //
 // Floating-point products in the coefficient computation are wrapped in
 // explicit conversions so the Go compiler cannot fuse them into FMA
@@ -145,7 +145,7 @@
 // chroma: max 48, 91 %, mean 6.8); 4:4:4 max 3, 4.2 %, mean 0.05. Reproduce
 // with:
 //
-//	go test ./extract/imageprep/ -run PILJPEG -v
+//	go test ./extract/onnx/imageprep/ -run PILJPEG -v
 //
 // Lossy WebP (VP8, *image.YCbCr 4:2:0 from golang.org/x/image/webp, or
 // *image.NYCbCrA when the file has alpha) stores limited-range BT.601, so
@@ -194,7 +194,7 @@
 // q90: max |diff| 27, 86.7 % of values differ, mean 3.7). Lossless WebP
 // (VP8L) decodes to RGB directly and is identical too. Reproduce with:
 //
-//	go test ./extract/imageprep/ -run PILWebP -v
+//	go test ./extract/onnx/imageprep/ -run PILWebP -v
 //
 // Other known differences from PIL's decoders, which affect decoded pixels
 // before any preprocessing:

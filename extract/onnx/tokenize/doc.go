@@ -1,7 +1,7 @@
-// Package tokenize turns text into token IDs for ONNX text encoders, from a
-// Hugging Face tokenizer.json (CLIP: byte-level BPE with "</w>"; SigLIP/T5:
-// Unigram with Metaspace; BERT/MiniLM: WordPiece; Llama-3/Cohere-style
-// byte-level BPE).
+// Package tokenize is the text tokenization of the ONNX text extractors
+// (package extract/onnx): it turns text into token IDs from a Hugging Face
+// tokenizer.json (CLIP: byte-level BPE with "</w>"; SigLIP/T5: Unigram with
+// Metaspace; BERT/MiniLM: WordPiece; Llama-3/Cohere-style byte-level BPE).
 //
 // The whole pipeline is implemented here (no network access, no model
 // download): added tokens (leftmost-longest, lstrip/rstrip/single_word),

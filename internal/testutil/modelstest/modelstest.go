@@ -1,8 +1,3 @@
-// Package modelstest finds the prepared real models (vertebrae models
-// prepare) for tests. The tests that need them skip when
-// VERTEBRAE_MODELS_DIR is unset, unless VERTEBRAE_REQUIRE_MODELS is set:
-// .ci/run prepares the models and sets both, so CI fails instead of
-// skipping.
 package modelstest
 
 import (

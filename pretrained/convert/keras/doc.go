@@ -1,8 +1,8 @@
 // Package keras converts TensorFlow.js Keras layers models (model.json plus
 // weight shards, or the JavaScript module wrappers some npm packages ship
-// them in) to ONNX, for the onnx_image and onnx_text adapters of package
-// extract/onnx (SPEC §9.4). It is pure Go: no Python, Node or TensorFlow at
-// conversion time.
+// them in) to ONNX, so that package pretrained can prepare them for the
+// onnx_image and onnx_text adapters of package extract/onnx (SPEC §9.4). It
+// is pure Go: no Python, Node or TensorFlow at conversion time.
 //
 // Reading: ParseModelJSON reads model.json; ParseModelModule and
 // ParseWeightsModule read browserify-wrapped modules (model.min.js,

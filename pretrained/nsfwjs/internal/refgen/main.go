@@ -1,16 +1,3 @@
-// Command refgen writes the reference images of the MobileNetV2 parity test
-// (extract/onnx/keras/nsfwjs/testdata/images) and, for the TF.js reference script,
-// the same images as one uint8 NHWC .npy array.
-//
-//	go run ./extract/onnx/keras/nsfwjs/internal/refgen -skimage DIR -npy /tmp/inputs.npy
-//
-// DIR is skimage/data from the Debian package python3-skimage (apt-get
-// download python3-skimage; dpkg-deb -x). Every image is 224×224, the
-// model's input size, so the adapter's resize step is a no-op on them and
-// both runtimes see identical pixels: the first eight Fashion-MNIST queries
-// of the demo subset (grey, resized 28 → 224 with the adapter's PIL-exact
-// bilinear filter) and four public-domain / CC0 photographs (resized to
-// 224×224 the same way).
 package main
 
 import (
@@ -35,7 +22,7 @@ var photos = []string{"astronaut.png", "coffee.png", "chelsea.png", "rocket.jpg"
 func main() {
 	skimage := flag.String("skimage", "", "skimage/data directory (python3-skimage)")
 	npy := flag.String("npy", "", "write the images as a uint8 [n,224,224,3] .npy here")
-	out := flag.String("out", "extract/onnx/keras/nsfwjs/testdata/images", "PNG output directory")
+	out := flag.String("out", "pretrained/nsfwjs/testdata/images", "PNG output directory")
 	flag.Parse()
 	if err := run(*skimage, *npy, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "refgen:", err)

@@ -1,6 +1,3 @@
-// Command gen writes the tiny ONNX test models, tokenizers, processor
-// configurations and images of extract/onnx/testdata. It is run by
-// go generate in extract/onnx/internal/tinymodels.
 package main
 
 import (

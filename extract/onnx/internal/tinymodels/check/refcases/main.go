@@ -1,7 +1,3 @@
-// Command refcases prints, as JSON, model inputs with the outputs of the Go
-// reference forward passes and tokenizer texts with their designed ids, for
-// the Node.js scripts in the parent directory to compare against ONNX
-// Runtime and tokenizers.js. It is a development tool, not run by go test.
 package main
 
 import (
