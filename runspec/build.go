@@ -11,7 +11,6 @@ import (
 	"github.com/vertebrae-eval/vertebrae/extract/hosted"
 	"github.com/vertebrae-eval/vertebrae/extract/onnx"
 	"github.com/vertebrae-eval/vertebrae/formats/files"
-	"github.com/vertebrae-eval/vertebrae/internal/digestcache"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
 )
@@ -35,7 +34,7 @@ func buildBackbone(ctx context.Context, spec *Spec, e *Extractor, tables endpoin
 		// the entries of its endpoint digests.
 		tf := tables.files
 		if tf == nil {
-			tf = newTableFiles(digestcache.FromEnv())
+			tf = newTableFiles(nil)
 		}
 		p := &extract.Precomputed{ExtractorName: e.Name, Query: tables.query, Gallery: tables.gallery, Digest: tf.digest}
 		if path := e.Str("queries"); path != "" {

@@ -29,9 +29,10 @@ type LoadOptions struct {
 	// whether queries without a positive are dropped, and (with
 	// CheckFinite) which similarity the load-time scan prepares for.
 	Config retrieval.Config
-	// Digests caches facts about unchanged embedding files (their SPEC
-	// §2.9 digests, that every value is finite); nil disables it.
-	Digests *digestcache.Cache
+	// DigestCache is the directory where facts about unchanged embedding
+	// files (their SPEC §2.9 digests, that every value is finite) are kept
+	// between runs (DefaultDigestCache: the environment's); "" disables it.
+	DigestCache string
 	// CheckFinite scans every embedding table for NaN and ±Inf as it is
 	// read, naming the file, row, ID and column (else the dataset's own
 	// check finds them, naming the endpoint). The scan is scoring's own:
@@ -48,6 +49,14 @@ type LoadOptions struct {
 	// (retrieval.WithIDsOnlyIdentity): the task is the IDs, relevance and
 	// exclusions.
 	IDsOnlyIdentity bool
+}
+
+// digestCache is the digest cache in dir (nil, disabled, for "").
+func digestCache(dir string) *digestcache.Cache {
+	if dir == "" {
+		return nil
+	}
+	return digestcache.New(dir)
 }
 
 // endpointTables are the embedding tables a dataset names, for precomputed
@@ -67,7 +76,7 @@ func LoadDataset(ctx context.Context, d *Dataset, opts LoadOptions, closers *fil
 }
 
 func loadDataset(ctx context.Context, d *Dataset, opts LoadOptions, closers *files.Closers) (*retrieval.Dataset, endpointTables, error) {
-	tables := endpointTables{files: newTableFiles(opts.Digests)}
+	tables := endpointTables{files: newTableFiles(digestCache(opts.DigestCache))}
 	q, qids, err := loadEndpoint(ctx, d.Queries, "query", opts, &tables.query, tables.files, closers)
 	if err != nil {
 		return nil, tables, err
@@ -340,7 +349,7 @@ func LoadTable(ctx context.Context, ep Endpoint, side string, opts LoadOptions, 
 		return nil, nil, fmt.Errorf("%s: dataset.%s: a table has modality embeddings, not %q", opts.Source, sectionKey(side), ep.Modality)
 	}
 	var table matrix.Matrix
-	items, ids, err := loadEndpoint(ctx, ep, side, opts, &table, newTableFiles(opts.Digests), closers)
+	items, ids, err := loadEndpoint(ctx, ep, side, opts, &table, newTableFiles(digestCache(opts.DigestCache)), closers)
 	if err != nil {
 		return nil, nil, err
 	}

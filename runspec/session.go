@@ -48,11 +48,7 @@ func Open(ctx context.Context, path string, opts Options) (*Session, error) {
 func OpenSpec(ctx context.Context, spec *Spec, opts Options) (*Session, error) {
 	s := &Session{Spec: spec}
 	var err error
-	var digests *digestcache.Cache
-	if opts.DigestCache != "" {
-		digests = digestcache.New(opts.DigestCache)
-	}
-	s.Dataset, s.tables, err = loadDataset(ctx, &spec.Dataset, LoadOptions{Source: spec.Path, Config: spec.Retrieval, Digests: digests}, &s.closers)
+	s.Dataset, s.tables, err = loadDataset(ctx, &spec.Dataset, LoadOptions{Source: spec.Path, Config: spec.Retrieval, DigestCache: opts.DigestCache}, &s.closers)
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -16,7 +16,6 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
-	"github.com/vertebrae-eval/vertebrae/internal/digestcache"
 	"github.com/vertebrae-eval/vertebrae/internal/msgfmt"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/memory"
@@ -378,7 +377,7 @@ func (fl *runFlags) evaluatePairs(ctx context.Context, cmd *cobra.Command, extra
 // retriever name.
 func (fl *runFlags) loadOptions(cfg retrieval.Config, name string, budget *admit.Budget, closers *files.Closers) runspec.LoadOptions {
 	return runspec.LoadOptions{
-		Config: cfg, Digests: digestcache.FromEnv(), CheckFinite: true,
+		Config: cfg, DigestCache: runspec.DefaultDigestCache(), CheckFinite: true,
 		BackgroundIdentity: true, // evaluatePairs waits for it before it releases the mappings
 		// SPEC §6.3: the task is the IDs, relevance and exclusions; the
 		// embeddings identify the result, so backbones run separately on
