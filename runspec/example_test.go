@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/extract"
 	"github.com/vertebrae-eval/vertebrae/formats/npy"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/runspec"
@@ -60,7 +62,7 @@ func ExampleOpen() {
 	}{
 		{"q.npy", [][]float64{{1, 0}, {0, 1}}},
 		{"g.npy", [][]float64{{1, 0}, {0.7, 0.7}, {0, 1}}},
-		{"other.npy", [][]float64{{0.9, 0.1}, {0.5, 0.5}, {0.2, 0.8}}},
+		{"other.npy", [][]float64{{0.9, 0.1}, {0.1, 0.9}, {0.2, 0.8}}},
 	} {
 		if err := writeNPY(filepath.Join(dir, t.name), t.rows); err != nil {
 			fmt.Println(err)
@@ -88,9 +90,33 @@ func ExampleOpen() {
 	for _, e := range s.Spec.Extractors {
 		fmt.Println("extractor:", e.Name, e.Type)
 	}
+
+	// Evaluate every extractor of the file, as `vertebrae retrieval run
+	// --spec` does.
+	entries := make([]extract.Entry, len(s.Spec.Extractors))
+	for i, e := range s.Spec.Extractors {
+		if entries[i], err = s.Entry(context.Background(), e.Name, ""); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	bench := &evaluate.Benchmark{
+		Dataset: s.Dataset, Config: s.Spec.Retrieval, Extractors: entries, Compression: s.Spec.Compression,
+		Embedding: extract.EmbeddingConfig(s.Spec.Embedding), Memory: s.Spec.Memory, RunDepth: -1,
+	}
+	res, err := bench.Run(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range res.ExtractorResults {
+		fmt.Printf("%s mrr %.4f\n", r.Name, r.PrimaryScore)
+	}
 	// Output:
 	// queries: 2 gallery: 3
 	// primary metric: mrr ks: [1 3]
 	// extractor: tables precomputed
 	// extractor: other precomputed
+	// tables mrr 1.0000
+	// other mrr 0.7500
 }
