@@ -173,7 +173,7 @@ func loadEndpoint(ctx context.Context, ep Endpoint, side string, opts LoadOption
 	case "", ModalityEmbeddings:
 		if ep.Path == "" {
 			if ids == nil {
-				return nil, nil, fmt.Errorf("%s: dataset.%s needs a path or an ids file", opts.Source, sectionKey(side))
+				return nil, nil, opts.sectionErrorf(side, " needs a path or an ids file")
 			}
 			return retrieval.IDsOnly(len(ids)), ids, nil
 		}
@@ -224,12 +224,23 @@ func loadEndpoint(ctx context.Context, ep Endpoint, side string, opts LoadOption
 		}
 		items = retrieval.Images(paths)
 	default:
-		return nil, nil, fmt.Errorf("%s: dataset.%s: modality %q has no built-in reader (use text, image or embeddings)", opts.Source, sectionKey(side), ep.Modality)
+		return nil, nil, opts.sectionErrorf(side, ": modality %q has no built-in reader (use text, image or embeddings)", ep.Modality)
 	}
 	if err := checkAligned(side, ep, items.Len(), ids); err != nil {
 		return nil, nil, err
 	}
 	return items, ids, nil
+}
+
+// sectionErrorf is an error about an endpoint of the dataset section,
+// named "<run file>: dataset.<key>" or, for a section given in Go (no
+// Source), "dataset.<key>".
+func (o LoadOptions) sectionErrorf(side, format string, args ...any) error {
+	where := "dataset." + sectionKey(side)
+	if o.Source != "" {
+		where = o.Source + ": " + where
+	}
+	return fmt.Errorf("%s"+format, append([]any{where}, args...)...)
 }
 
 // sectionKey is the run file's key of an endpoint.
@@ -346,7 +357,7 @@ func unknownIDHint(err error, qrelsPath, qrelsFormat string, qids, gids []string
 // It returns the matrix (admitted) and the IDs of its ID column, if any.
 func LoadTable(ctx context.Context, ep Endpoint, side string, opts LoadOptions, closers *files.Closers) (matrix.Matrix, []string, error) {
 	if ep.Modality != "" && ep.Modality != ModalityEmbeddings {
-		return nil, nil, fmt.Errorf("%s: dataset.%s: a table has modality embeddings, not %q", opts.Source, sectionKey(side), ep.Modality)
+		return nil, nil, opts.sectionErrorf(side, ": a table has modality embeddings, not %q", ep.Modality)
 	}
 	var table matrix.Matrix
 	items, ids, err := loadEndpoint(ctx, ep, side, opts, &table, newTableFiles(digestCache(opts.DigestCache)), closers)
@@ -355,7 +366,7 @@ func LoadTable(ctx context.Context, ep Endpoint, side string, opts LoadOptions, 
 	}
 	e, ok := items.(retrieval.EmbeddingItems)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: dataset.%s names no embedding file", opts.Source, sectionKey(side))
+		return nil, nil, opts.sectionErrorf(side, " names no embedding file")
 	}
 	return e.Matrix(), ids, nil
 }
