@@ -95,7 +95,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	if err := shard.Validate(); err != nil {
 		return nil, err
 	}
-	job, err := s.prepareScore(ctx, req, shardRows(shard))
+	job, err := s.prepareShard(ctx, req, shard)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func (s *Store) readPartial(ctx context.Context, j *ScoreJob, key string, i, n i
 			return nil, nil, err
 		}
 	}
-	nq, ng := len(j.prot.Doc.QueryIDs), len(j.prot.Doc.GalleryIDs)
+	nq, ng := len(j.prot.Doc.QueryIDs), j.prot.Doc.NGallery
 	if doc.NQueries != nq || doc.NGallery != ng {
 		return nil, nil, foreign("%d × %d rows, the relevance artifact has %d × %d", doc.NQueries, doc.NGallery, nq, ng)
 	}

@@ -117,7 +117,7 @@ func (s *Store) holdGalleryIDs(ctx context.Context, j *ScoreJob, lo, hi int) err
 	if !j.prot.view {
 		return nil
 	}
-	v, err := s.ReadRelevanceView(ctx, j.req.RelevanceKey, func(g int) bool { return g >= lo && g < hi })
+	v, err := s.readRelevanceView(ctx, j.req.RelevanceKey, viewOptions{held: func(g int) bool { return g >= lo && g < hi }, keepIDs: true, trusted: j.prot.trusted})
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 	if err := shard.Validate(); err != nil {
 		return "", nil, err
 	}
-	job, err := s.prepareScore(ctx, req, shardRows(shard))
+	job, err := s.prepareShard(ctx, req, shard)
 	if err != nil {
 		return "", nil, err
 	}
@@ -277,7 +277,7 @@ func (s *Store) readPositives(ctx context.Context, j *ScoreJob, n int) (*rank.Po
 	if err != nil {
 		return nil, err
 	}
-	pos, err := rank.AssemblePositiveScores(j.Problem(), len(j.prot.Doc.GalleryIDs), by, stages)
+	pos, err := rank.AssemblePositiveScores(j.Problem(), j.prot.Doc.NGallery, by, stages)
 	var le *rank.StageLengthError
 	if errors.As(err, &le) {
 		return nil, checkErr(PositivesKey(j.key, le.Shard, n), fmt.Sprintf("foreign positives stage: it lists %d scores, the relevance gives gallery shard %d's rows %d eligible positives", le.Scores, le.Shard, le.Eligible))
@@ -312,7 +312,7 @@ func (s *Store) readPositivesStage(ctx context.Context, j *ScoreJob, key string,
 	foreign := func(format string, args ...any) error {
 		return checkErr(key, "foreign positives stage: "+fmt.Sprintf(format, args...))
 	}
-	nq, ng := len(j.prot.Doc.QueryIDs), len(j.prot.Doc.GalleryIDs)
+	nq, ng := len(j.prot.Doc.QueryIDs), j.prot.Doc.NGallery
 	layout, lerr := rank.ParseShardLayout(doc.Shard.ShardBy)
 	sh := rank.Shard{Index: i, Total: n, Layout: layout}
 	switch {

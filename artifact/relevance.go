@@ -87,6 +87,12 @@ type Protocol struct {
 	// ids_sha256 of the full list, computed as it streamed past.
 	view             bool
 	galleryIDsSHA256 string
+	// trusted marks a gallery shard's view (readShardRelevance): its
+	// fingerprint and gallery ids_sha256 were not recomputed; finalize
+	// checks them. name, when set, looks up a gallery ID the view does
+	// not keep.
+	trusted bool
+	name    func(g int) string
 }
 
 // galleryIDsSum is ids_sha256 of the protocol's gallery IDs.
@@ -100,7 +106,7 @@ func (p *Protocol) galleryIDsSum() (string, error) {
 // Problem is the scoring problem of the protocol's IDs, relevance and the
 // given exclusions (one list per query), without matrices.
 func (p *Protocol) Problem(exclusions [][]int) rank.Problem {
-	return rank.Problem{QueryIDs: p.Doc.QueryIDs, GalleryIDs: p.Doc.GalleryIDs,
+	return rank.Problem{QueryIDs: p.Doc.QueryIDs, GalleryIDs: p.Doc.GalleryIDs, GalleryName: p.name,
 		Relevance: p.Positives, Classes: p.Classes, Exclusions: exclusions}
 }
 

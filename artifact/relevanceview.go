@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"unicode/utf8"
 
@@ -26,7 +27,48 @@ import (
 // that fails a check, or one whose keys are not in canonical order) is read
 // whole by ReadRelevance, so errors and results are exactly ReadRelevance's.
 func (s *Store) ReadRelevanceView(ctx context.Context, key string, held func(g int) bool) (*Protocol, error) {
-	p, err := s.streamRelevance(ctx, key, held)
+	return s.readRelevanceView(ctx, key, viewOptions{held: held, keepIDs: true})
+}
+
+// viewOptions say what a streamed relevance view keeps and verifies.
+type viewOptions struct {
+	// held selects the gallery rows whose IDs are kept (nil: every row).
+	held func(g int) bool
+	// keepIDs false keeps no gallery ID at all: Doc.GalleryIDs is nil and
+	// Protocol.GalleryName finds one when a message needs it.
+	keepIDs bool
+	// trusted skips what needs every gallery ID hashed: the recomputed
+	// relevance fingerprint and the gallery ids_sha256 (SPEC §11.3: a
+	// gallery shard leaves those checks to finalize, which reads the whole
+	// list once). The document's bytes are still verified chunk by chunk.
+	trusted bool
+}
+
+// readShardRelevance is the relevance view of a gallery shard's worker
+// (positives or count stage): trusted, keeping the IDs of the rows held
+// selects, or none when held is nil.
+func (s *Store) readShardRelevance(ctx context.Context, key string, held func(g int) bool) (*Protocol, error) {
+	o := viewOptions{held: held, keepIDs: held != nil, trusted: true}
+	p, err := s.readRelevanceView(ctx, key, o)
+	if err != nil || p.Doc.GalleryIDs != nil || !p.view {
+		return p, err
+	}
+	p.name = func(g int) string { return s.galleryID(ctx, key, g) }
+	return p, nil
+}
+
+// galleryID is the ID of gallery row g of a relevance artifact, streamed
+// once more for a message that names it; a failed read names the row.
+func (s *Store) galleryID(ctx context.Context, key string, g int) string {
+	v, err := s.readRelevanceView(ctx, key, viewOptions{held: func(i int) bool { return i == g }, keepIDs: true, trusted: true})
+	if err != nil || g < 0 || g >= len(v.Doc.GalleryIDs) {
+		return fmt.Sprintf("<gallery row %d>", g)
+	}
+	return v.Doc.GalleryIDs[g]
+}
+
+func (s *Store) readRelevanceView(ctx context.Context, key string, o viewOptions) (*Protocol, error) {
+	p, err := s.streamRelevance(ctx, key, o)
 	if err == nil {
 		return p, nil
 	}
@@ -42,7 +84,7 @@ var errStream = errors.New("relevance view: not streamable")
 // streamRelevance reads a relevance artifact in one pass; any error (a
 // document it does not stream, a failed check) is left to ReadRelevance to
 // report.
-func (s *Store) streamRelevance(ctx context.Context, key string, held func(g int) bool) (*Protocol, error) {
+func (s *Store) streamRelevance(ctx context.Context, key string, o viewOptions) (*Protocol, error) {
 	m, err := s.Manifest(ctx, key)
 	if err != nil {
 		return nil, err
@@ -50,7 +92,7 @@ func (s *Store) streamRelevance(ctx context.Context, key string, held func(g int
 	var p *Protocol
 	err = s.verified(ctx, key, m.Metadata.component(), func(r io.Reader) error {
 		var err error
-		p, err = decodeRelevanceView(ctx, key, r, held)
+		p, err = decodeRelevanceView(ctx, key, r, o)
 		return err
 	})
 	if err != nil {
@@ -63,7 +105,7 @@ func (s *Store) streamRelevance(ctx context.Context, key string, held func(g int
 type relevanceStream struct {
 	ctx     context.Context
 	sc      *jsonScanner
-	held    func(int) bool
+	opts    viewOptions
 	fields  map[string]json.RawMessage
 	dataset *string
 	fp      *retrieval.RelevanceHasher
@@ -73,14 +115,15 @@ type relevanceStream struct {
 	classes *retrieval.ClassesBuilder
 	qLabels []string
 	labels  bool
+	seenIDs bool // gallery_ids read
 }
 
-func decodeRelevanceView(ctx context.Context, key string, r io.Reader, held func(int) bool) (*Protocol, error) {
-	st := &relevanceStream{ctx: ctx, sc: newJSONScanner(r), held: held, fields: map[string]json.RawMessage{}}
+func decodeRelevanceView(ctx context.Context, key string, r io.Reader, o viewOptions) (*Protocol, error) {
+	st := &relevanceStream{ctx: ctx, sc: newJSONScanner(r), opts: o, fields: map[string]json.RawMessage{}}
 	if err := st.document(); err != nil {
 		return nil, err
 	}
-	if st.fp == nil {
+	if !st.seenIDs {
 		return nil, errStream
 	}
 	// Every other field is decoded as ReadJSON decodes the whole document.
@@ -103,11 +146,12 @@ func decodeRelevanceView(ctx context.Context, key string, r io.Reader, held func
 		(doc.Relevance == nil) == (doc.RelevanceLabels == nil) {
 		return nil, errStream
 	}
-	idsSum, err := st.idList.Sum()
-	if err != nil {
-		return nil, errStream
+	p := &Protocol{Key: key, Doc: doc, view: true, trusted: o.trusted}
+	if !o.trusted {
+		if p.galleryIDsSHA256, err = st.idList.Sum(); err != nil {
+			return nil, errStream
+		}
 	}
-	p := &Protocol{Key: key, Doc: doc, galleryIDsSHA256: idsSum, view: true}
 	bad := func(string, ...any) error { return errStream }
 	var rf string
 	if st.labels {
@@ -120,15 +164,19 @@ func decodeRelevanceView(ctx context.Context, key string, r io.Reader, held func
 		if len(p.Classes.Gallery) != ng {
 			return nil, errStream
 		}
-		rf, err = st.fp.Labels(doc.QueryIDs, st.qLabels)
+		if !o.trusted {
+			rf, err = st.fp.Labels(doc.QueryIDs, st.qLabels)
+		}
 	} else {
 		triples, perr := p.pairs(nq, ng, bad)
 		if perr != nil {
 			return nil, errStream
 		}
-		rf, err = st.fp.Pairs(doc.QueryIDs, triples)
+		if !o.trusted {
+			rf, err = st.fp.Pairs(doc.QueryIDs, triples)
+		}
 	}
-	if err != nil || rf != doc.ProtocolFingerprint {
+	if !o.trusted && (err != nil || rf != doc.ProtocolFingerprint) {
 		return nil, errStream
 	}
 	if p.Exclusions, err = exclusionLists(key, doc.Exclusions, nq, ng); err != nil {
@@ -150,8 +198,12 @@ func (st *relevanceStream) document() error {
 		}
 		switch k {
 		case "gallery_ids":
-			if st.dataset == nil || st.fp != nil {
+			if st.dataset == nil || st.seenIDs {
 				return errStream // the fingerprint's text starts with the dataset key
+			}
+			st.seenIDs = true
+			if st.opts.trusted {
+				return st.countIDs()
 			}
 			st.fp = retrieval.NewRelevanceHasher(*st.dataset)
 			st.idList = canonjson.NewStringsHasher()
@@ -186,7 +238,7 @@ func (st *relevanceStream) document() error {
 					st.fp.GalleryID(id)
 					st.idList.Add(id)
 				}
-				if st.held == nil || st.held(g) {
+				if st.opts.keepIDs && (st.opts.held == nil || st.opts.held(g)) {
 					kept = append(kept, heldID{g, string(id)})
 				}
 				return nil
@@ -194,13 +246,10 @@ func (st *relevanceStream) document() error {
 				return err
 			}
 			flush()
-			st.ids = make([]string, st.ng)
-			for _, k := range kept {
-				st.ids[k.g] = k.id
-			}
+			st.keep(kept)
 			return nil
 		case "relevance_labels":
-			if st.fp == nil || st.labels {
+			if !st.seenIDs || st.labels {
 				return errStream
 			}
 			st.labels = true
@@ -219,7 +268,9 @@ func (st *relevanceStream) document() error {
 					n := 0
 					err := sc.strings(func(l []byte) error {
 						n++
-						st.fp.GalleryLabel(l)
+						if st.fp != nil {
+							st.fp.GalleryLabel(l)
+						}
 						return st.classes.Gallery(l)
 					})
 					if err != nil || n != st.ng {
@@ -256,6 +307,43 @@ func (st *relevanceStream) document() error {
 			return nil
 		}
 	})
+}
+
+// countIDs reads gallery_ids without hashing them (a trusted view),
+// keeping the held rows' IDs.
+func (st *relevanceStream) countIDs() error {
+	var kept []heldID
+	held, keep := st.opts.held, st.opts.keepIDs
+	err := st.sc.strings(func(id []byte) error {
+		g := st.ng
+		if g%(1<<16) == 0 {
+			if err := st.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		st.ng++
+		if keep && (held == nil || held(g)) {
+			kept = append(kept, heldID{g, string(id)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	st.keep(kept)
+	return nil
+}
+
+// keep sets the view's gallery IDs: one entry per row, empty for the rows
+// not held; none at all for a view that keeps no ID.
+func (st *relevanceStream) keep(kept []heldID) {
+	if !st.opts.keepIDs {
+		return
+	}
+	st.ids = make([]string, st.ng)
+	for _, k := range kept {
+		st.ids[k.g] = k.id
+	}
 }
 
 // heldID is the ID of a held gallery row.

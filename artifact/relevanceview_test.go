@@ -97,50 +97,64 @@ func TestRelevanceViewEqualsFull(t *testing.T) {
 			{"modulo 2 of 3", func(g int) bool { return rank.Shard{Index: 2, Total: 3, Layout: rank.Modulo}.Holds(ng, g) }},
 			{"last row", func(g int) bool { return g == ng-1 }},
 		} {
-			t.Run(name+"/"+held.name, func(t *testing.T) {
-				v, err := s.streamRelevance(ctx, key, held.f)
-				if err != nil {
-					t.Fatalf("the document did not stream: %v", err)
-				}
-				if !v.view || v.galleryIDsSHA256 != wantSum {
-					t.Fatalf("view %v, ids_sha256 %s, want %s", v.view, v.galleryIDsSHA256, wantSum)
-				}
-				if len(v.Doc.GalleryIDs) != ng {
-					t.Fatalf("%d gallery ID slots for %d rows", len(v.Doc.GalleryIDs), ng)
-				}
-				for g, id := range v.Doc.GalleryIDs {
-					want := ""
-					if held.f == nil || held.f(g) {
-						want = full.Doc.GalleryIDs[g]
+			for _, mode := range []struct {
+				name    string
+				trusted bool
+				keepIDs bool
+			}{{"verified", false, true}, {"trusted", true, true}, {"trusted without IDs", true, false}} {
+				t.Run(name+"/"+held.name+"/"+mode.name, func(t *testing.T) {
+					v, err := s.streamRelevance(ctx, key, viewOptions{held: held.f, keepIDs: mode.keepIDs, trusted: mode.trusted})
+					if err != nil {
+						t.Fatalf("the document did not stream: %v", err)
 					}
-					if id != want {
-						t.Fatalf("gallery row %d: ID %q, want %q", g, id, want)
+					// A trusted view (a gallery shard's) hashes no gallery ID:
+					// finalize checks the fingerprint and ids_sha256.
+					if sum := map[bool]string{false: wantSum, true: ""}[mode.trusted]; !v.view || v.trusted != mode.trusted || v.galleryIDsSHA256 != sum {
+						t.Fatalf("view %v, trusted %v, ids_sha256 %q, want %q", v.view, v.trusted, v.galleryIDsSHA256, sum)
 					}
-				}
-				if !reflect.DeepEqual(v.Positives, full.Positives) || !reflect.DeepEqual(v.Exclusions, full.Exclusions) ||
-					!reflect.DeepEqual(v.Doc.QueryIDs, full.Doc.QueryIDs) || !reflect.DeepEqual(v.Doc.Exclusions, full.Doc.Exclusions) ||
-					!reflect.DeepEqual(v.Doc.Relevance, full.Doc.Relevance) || !reflect.DeepEqual(v.Doc.DatasetIdentity, full.Doc.DatasetIdentity) ||
-					v.Doc.ProtocolFingerprint != full.Doc.ProtocolFingerprint || v.Doc.DatasetIdentityKey != full.Doc.DatasetIdentityKey ||
-					v.Doc.QueryModality != full.Doc.QueryModality || v.Doc.GalleryModality != full.Doc.GalleryModality {
-					t.Fatalf("view differs from the whole document:\n%s\n%s", mustJSON(v.Doc), mustJSON(full.Doc))
-				}
-				if (v.Classes == nil) != (full.Classes == nil) {
-					t.Fatalf("classes %v, whole document %v", v.Classes != nil, full.Classes != nil)
-				}
-				if c := full.Classes; c != nil {
-					vc := v.Classes
-					if !reflect.DeepEqual(vc.Query, c.Query) || !reflect.DeepEqual(vc.Gallery, c.Gallery) ||
-						!reflect.DeepEqual(vc.GalleryLabels(), c.GalleryLabels()) || !reflect.DeepEqual(v.Doc.RelevanceLabels.Query, full.Doc.RelevanceLabels.Query) ||
-						v.Doc.RelevanceLabels.Gallery != nil {
-						t.Fatal("classes or labels differ from the whole document's")
+					if !mode.keepIDs {
+						if v.Doc.GalleryIDs != nil || v.Doc.NGallery != ng {
+							t.Fatalf("a view keeping no ID has %d ID slots and n_gallery %d (%d rows)", len(v.Doc.GalleryIDs), v.Doc.NGallery, ng)
+						}
+						v.Doc.GalleryIDs = make([]string, ng) // the comparisons below
 					}
-					for q := range c.Query {
-						if !reflect.DeepEqual(vc.Positives(q), c.Positives(q)) {
-							t.Fatalf("query %d: positives differ", q)
+					if len(v.Doc.GalleryIDs) != ng {
+						t.Fatalf("%d gallery ID slots for %d rows", len(v.Doc.GalleryIDs), ng)
+					}
+					for g, id := range v.Doc.GalleryIDs {
+						want := ""
+						if mode.keepIDs && (held.f == nil || held.f(g)) {
+							want = full.Doc.GalleryIDs[g]
+						}
+						if id != want {
+							t.Fatalf("gallery row %d: ID %q, want %q", g, id, want)
 						}
 					}
-				}
-			})
+					if !reflect.DeepEqual(v.Positives, full.Positives) || !reflect.DeepEqual(v.Exclusions, full.Exclusions) ||
+						!reflect.DeepEqual(v.Doc.QueryIDs, full.Doc.QueryIDs) || !reflect.DeepEqual(v.Doc.Exclusions, full.Doc.Exclusions) ||
+						!reflect.DeepEqual(v.Doc.Relevance, full.Doc.Relevance) || !reflect.DeepEqual(v.Doc.DatasetIdentity, full.Doc.DatasetIdentity) ||
+						v.Doc.ProtocolFingerprint != full.Doc.ProtocolFingerprint || v.Doc.DatasetIdentityKey != full.Doc.DatasetIdentityKey ||
+						v.Doc.QueryModality != full.Doc.QueryModality || v.Doc.GalleryModality != full.Doc.GalleryModality {
+						t.Fatalf("view differs from the whole document:\n%s\n%s", mustJSON(v.Doc), mustJSON(full.Doc))
+					}
+					if (v.Classes == nil) != (full.Classes == nil) {
+						t.Fatalf("classes %v, whole document %v", v.Classes != nil, full.Classes != nil)
+					}
+					if c := full.Classes; c != nil {
+						vc := v.Classes
+						if !reflect.DeepEqual(vc.Query, c.Query) || !reflect.DeepEqual(vc.Gallery, c.Gallery) ||
+							!reflect.DeepEqual(vc.GalleryLabels(), c.GalleryLabels()) || !reflect.DeepEqual(v.Doc.RelevanceLabels.Query, full.Doc.RelevanceLabels.Query) ||
+							v.Doc.RelevanceLabels.Gallery != nil {
+							t.Fatal("classes or labels differ from the whole document's")
+						}
+						for q := range c.Query {
+							if !reflect.DeepEqual(vc.Positives(q), c.Positives(q)) {
+								t.Fatalf("query %d: positives differ", q)
+							}
+						}
+					}
+				})
+			}
 		}
 	}
 }
@@ -225,7 +239,7 @@ func TestRelevanceViewUnorderedDocument(t *testing.T) {
 		}
 	}
 	b.WriteString("}")
-	if _, err := decodeRelevanceView(ctx, "k", bytes.NewReader(b.Bytes()), nil); !errors.Is(err, errStream) {
+	if _, err := decodeRelevanceView(ctx, "k", bytes.NewReader(b.Bytes()), viewOptions{keepIDs: true}); !errors.Is(err, errStream) {
 		t.Fatalf("gallery IDs before the dataset key: %v", err)
 	}
 	// The same document with the dataset key first streams and equals the
@@ -238,7 +252,7 @@ func TestRelevanceViewUnorderedDocument(t *testing.T) {
 		}
 	}
 	b.WriteString(" } ")
-	v, err := decodeRelevanceView(ctx, "k", bytes.NewReader(b.Bytes()), nil)
+	v, err := decodeRelevanceView(ctx, "k", bytes.NewReader(b.Bytes()), viewOptions{keepIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +316,7 @@ func FuzzRelevanceView(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := decodeRelevanceView(ctx, "k", bytes.NewReader(data), func(g int) bool { return g%2 == 0 })
+		v, err := decodeRelevanceView(ctx, "k", bytes.NewReader(data), viewOptions{held: func(g int) bool { return g%2 == 0 }, keepIDs: true})
 		if err != nil {
 			return
 		}

@@ -157,6 +157,22 @@ func noRows(int, int) bool { return false }
 // rows held selects (nil: every row): the relevance artifact is read as a
 // view (ReadRelevanceView) keeping only their IDs.
 func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, held heldRows) (*ScoreJob, error) {
+	return s.prepareJob(ctx, req, held, false)
+}
+
+// prepareShard is PrepareScore for a gallery shard's stage (SPEC §11.3):
+// the relevance is a trusted view whose fingerprint and gallery ID hash
+// are left to finalize; it keeps the IDs of the shard's rows only when
+// the shard names them as reverse queries (bidirectional), none otherwise.
+func (s *Store) prepareShard(ctx context.Context, req ScoreRequest, shard rank.Shard) (*ScoreJob, error) {
+	var held heldRows
+	if req.Config.Bidirectional {
+		held = shardRows(shard)
+	}
+	return s.prepareJob(ctx, req, held, true)
+}
+
+func (s *Store) prepareJob(ctx context.Context, req ScoreRequest, held heldRows, shard bool) (*ScoreJob, error) {
 	cfg := req.Config.Clone()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -184,11 +200,18 @@ func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, held heldRow
 	}
 	// (3) relevance of that dataset, fingerprint verified.
 	var prot *Protocol
-	if held == nil {
+	ng := gm.NSamples
+	var keep func(g int) bool
+	if held != nil {
+		keep = func(g int) bool { return held(ng, g) }
+	}
+	switch {
+	case shard:
+		prot, err = s.readShardRelevance(ctx, req.RelevanceKey, keep)
+	case held == nil:
 		prot, err = s.ReadRelevance(ctx, req.RelevanceKey)
-	} else {
-		ng := gm.NSamples
-		prot, err = s.ReadRelevanceView(ctx, req.RelevanceKey, func(g int) bool { return held(ng, g) })
+	default:
+		prot, err = s.ReadRelevanceView(ctx, req.RelevanceKey, keep)
 	}
 	if err != nil {
 		return nil, err
@@ -204,14 +227,17 @@ func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, held heldRow
 		sum       func() (string, error)
 	}{
 		{req.QueryKey, "query", qm, len(prot.Doc.QueryIDs), func() (string, error) { return IDsSHA256(prot.Doc.QueryIDs) }},
-		{req.GalleryKey, "gallery", gm, len(prot.Doc.GalleryIDs), prot.galleryIDsSum},
+		{req.GalleryKey, "gallery", gm, prot.Doc.NGallery, prot.galleryIDsSum},
 	} {
+		if c.em.NSamples != c.n {
+			return nil, checkErr(c.key, fmt.Sprintf("%s IDs: endpoint has %d rows, relevance has %d %s IDs", c.what, c.em.NSamples, c.n, c.what))
+		}
+		if c.what == "gallery" && prot.trusted {
+			continue // checked by finalize
+		}
 		sum, err := c.sum()
 		if err != nil {
 			return nil, err
-		}
-		if c.em.NSamples != c.n {
-			return nil, checkErr(c.key, fmt.Sprintf("%s IDs: endpoint has %d rows, relevance has %d %s IDs", c.what, c.em.NSamples, c.n, c.what))
 		}
 		if c.em.IDsSHA256 != sum {
 			return nil, checkErr(c.key, fmt.Sprintf("%s IDs: ids_sha256 %s differs from the relevance artifact's %s IDs (%s)", c.what, c.em.IDsSHA256, c.what, sum))
@@ -227,7 +253,7 @@ func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, held heldRow
 	}
 	j := &ScoreJob{req: req, cfg: cfg, qm: qm, gm: gm, prot: prot, exclPairs: prot.Doc.Exclusions, excl: prot.Exclusions}
 	if req.ExclusionsKey != "" {
-		if j.exclPairs, j.excl, err = s.ReadExclusions(ctx, req.ExclusionsKey, len(prot.Doc.QueryIDs), len(prot.Doc.GalleryIDs)); err != nil {
+		if j.exclPairs, j.excl, err = s.ReadExclusions(ctx, req.ExclusionsKey, len(prot.Doc.QueryIDs), prot.Doc.NGallery); err != nil {
 			return nil, err
 		}
 		k := req.ExclusionsKey
@@ -380,7 +406,7 @@ func genericObject(v any) (map[string]any, error) {
 
 func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 	var missing []string
-	has := make([]bool, len(p.Doc.GalleryIDs))
+	has := make([]bool, p.Doc.NGallery)
 	if c := p.Classes; c != nil {
 		for q := range p.Doc.QueryIDs {
 			var ex []int
@@ -414,7 +440,11 @@ func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 	}
 	for g, ok := range has {
 		if !ok {
-			missing = append(missing, p.Doc.GalleryIDs[g])
+			id := "" // a view keeping no ID: the caller reads them all for the message
+			if g < len(p.Doc.GalleryIDs) {
+				id = p.Doc.GalleryIDs[g]
+			}
+			missing = append(missing, id)
 		}
 	}
 	if len(missing) > 0 {

@@ -285,3 +285,85 @@ func TestShortPositivesStageNamesItsKey(t *testing.T) {
 		t.Fatalf("got %v, want an error naming %s: %s", err, key, want)
 	}
 }
+
+// A gallery shard's worker hashes no gallery ID (SPEC §11.3): a relevance
+// artifact whose fingerprint does not verify, and a gallery endpoint whose
+// ID list differs from the relevance's, pass every shard's stages, and
+// finalize fails with the unsharded score's message, byte for byte. A
+// one-direction shard keeps no gallery ID, yet its zero-norm message names
+// the row's ID as the unsharded score does.
+func TestShardsLeaveWholeListChecksToFinalize(t *testing.T) {
+	t.Parallel()
+	for _, labels := range []bool{false, true} {
+		f := windowFixture(t, mem.New(), 6, 30, 4, labels, 11)
+		cfg := retrieval.DefaultConfig()
+		cfg.Ks, cfg.PrimaryMetric = []int{1, 5}, "map"
+
+		// Relevance whose stored fingerprint is not its content's.
+		var doc map[string]any
+		if _, err := f.s.ReadJSON(ctx, f.rk, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["protocol_fingerprint"] = strings.Repeat("0", 64)
+		if err := f.s.WriteJSON(ctx, "rel/tampered", doc); err != nil {
+			t.Fatal(err)
+		}
+		tampered := f.request(cfg)
+		tampered.RelevanceKey = "rel/tampered"
+
+		// A gallery endpoint of the same rows under other IDs.
+		gids := slices.Clone(f.ds.GalleryIDs())
+		gids[17] = "someone else"
+		otherIDs := f.request(cfg)
+		otherIDs.GalleryKey = f.writeEndpoint(t, "e/gallery-other-ids", SideGallery, f.g, gids)
+
+		for name, req := range map[string]ScoreRequest{"fingerprint": tampered, "gallery IDs": otherIDs} {
+			req.OutputKey = "s/" + name + "/whole"
+			_, want := f.s.Score(ctx, req)
+			if want == nil {
+				t.Fatalf("labels %v, %s: the unsharded score passed", labels, name)
+			}
+			for _, layout := range []rank.ShardLayout{rank.Contiguous, rank.Modulo} {
+				req.OutputKey = fmt.Sprintf("s/%s/%s", name, layout)
+				for i := range 3 {
+					if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: 3, Layout: layout}); err != nil {
+						t.Fatalf("labels %v, %s, %s positives stage %d: %v", labels, name, layout, i, err)
+					}
+				}
+				for i := range 3 {
+					if _, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: 3, Layout: layout}); err != nil {
+						t.Fatalf("labels %v, %s, %s count stage %d: %v", labels, name, layout, i, err)
+					}
+				}
+				_, err := f.s.FinalizeScore(ctx, req, 3, layout.String())
+				if err == nil || err.Error() != want.Error() {
+					t.Fatalf("labels %v, %s, %s finalize: %v, want the unsharded score's %q", labels, name, layout, err, want)
+				}
+			}
+		}
+
+		// Gallery row 13 has zero norm: under cosine the shard holding it
+		// fails with the unsharded message, which names its ID.
+		vals := slices.Clone(f.g.Float32Data())
+		clear(vals[13*4 : 14*4])
+		zg, _ := matrix.NewDense32(30, 4, vals)
+		req := f.request(cfg)
+		req.Config.Similarity = retrieval.Cosine
+		req.GalleryKey = f.writeEndpoint(t, "e/gallery-zero", SideGallery, zg, f.ds.GalleryIDs())
+		req.OutputKey = "s/zero/whole"
+		_, want := f.s.Score(ctx, req)
+		if want == nil || !strings.Contains(want.Error(), `index 13 (ID "g13")`) {
+			t.Fatalf("labels %v: unsharded score with a zero row: %v", labels, want)
+		}
+		for _, layout := range []rank.ShardLayout{rank.Contiguous, rank.Modulo} {
+			req.OutputKey = "s/zero/" + layout.String()
+			for i := range 3 {
+				shard := rank.Shard{Index: i, Total: 3, Layout: layout}
+				_, _, err := f.s.ScorePositivesStage(ctx, req, shard)
+				if holds := shard.Holds(30, 13); holds != (err != nil) || (holds && err.Error() != want.Error()) {
+					t.Fatalf("labels %v, %s shard %d (holds row 13: %v): %v, want %q", labels, layout, i, holds, err, want)
+				}
+			}
+		}
+	}
+}

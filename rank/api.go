@@ -54,6 +54,10 @@ func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(f
 type Problem struct {
 	Queries, Gallery     matrix.Matrix
 	QueryIDs, GalleryIDs []string
+	// GalleryName, when GalleryIDs is nil, names gallery row g (a global
+	// index) for a message: a shard that keeps no gallery ID looks one up
+	// only when it reports a row.
+	GalleryName func(g int) string
 	// Relevance has one entry per query: positives (grade > 0) in ascending
 	// gallery order.
 	Relevance [][]retrieval.Positive
@@ -72,6 +76,14 @@ type Problem struct {
 	// ScoreWindowPositives and by ScoreShard on that shard; its row checks
 	// cover the rows it holds.
 	GalleryFirst, GalleryTotal, GalleryStride int
+}
+
+// galleryName is the ID of gallery row g.
+func (p Problem) galleryName(g int) string {
+	if p.GalleryIDs == nil && p.GalleryName != nil {
+		return p.GalleryName(g)
+	}
+	return p.GalleryIDs[g]
 }
 
 // galleryRows is the row count of the whole gallery endpoint.

@@ -51,14 +51,14 @@ func prepare(ctx context.Context, p Problem, o Options) (*prepared, error) {
 	if o.MaxPairwise != nil && int64(nq)*int64(ng) > *o.MaxPairwise {
 		return nil, errorf("Exact retrieval would exceed max_pairwise_comparisons: %d queries × %d gallery = %d > %d", nq, ng, int64(nq)*int64(ng), *o.MaxPairwise)
 	}
-	qs, err := newSource(p.Queries, p.QueryIDs, "Query", o.Similarity, o.Precision, threads, scans[0], allRows(p.Queries.Rows()))
+	qs, err := newSource(p.Queries, sliceNames(p.QueryIDs), "Query", o.Similarity, o.Precision, threads, scans[0], allRows(p.Queries.Rows()))
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	gs, err := newSource(p.Gallery, p.GalleryIDs, "Gallery", o.Similarity, o.Precision, threads, scans[1], p.window())
+	gs, err := newSource(p.Gallery, p.galleryName, "Gallery", o.Similarity, o.Precision, threads, scans[1], p.window())
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func checkRest(p Problem, o Options) error {
 	} else if len(p.Relevance) != nq {
 		return errorf("Relevance must contain one entry for each query; got %d entries for %d queries", len(p.Relevance), nq)
 	}
-	if len(p.QueryIDs) != nq || len(p.GalleryIDs) != ng {
+	if len(p.QueryIDs) != nq || (len(p.GalleryIDs) != ng && (p.GalleryIDs != nil || p.GalleryName == nil)) {
 		return errorf("ID lists must match the endpoints: %d query IDs for %d rows, %d gallery IDs for %d rows", len(p.QueryIDs), nq, len(p.GalleryIDs), ng)
 	}
 	for q, ps := range p.Relevance {

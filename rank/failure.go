@@ -70,7 +70,7 @@ func (s *scorer[T]) failure(ctx context.Context) error {
 	})
 	var at *nonFiniteAt
 	if errors.As(err, &at) {
-		return errorf("non-finite similarity score for query %s and gallery %s", msgfmt.Quote(s.pr.p.QueryIDs[at.q]), msgfmt.Quote(s.pr.p.GalleryIDs[at.g]))
+		return errorf("non-finite similarity score for query %s and gallery %s", msgfmt.Quote(s.pr.p.QueryIDs[at.q]), msgfmt.Quote(s.pr.p.galleryName(at.g)))
 	}
 	if err != nil {
 		return err

@@ -61,8 +61,8 @@ func TestFusedScanEqualsSeparatePasses(t *testing.T) {
 			continue
 		}
 		want := &source{m: m, stride: 1, rows: rows, cols: cols, cosine: true}
-		werr := want.computeNorms(ids, "Gallery", threads)
-		got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, threads, sc, allRows(m.Rows()))
+		werr := want.computeNorms(sliceNames(ids), "Gallery", threads)
+		got, gerr := newSource(m, sliceNames(ids), "Gallery", Cosine, Float64, threads, sc, allRows(m.Rows()))
 		if !reflect.DeepEqual(got.norms, want.norms) {
 			t.Fatalf("trial %d: norms differ", trial)
 		}

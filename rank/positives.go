@@ -137,29 +137,38 @@ func (s *scorer[T]) positiveTasks(c *chunk[T]) []posTask {
 		}
 		return tasks
 	}
-	// Explicit pairs, by gallery row (a counting sort of the chunk's pairs).
+	// Explicit pairs among the positive rows, by gallery row: a counting
+	// sort of the chunk's pairs over the rows' positions (a shard's window,
+	// not the whole gallery).
 	type ref struct{ q, k int32 }
-	ng := s.pr.ng
-	start := make([]int32, ng+1)
+	rows := s.posRows
+	nw := rows.len()
+	start := make([]int32, nw+1)
 	for q := c.q0; q < c.q1; q++ {
 		for _, g := range s.rel.list(q) {
-			start[g+1]++
+			if rows.has(int(g)) {
+				start[(int(g)-rows.lo)/rows.stride+1]++
+			}
 		}
 	}
-	for g := range ng {
-		start[g+1] += start[g]
+	for p := range nw {
+		start[p+1] += start[p]
 	}
-	refs := make([]ref, start[ng])
-	fill := slices.Clone(start[:ng])
+	refs := make([]ref, start[nw])
+	fill := slices.Clone(start[:nw])
 	for q := c.q0; q < c.q1; q++ {
 		for k, g := range s.rel.list(q) {
-			refs[fill[g]] = ref{int32(q), int32(k)}
-			fill[g]++
+			if rows.has(int(g)) {
+				p := (int(g) - rows.lo) / rows.stride
+				refs[fill[p]] = ref{int32(q), int32(k)}
+				fill[p]++
+			}
 		}
 	}
 	const maxGather = 256
-	for g := s.posRows.lo; g < s.posRows.hi; g += s.posRows.stride {
-		rs := refs[start[g]:start[g+1]]
+	for p := range nw {
+		g := rows.at(p)
+		rs := refs[start[p]:start[p+1]]
 		for lo := 0; lo < len(rs); lo += maxGather {
 			part := rs[lo:min(lo+maxGather, len(rs))]
 			t := posTask{qs: make([]int32, len(part)), gs: []int32{int32(g)}, pos: make([]int32, len(part))}

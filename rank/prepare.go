@@ -37,18 +37,18 @@ type source struct {
 // prepares what producing its rows needs. endpoint is "Query" or "Gallery".
 // sc, when set, is the endpoint's fused scan (its norms are used as they
 // are).
-func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan, held rowSet) (*source, error) {
+func newSource(m matrix.Matrix, name func(int) string, endpoint string, sim Similarity, prec Precision, threads int, sc *endpointScan, held rowSet) (*source, error) {
 	s := &source{m: m, base: held.lo, stride: held.stride, rows: m.Rows(), cols: m.Cols(), prec: prec, cosine: sim == Cosine}
 	s.csr, _ = m.(*matrix.CSR)
 	if s.cosine && sc != nil && sc.norms != nil {
 		s.norms = sc.norms
 		if len(sc.zeros) > 0 {
-			return s, &Error{Msg: ZeroNormMessage(endpoint, s.global(sc.zeros), ids)}
+			return s, &Error{Msg: zeroNormMessage(endpoint, s.global(sc.zeros), name)}
 		}
 		return s, nil
 	}
 	if s.cosine {
-		return s, s.computeNorms(ids, endpoint, threads)
+		return s, s.computeNorms(name, endpoint, threads)
 	}
 	if dm, ok := m.(*matrix.Dense); ok {
 		switch {
@@ -88,7 +88,7 @@ func newSource(m matrix.Matrix, ids []string, endpoint string, sim Similarity, p
 		for c, i := range bad {
 			if i >= 0 {
 				return nil, &Error{Msg: fmt.Sprintf("%s embeddings: value at row %d (ID %s), column %d cannot be represented in float32",
-					endpoint, s.globalRow(i), msgfmt.Quote(ids[s.globalRow(i)]), cols[c])}
+					endpoint, s.globalRow(i), msgfmt.Quote(name(s.globalRow(i))), cols[c])}
 			}
 		}
 	}
@@ -145,7 +145,7 @@ func (s *source) sparseRow(g int, vals []float64) ([]int32, []float64) {
 // computeNorms implements the norm of SPEC §4.1 step 3 and the zero-norm
 // rule of step 4. Rows are independent, so they are split over the
 // workers; zero-norm rows are reported in index order.
-func (s *source) computeNorms(ids []string, endpoint string, threads int) error {
+func (s *source) computeNorms(name func(int) string, endpoint string, threads int) error {
 	s.norms = make([]float64, s.rows)
 	zeros := make([][]int, (s.rows+normChunk-1)/normChunk)
 	parallelChunks(s.rows, normChunk, threads, func(c, lo, hi int) {
@@ -179,7 +179,7 @@ func (s *source) computeNorms(ids []string, endpoint string, threads int) error 
 		zero = append(zero, z...)
 	}
 	if len(zero) > 0 {
-		return &Error{Msg: ZeroNormMessage(endpoint, s.global(zero), ids)}
+		return &Error{Msg: zeroNormMessage(endpoint, s.global(zero), name)}
 	}
 	return nil
 }
@@ -276,6 +276,13 @@ func (s *source) block32(lo, hi int, buf []float32, tmp []float64) []float32 {
 
 // ZeroNormMessage renders the exact layout of SPEC §4.1 step 4.
 func ZeroNormMessage(endpoint string, rows []int, ids []string) string {
+	return zeroNormMessage(endpoint, rows, sliceNames(ids))
+}
+
+// sliceNames names rows by a list of IDs.
+func sliceNames(ids []string) func(int) string { return func(i int) string { return ids[i] } }
+
+func zeroNormMessage(endpoint string, rows []int, name func(int) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s embeddings contain %d zero-norm row(s): ", endpoint, len(rows))
 	for k, i := range rows {
@@ -286,7 +293,7 @@ func ZeroNormMessage(endpoint string, rows []int, ids []string) string {
 		if k > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "index %d (ID %s)", i, msgfmt.Quote(ids[i]))
+		fmt.Fprintf(&b, "index %d (ID %s)", i, msgfmt.Quote(name(i)))
 	}
 	b.WriteString(". Cosine similarity is undefined for zero-norm embeddings.")
 	return b.String()

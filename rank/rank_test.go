@@ -229,7 +229,7 @@ func TestCosineNormalisationFormula(t *testing.T) {
 	// Hand-computed: [3, 4] → m = 4, y = [0.75, 1], acc = 1.5625, norm = 4·1.25 = 5.
 	norm := func(x, y float64) []float64 {
 		m, _ := matrix.NewDense64(1, 2, []float64{x, y})
-		src, err := newSource(m, []string{"q"}, "Query", Cosine, Float64, 2, nil, allRows(m.Rows()))
+		src, err := newSource(m, sliceNames([]string{"q"}), "Query", Cosine, Float64, 2, nil, allRows(m.Rows()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -241,7 +241,7 @@ func TestRowProductionMatchesDefinition(t *testing.T) {
 			for _, sim := range []Similarity{Cosine, Dot} {
 				for _, prec := range []Precision{Float64, Float32} {
 					ids := make([]string, rows)
-					src, err := newSource(fin, ids, "Gallery", sim, prec, 2, nil, allRows(fin.Rows()))
+					src, err := newSource(fin, sliceNames(ids), "Gallery", sim, prec, 2, nil, allRows(fin.Rows()))
 					if err != nil {
 						if sim == Dot && prec == Float64 {
 							t.Fatal(err)
@@ -349,9 +349,9 @@ func TestFusedScanKnownFinite(t *testing.T) {
 				ids[i] = "r"
 			}
 			want := &source{m: m, stride: 1, rows: rows, cols: d, cosine: true}
-			werr := want.computeNorms(ids, "Gallery", 1)
+			werr := want.computeNorms(sliceNames(ids), "Gallery", 1)
 			sc := scanEndpoint(m, true, 2)
-			got, gerr := newSource(m, ids, "Gallery", Cosine, Float64, 2, sc, allRows(m.Rows()))
+			got, gerr := newSource(m, sliceNames(ids), "Gallery", Cosine, Float64, 2, sc, allRows(m.Rows()))
 			if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 				t.Fatalf("d=%d %v: zero-norm error %v, want %v", d, dt, gerr, werr)
 			}
