@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -383,6 +384,52 @@ func TestModuloReverseBlockIDsAreHeld(t *testing.T) {
 			if id != want {
 				t.Fatalf("labels %v: gallery row %d (reverse block [%d, %d)): ID %q, want %q", labels, g, lo, hi, id, want)
 			}
+		}
+	}
+}
+
+// countStrings (a trusted view that keeps no gallery ID) counts the
+// elements of a string array as the decoding scanner does, leaves the
+// reader just after the array, and refuses what is not an array of
+// strings, wherever the reader's buffer boundaries fall.
+func TestCountStrings(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 9))
+	pieces := []string{`a`, `\"`, `\\`, `\u0041`, `é`, `\n`, `,`, `]`, `[`, ` `, `x\\`, `\\\"`}
+	for trial := range 400 {
+		n := r.IntN(40)
+		var b strings.Builder
+		b.WriteString(" [")
+		for i := range n {
+			if i > 0 {
+				b.WriteString([]string{",", " , ", ",\n"}[r.IntN(3)])
+			}
+			b.WriteByte('"')
+			for range r.IntN(6) {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+			}
+			b.WriteByte('"')
+		}
+		b.WriteString(" ] ,\"next\"")
+		text := b.String()
+		for _, size := range []int{16, 17, 64, 64 << 10} {
+			sc := &jsonScanner{r: bufio.NewReaderSize(strings.NewReader(text), size)}
+			got, err := sc.countStrings(ctx)
+			want := 0
+			ref := &jsonScanner{r: bufio.NewReaderSize(strings.NewReader(text), size)}
+			werr := ref.strings(func([]byte) error { want++; return nil })
+			if err != nil || werr != nil || got != want || got != n {
+				t.Fatalf("trial %d, buffer %d: %q: counted %d (%v), decoded %d (%v), built %d", trial, size, text, got, err, want, werr, n)
+			}
+			if c, err := sc.next(); err != nil || c != ',' {
+				t.Fatalf("trial %d, buffer %d: after the array: %q %v", trial, size, c, err)
+			}
+		}
+	}
+	for _, bad := range []string{``, `{}`, `["a" "b"]`, `["a",]`, `[,"a"]`, `["a"`, `["a\"]`, `[1]`, `["a",1]`} {
+		sc := &jsonScanner{r: bufio.NewReaderSize(strings.NewReader(bad), 16)}
+		if n, err := sc.countStrings(ctx); !errors.Is(err, errStream) {
+			t.Errorf("%q: %d, %v; want errStream", bad, n, err)
 		}
 	}
 }
