@@ -95,7 +95,7 @@ func (s *Store) ScorePartial(ctx context.Context, req ScoreRequest, shard rank.S
 	if err := shard.Validate(); err != nil {
 		return nil, err
 	}
-	job, err := s.prepareShard(ctx, req, shard)
+	job, err := s.prepareJob(ctx, req, shardRelevance(req.Config, shard))
 	if err != nil {
 		return nil, err
 	}
@@ -252,12 +252,12 @@ func (s *Store) FinalizeScore(ctx context.Context, req ScoreRequest, totalShards
 		return nil, fmt.Errorf("total shards must be >= 1, got %d", totalShards)
 	}
 	// Finalize names gallery rows only as reverse queries: one direction
-	// needs no gallery ID (a failed check reads them all for its message).
-	var held heldRows
+	// keeps no gallery ID (a message looks its row's up).
+	rr := wholeRelevance
 	if !req.Config.Bidirectional {
-		held = noRows
+		rr = namelessRelevance
 	}
-	job, err := s.prepareScore(ctx, req, held)
+	job, err := s.prepareJob(ctx, req, rr)
 	if err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func (s *Store) ScorePositivesStage(ctx context.Context, req ScoreRequest, shard
 	if err := shard.Validate(); err != nil {
 		return "", nil, err
 	}
-	job, err := s.prepareShard(ctx, req, shard)
+	job, err := s.prepareJob(ctx, req, shardRelevance(req.Config, shard))
 	if err != nil {
 		return "", nil, err
 	}

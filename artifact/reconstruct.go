@@ -111,7 +111,7 @@ func (s *Store) FromArtifacts(ctx context.Context, scoreKeys []string) (*Reconst
 		}
 	}
 	// Only its fingerprint, sizes and exclusions are used: no gallery ID.
-	prot, err := s.ReadRelevanceView(ctx, docs[0].RelevanceKey, func(int) bool { return false })
+	prot, err := s.readRelevanceView(ctx, docs[0].RelevanceKey, viewOptions{})
 	if err != nil {
 		return nil, err
 	}

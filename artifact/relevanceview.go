@@ -44,19 +44,6 @@ type viewOptions struct {
 	trusted bool
 }
 
-// readShardRelevance is the relevance view of a gallery shard's worker
-// (positives or count stage): trusted, keeping the IDs of the rows held
-// selects, or none when held is nil.
-func (s *Store) readShardRelevance(ctx context.Context, key string, held func(g int) bool) (*Protocol, error) {
-	o := viewOptions{held: held, keepIDs: held != nil, trusted: true}
-	p, err := s.readRelevanceView(ctx, key, o)
-	if err != nil || p.Doc.GalleryIDs != nil || !p.view {
-		return p, err
-	}
-	p.name = func(g int) string { return s.galleryID(ctx, key, g) }
-	return p, nil
-}
-
 // galleryID is the ID of gallery row g of a relevance artifact, streamed
 // once more for a message that names it; a failed read names the row.
 func (s *Store) galleryID(ctx context.Context, key string, g int) string {

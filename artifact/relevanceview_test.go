@@ -266,26 +266,37 @@ func TestRelevanceViewUnorderedDocument(t *testing.T) {
 	}
 }
 
-// A gallery shard's score job reads the relevance as a view of its rows;
+// A gallery shard's score job reads the relevance as a trusted view: of
+// its rows' IDs when bidirectional, of none (looked up by row) otherwise;
 // a whole-gallery job reads the whole document.
 func TestShardJobReadsRelevanceView(t *testing.T) {
 	t.Parallel()
 	f := newScoreFixture(t, "shard-view")
-	req := f.request(retrieval.DefaultConfig())
+	cfg := retrieval.DefaultConfig()
+	cfg.Bidirectional = true
+	req := f.request(cfg)
 	shard := rank.Shard{Index: 1, Total: 2}
-	j, err := f.s.prepareScore(ctx, req, shardRows(shard))
+	j, err := f.s.prepareJob(ctx, req, shardRelevance(cfg, shard))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !j.prot.view || strings.Join(j.prot.Doc.GalleryIDs, ",") != ",,gc,gd" {
-		t.Fatalf("view %v, gallery IDs %q", j.prot.view, j.prot.Doc.GalleryIDs)
+	if !j.prot.view || !j.prot.trusted || strings.Join(j.prot.Doc.GalleryIDs, ",") != ",,gc,gd" {
+		t.Fatalf("view %v, trusted %v, gallery IDs %q", j.prot.view, j.prot.trusted, j.prot.Doc.GalleryIDs)
 	}
+	one, err := f.s.prepareJob(ctx, f.request(retrieval.DefaultConfig()), shardRelevance(retrieval.DefaultConfig(), shard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := one.Problem(); !one.prot.view || p.GalleryIDs != nil || p.GalleryName == nil || p.GalleryName(1) != "gb" || p.GalleryName(3) != "gd" {
+		t.Fatalf("one direction: view %v, gallery IDs %q, name lookup set %v", one.prot.view, p.GalleryIDs, p.GalleryName != nil)
+	}
+	req = f.request(retrieval.DefaultConfig())
 	whole, err := f.s.PrepareScore(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if whole.prot.view || whole.pf != j.pf || whole.ef != j.ef || whole.key != j.key {
-		t.Fatalf("whole job: view %v, fingerprints %s/%s vs %s/%s", whole.prot.view, whole.pf, whole.ef, j.pf, j.ef)
+	if whole.prot.view || whole.pf != one.pf || whole.ef != one.ef || whole.key != one.key {
+		t.Fatalf("whole job: view %v, fingerprints %s/%s vs %s/%s", whole.prot.view, whole.pf, whole.ef, one.pf, one.ef)
 	}
 }
 
@@ -364,7 +375,7 @@ func TestModuloReverseBlockIDsAreHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		shard := rank.Shard{Index: 1, Total: 3, Layout: rank.Modulo}
-		j, err := f.s.prepareScore(ctx, req, shardRows(shard))
+		j, err := f.s.prepareJob(ctx, req, shardRelevance(cfg, shard))
 		if err != nil {
 			t.Fatal(err)
 		}

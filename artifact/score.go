@@ -139,40 +139,38 @@ func (m shapeOnly) RowFloat64(int, []float64) { panic("artifact: shapeOnly has n
 // PrepareScore runs the checks of SPEC §10.7 that read no embedding values,
 // in order, and computes the fingerprints and the score key.
 func (s *Store) PrepareScore(ctx context.Context, req ScoreRequest) (*ScoreJob, error) {
-	return s.prepareScore(ctx, req, nil)
+	return s.prepareJob(ctx, req, wholeRelevance)
 }
 
-// heldRows selects the gallery rows (of ng) whose IDs a worker keeps.
-type heldRows func(ng, g int) bool
-
-// shardRows keeps a gallery shard's rows.
-func shardRows(shard rank.Shard) heldRows {
-	return func(ng, g int) bool { return shard.Holds(ng, g) }
+// relevanceRead says how a job reads its relevance artifact: whole
+// (ReadRelevance), or streamed as a view keeping the gallery IDs of the
+// rows held selects (of ng rows; none when nil), trusted or verified.
+type relevanceRead struct {
+	view    bool
+	held    func(ng, g int) bool
+	trusted bool
 }
 
-// noRows keeps no gallery ID (a worker that names no gallery row).
-func noRows(int, int) bool { return false }
+// wholeRelevance reads the document whole, every ID kept.
+var wholeRelevance = relevanceRead{}
 
-// prepareScore is PrepareScore for a worker that names only the gallery
-// rows held selects (nil: every row): the relevance artifact is read as a
-// view (ReadRelevanceView) keeping only their IDs.
-func (s *Store) prepareScore(ctx context.Context, req ScoreRequest, held heldRows) (*ScoreJob, error) {
-	return s.prepareJob(ctx, req, held, false)
-}
-
-// prepareShard is PrepareScore for a gallery shard's stage (SPEC §11.3):
-// the relevance is a trusted view whose fingerprint and gallery ID hash
-// are left to finalize; it keeps the IDs of the shard's rows only when
-// the shard names them as reverse queries (bidirectional), none otherwise.
-func (s *Store) prepareShard(ctx context.Context, req ScoreRequest, shard rank.Shard) (*ScoreJob, error) {
-	var held heldRows
-	if req.Config.Bidirectional {
-		held = shardRows(shard)
+// shardRelevance is a gallery shard's stage (SPEC §11.3): a trusted view,
+// whose fingerprint and gallery ID hash are left to finalize, keeping the
+// IDs of the shard's rows only when it names them as reverse queries
+// (bidirectional), none otherwise.
+func shardRelevance(cfg retrieval.Config, shard rank.Shard) relevanceRead {
+	r := relevanceRead{view: true, trusted: true}
+	if cfg.Bidirectional {
+		r.held = func(ng, g int) bool { return shard.Holds(ng, g) }
 	}
-	return s.prepareJob(ctx, req, held, true)
+	return r
 }
 
-func (s *Store) prepareJob(ctx context.Context, req ScoreRequest, held heldRows, shard bool) (*ScoreJob, error) {
+// namelessRelevance is a verified view keeping no gallery ID (a worker that
+// names gallery rows only in messages: one-direction finalize).
+var namelessRelevance = relevanceRead{view: true}
+
+func (s *Store) prepareJob(ctx context.Context, req ScoreRequest, rr relevanceRead) (*ScoreJob, error) {
 	cfg := req.Config.Clone()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -200,18 +198,19 @@ func (s *Store) prepareJob(ctx context.Context, req ScoreRequest, held heldRows,
 	}
 	// (3) relevance of that dataset, fingerprint verified.
 	var prot *Protocol
-	ng := gm.NSamples
-	var keep func(g int) bool
-	if held != nil {
-		keep = func(g int) bool { return held(ng, g) }
-	}
-	switch {
-	case shard:
-		prot, err = s.readShardRelevance(ctx, req.RelevanceKey, keep)
-	case held == nil:
+	if rr.view {
+		ng := gm.NSamples
+		o := viewOptions{keepIDs: rr.held != nil, trusted: rr.trusted}
+		if rr.held != nil {
+			o.held = func(g int) bool { return rr.held(ng, g) }
+		}
+		prot, err = s.readRelevanceView(ctx, req.RelevanceKey, o)
+		if err == nil && prot.view && prot.Doc.GalleryIDs == nil {
+			key := req.RelevanceKey
+			prot.name = func(g int) string { return s.galleryID(ctx, key, g) }
+		}
+	} else {
 		prot, err = s.ReadRelevance(ctx, req.RelevanceKey)
-	default:
-		prot, err = s.ReadRelevanceView(ctx, req.RelevanceKey, keep)
 	}
 	if err != nil {
 		return nil, err

@@ -273,7 +273,7 @@ func DirectionFromPartials(p rank.Problem, cfg retrieval.Config, runDepth int, b
 		}
 	}
 	nq, ng := len(p.QueryIDs), blocks[0].NGallery
-	if len(p.GalleryIDs) != ng {
+	if len(p.GalleryIDs) != ng && (p.GalleryIDs != nil || p.GalleryName == nil || runDepth >= 0) {
 		return nil, fmt.Errorf("%w: %d gallery IDs for partials of %d gallery rows", rank.ErrPartialMismatch, len(p.GalleryIDs), ng)
 	}
 	counts := func() []int {
