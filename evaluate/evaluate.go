@@ -576,19 +576,9 @@ func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, sorte
 			warnings = append(warnings, fmt.Sprintf("Query %s has no negative candidates.", msgfmt.Quote(p.QueryIDs[q])))
 		}
 	}
-	perQuery := make([]metrics.Values, nq)
-	for i, r := range rows {
-		perQuery[i] = r.Metrics
-	}
-	mean := metrics.Mean(perQuery)
+	mean := metrics.MeanOf(nq, func(i int) metrics.Values { return rows[i].Metrics })
 	score, _ := mean.Get(cfg.PrimaryMetric)
-	worst := slices.Clone(rows)
-	sort.SliceStable(worst, func(a, b int) bool {
-		va, _ := worst[a].Metrics.Get(cfg.PrimaryMetric)
-		vb, _ := worst[b].Metrics.Get(cfg.PrimaryMetric)
-		return va < vb
-	})
-	worst = worst[:min(cfg.WorstQueries, len(worst))]
+	worst := worstRows(rows, cfg.PrimaryMetric, cfg.WorstQueries)
 	res := &results.ScoreResult{
 		Score: score, PrimaryMetric: cfg.PrimaryMetric, Metrics: results.MetricObject{Values: mean},
 		Diagnostics: results.Diagnostics{
@@ -625,6 +615,49 @@ func direction(p rank.Problem, cfg retrieval.Config, runDepth, nq, ng int, sorte
 		res.Run = run
 	}
 	return res, nil
+}
+
+// worstRows is the first w rows of rows stably sorted by ascending
+// primary metric (ties keep query order): for a small w, the w smallest
+// by (value, query index) picked in one pass, without copying or sorting
+// every row (a reverse direction has a row per gallery row).
+func worstRows(rows []results.QueryRow, primary string, w int) []results.QueryRow {
+	value := func(i int) float64 { v, _ := rows[i].Metrics.Get(primary); return v }
+	if w > 64 || w >= len(rows) {
+		worst := slices.Clone(rows)
+		sort.SliceStable(worst, func(a, b int) bool {
+			va, _ := worst[a].Metrics.Get(primary)
+			vb, _ := worst[b].Metrics.Get(primary)
+			return va < vb
+		})
+		return worst[:max(0, min(w, len(worst)))]
+	}
+	if w <= 0 {
+		return []results.QueryRow{}
+	}
+	// pick holds the row indices chosen so far in (value, index) order;
+	// a later row enters only with a smaller value, never on a tie.
+	pick := make([]int, 0, w+1)
+	vals := make([]float64, 0, w+1)
+	for i := range rows {
+		v := value(i)
+		if len(pick) == w && !(v < vals[w-1]) {
+			continue
+		}
+		at := len(pick)
+		for at > 0 && v < vals[at-1] {
+			at--
+		}
+		pick, vals = slices.Insert(pick, at, i), slices.Insert(vals, at, v)
+		if len(pick) > w {
+			pick, vals = pick[:w], vals[:w]
+		}
+	}
+	out := make([]results.QueryRow, len(pick))
+	for k, i := range pick {
+		out[k] = rows[i]
+	}
+	return out
 }
 
 func sortedUnique(s []string) []string {

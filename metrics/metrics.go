@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 )
 
 // Gain selects the NDCG gain function.
@@ -40,6 +41,28 @@ func Keys(ks []int) []string {
 		keys = append(keys, "precision@"+s, "recall@"+s, "hit_rate@"+s, "ndcg@"+s)
 	}
 	return keys
+}
+
+// sharedKeys is Keys(ks) as one read-only slice shared by every query of a
+// run (capacity = length, so an append copies): a run's rows would
+// otherwise each hold their own copy of the same keys, hundreds of bytes
+// per query.
+func sharedKeys(ks []int) []string {
+	if c := lastKeys.Load(); c != nil && slices.Equal(c.ks, ks) {
+		return c.keys
+	}
+	k := Keys(ks)
+	k = k[:len(k):len(k)]
+	lastKeys.Store(&keysOf{ks: slices.Clone(ks), keys: k})
+	return k
+}
+
+// lastKeys caches the keys of the last ks seen (runs use one ks).
+var lastKeys atomic.Pointer[keysOf]
+
+type keysOf struct {
+	ks   []int
+	keys []string
 }
 
 // Query computes one query's metrics. ranks[i] and grades[i] belong to the
@@ -87,17 +110,24 @@ func logExpGain(g float64) float64 {
 
 // Mean averages per-query values key by key, summing in query order.
 func Mean(rows []Values) Values {
-	if len(rows) == 0 {
+	return MeanOf(len(rows), func(i int) Values { return rows[i] })
+}
+
+// MeanOf is Mean of the n rows row(0), …, row(n−1), summed in that order
+// (rows held in another form need not be copied into a []Values).
+func MeanOf(n int, row func(i int) Values) Values {
+	if n == 0 {
 		return Values{}
 	}
-	out := Values{Keys: rows[0].Keys, Vals: make([]float64, len(rows[0].Vals))}
-	for _, r := range rows {
-		for i, v := range r.Vals {
+	first := row(0)
+	out := Values{Keys: first.Keys, Vals: make([]float64, len(first.Vals))}
+	for r := range n {
+		for i, v := range row(r).Vals {
 			out.Vals[i] += v
 		}
 	}
 	for i := range out.Vals {
-		out.Vals[i] /= float64(len(rows))
+		out.Vals[i] /= float64(n)
 	}
 	return out
 }

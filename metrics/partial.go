@@ -24,7 +24,7 @@ func QueryWithMissing(ranks []int, grades, missingGrades []float64, ks []int, ga
 		panic("metrics: QueryWithMissing: ranks and grades differ in length")
 	}
 	if len(ranks) == 0 {
-		return Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))} // nothing retrieved
+		return Values{Keys: sharedKeys(ks), Vals: make([]float64, 2+4*len(ks))} // nothing retrieved
 	}
 	return compute(ranks, grades, missingGrades, ks, gain)
 }
@@ -32,7 +32,7 @@ func QueryWithMissing(ranks []int, grades, missingGrades []float64, ks []int, ga
 // compute is the one implementation of the per-query metrics: Query is the
 // case without missing positives, so both agree bit for bit.
 func compute(ranks []int, grades, missingGrades []float64, ks []int, gain Gain) Values {
-	out := Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))}
+	out := Values{Keys: sharedKeys(ks), Vals: make([]float64, 2+4*len(ks))}
 	n := len(ranks)
 	p := n + len(missingGrades)
 	if n > 0 && uniformGrades(grades, missingGrades) {

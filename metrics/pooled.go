@@ -13,7 +13,7 @@ import (
 // The result is Query's bit for bit: Query takes the same uniform-grade
 // path and sorts the ranks first.
 func QueryUniformSorted(sorted []int, grade float64, ks []int, gain Gain) Values {
-	out := Values{Keys: Keys(ks), Vals: make([]float64, 2+4*len(ks))}
+	out := Values{Keys: sharedKeys(ks), Vals: make([]float64, 2+4*len(ks))}
 	return computeUniformSorted(out, sorted, grade, len(sorted), ks, gain)
 }
 
