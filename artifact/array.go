@@ -164,40 +164,70 @@ func newArrayEntry(src Source, d chunkdigest.Digest, nnz int64) *ArrayEntry {
 	return a
 }
 
-// putDataOnce streams src into the store once, hashing its chunks on the
-// way (on every core), and names the object by the digest once the last
-// byte is written. A failure or a crash leaves no object (the store's
-// temporary file goes with the failure, or with the next write into the
-// key after a crash). It returns the entry and the sidecar to write.
+// putDataOnce writes src's encoding with putOnce.
 func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string, src Source) (*ArrayEntry, []byte, error) {
-	h := chunkdigest.NewHasher()
 	var nnz int64
+	var a *ArrayEntry
+	d, err := s.putOnce(ctx, ln, key, func(w io.Writer) (err error) {
+		nnz, err = encodeArray(ctx, w, src)
+		return err
+	}, func(d chunkdigest.Digest) string {
+		a = newArrayEntry(src, d, nnz)
+		return a.Filename
+	})
+	if err != nil {
+		return nil, nil, &Error{Key: key, Msg: "write array", Err: err}
+	}
+	return a, d.Sidecar, nil
+}
+
+// putDataTwice writes src's encoding with putTwice.
+func (s *Store) putDataTwice(ctx context.Context, key string, src Source) (*ArrayEntry, []byte, error) {
+	var nnz int64
+	var a *ArrayEntry
+	d, err := s.putTwice(ctx, key, "array", func(w io.Writer) (err error) {
+		nnz, err = encodeArray(ctx, w, src)
+		return err
+	}, func(d chunkdigest.Digest) string {
+		a = newArrayEntry(src, d, nnz)
+		return a.Filename
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, d.Sidecar, nil
+}
+
+// putOnce streams what encode writes into the store once, hashing its
+// chunks on the way (on every core), and names the object name(digest)
+// once the last byte is written. A failure or a crash leaves no object
+// (the store's temporary file goes with the failure, or with the next
+// write into the key after a crash).
+func (s *Store) putOnce(ctx context.Context, ln store.LateNamer, key string, encode func(io.Writer) error, name func(chunkdigest.Digest) string) (chunkdigest.Digest, error) {
+	h := chunkdigest.NewHasher()
 	pr, pw := io.Pipe()
 	encoded := make(chan error, 1)
 	go func() {
 		bw := bufio.NewWriterSize(io.MultiWriter(h, pw), 1<<20)
-		var err error
-		nnz, err = encodeArray(ctx, bw, src)
+		err := encode(bw)
 		if err == nil {
 			err = bw.Flush()
 		}
 		pw.CloseWithError(err)
 		encoded <- err
 	}()
-	var a *ArrayEntry
 	var d chunkdigest.Digest
 	var encErr error
 	received := false
 	err := ln.PutNamed(ctx, key, pr, -1, func() (string, error) {
 		// The reader reached EOF, so the encoder has finished: its error
-		// and nnz are final.
+		// and whatever it recorded are final.
 		encErr, received = <-encoded, true
 		if encErr != nil {
 			return "", encErr
 		}
 		d = h.Digest()
-		a = newArrayEntry(src, d, nnz)
-		return a.Filename, nil
+		return name(d), nil
 	})
 	pr.CloseWithError(io.ErrClosedPipe) // unblock the encoder if the write stopped early
 	if !received {
@@ -206,48 +236,44 @@ func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string,
 	if err == nil {
 		err = encErr
 	}
-	if err != nil {
-		return nil, nil, &Error{Key: key, Msg: "write array", Err: err}
-	}
-	return a, d.Sidecar, nil
+	return d, err
 }
 
-// putDataTwice is the path for stores without a cheap rename (object
-// stores): a first pass computes the digest that names the file, a second
-// streams the same bytes into the store, re-hashed to prove the source did
-// not change in between.
-func (s *Store) putDataTwice(ctx context.Context, key string, src Source) (*ArrayEntry, []byte, error) {
+// putTwice is the path for stores without a cheap rename: a first pass of
+// encode computes the digest that names the file, a second streams the
+// same bytes into the store, re-hashed to prove the source did not change
+// in between.
+func (s *Store) putTwice(ctx context.Context, key, what string, encode func(io.Writer) error, name func(chunkdigest.Digest) string) (chunkdigest.Digest, error) {
 	h := chunkdigest.NewHasher()
-	nnz, err := encodeArray(ctx, h, src)
-	if err != nil {
-		return nil, nil, &Error{Key: key, Msg: "encode array", Err: err}
+	if err := encode(h); err != nil {
+		return chunkdigest.Digest{}, &Error{Key: key, Msg: "encode " + what, Err: err}
 	}
 	d := h.Digest()
-	a := newArrayEntry(src, d, nnz)
+	filename := name(d)
 	pr, pw := io.Pipe()
 	encoded := make(chan error, 1)
 	go func() {
 		h2 := chunkdigest.NewHasher()
-		_, err := encodeArray(ctx, io.MultiWriter(pw, h2), src)
-		if err == nil && h2.Digest().Hex() != a.SHA256 {
+		err := encode(io.MultiWriter(pw, h2))
+		if err == nil && h2.Digest().Hex() != d.Hex() {
 			err = errors.New("the source changed between the hashing and the upload pass")
 		}
 		pw.CloseWithError(err)
 		encoded <- err
 	}()
-	err = s.st.Put(ctx, key+"/"+a.Filename, pr, a.SizeBytes)
+	err := s.st.Put(ctx, key+"/"+filename, pr, d.Size)
 	pr.CloseWithError(io.ErrClosedPipe) // unblock the encoder if Put stopped early
 	encErr := <-encoded
 	if err == nil && encErr != nil {
-		// A store may stop reading after exactly SizeBytes: the encoder's
+		// A store may stop reading after exactly the size: the encoder's
 		// verdict decides. The object holds bytes that are not its name's.
-		_ = s.st.Delete(ctx, key+"/"+a.Filename)
+		_ = s.st.Delete(ctx, key+"/"+filename)
 		err = encErr
 	}
 	if err != nil {
-		return nil, nil, &Error{Key: key, Msg: "write " + a.Filename, Err: err}
+		return chunkdigest.Digest{}, &Error{Key: key, Msg: "write " + filename, Err: err}
 	}
-	return a, d.Sidecar, nil
+	return d, nil
 }
 
 // LoadArray verifies and decodes key's array into memory (a dense matrix is

@@ -103,6 +103,56 @@ func (s *Store) WriteJSON(ctx context.Context, key string, metadata any, opts ..
 	return s.commit(ctx, key, m)
 }
 
+// writeJSONStream is WriteJSON for a document too large to hold as text (a
+// score with a row per gallery row in the reverse direction): doc, whose
+// artifact_type is typ, is encoded by canonjson.Encode straight into the
+// store, its chunks hashed on the way, never held whole. The bytes are
+// WriteJSON's.
+func (s *Store) writeJSONStream(ctx context.Context, key, typ string, doc any, opts ...WriteOption) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	o := writeOpts(opts)
+	if _, err := s.occupant(ctx, key, typ, o.explicit); err != nil {
+		return err // before encoding: a refused key costs nothing
+	}
+	encode := func(w io.Writer) error {
+		if err := canonjson.Encode(w, doc); err != nil {
+			return &Error{Key: key, Msg: "metadata is not JSON-compatible", Err: err}
+		}
+		return nil
+	}
+	var entry FileEntry
+	name := func(d chunkdigest.Digest) string {
+		sum := d.Hex()
+		entry = FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: d.Size, SHA256: sum, Chunks: chunksFor(sum)}
+		return entry.Filename
+	}
+	var d chunkdigest.Digest
+	var err error
+	if ln, ok := s.st.(store.LateNamer); ok {
+		if d, err = s.putOnce(ctx, ln, key, encode, name); err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) {
+				err = &Error{Key: key, Msg: "write metadata", Err: err}
+			}
+		}
+	} else {
+		d, err = s.putTwice(ctx, key, "metadata", encode, name)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.putSidecar(ctx, key, entry.Chunks, d.Sidecar); err != nil {
+		return err
+	}
+	m := &Manifest{SchemaVersion: SchemaVersion, Kind: KindJSON, Metadata: entry}
+	if err := s.guardCommit(ctx, key, typ, m, o); err != nil {
+		return err
+	}
+	return s.commit(ctx, key, m)
+}
+
 // metadataEntry describes a metadata document and returns its sidecar.
 func metadataEntry(md []byte) (FileEntry, []byte) {
 	d := chunkdigest.Of(md)

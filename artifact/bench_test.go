@@ -2,8 +2,11 @@ package artifact
 
 import (
 	"context"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
@@ -104,4 +107,63 @@ func benchRecords(nq, ng int) []retrieval.Record {
 		out[q] = retrieval.Record{QueryID: strconv.Itoa(q), GalleryID: strconv.Itoa(q * (ng / nq)), Grade: 1}
 	}
 	return out
+}
+
+// The peak heap of a bidirectional finalize per reverse query (one per
+// gallery row): four gallery shards of a 100,000-row gallery on a local
+// store, finalized once per iteration; reported as
+// peak-heap-B/reverse-query (the heap in use sampled every millisecond,
+// over the heap before finalize).
+func BenchmarkFinalizeBidirectional(b *testing.B) {
+	const ng, n = 100_000, 4
+	ls, err := local.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := windowFixture(b, ls, 500, ng, 8, false, 3)
+	cfg := retrieval.DefaultConfig()
+	cfg.Bidirectional = true
+	req := f.request(cfg)
+	req.OutputKey = "s/bidi"
+	for i := range n {
+		if _, _, err := f.s.ScorePositivesStage(ctx, req, rank.Shard{Index: i, Total: n}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range n {
+		if _, err := f.s.ScorePartial(ctx, req, rank.Shard{Index: i, Total: n}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var worst uint64
+	for b.Loop() {
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		var peak atomic.Uint64
+		done := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			var ms runtime.MemStats
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				runtime.ReadMemStats(&ms)
+				peak.Store(max(peak.Load(), ms.HeapInuse))
+			}
+		}()
+		if _, err := f.s.FinalizeScore(ctx, req, n, ""); err != nil {
+			b.Fatal(err)
+		}
+		close(done)
+		<-sampled
+		if p := peak.Load(); p > base.HeapInuse {
+			worst = max(worst, p-base.HeapInuse)
+		}
+	}
+	b.ReportMetric(float64(worst)/ng, "peak-heap-B/reverse-query")
 }

@@ -57,7 +57,7 @@ func TestScoreDropReverseQueriesWithoutPositives(t *testing.T) {
 		t.Fatalf("summary %+v", local.DatasetSummary)
 	}
 	lr := local.ExtractorResults[0]
-	for name, pair := range map[string][2]any{"forward": {lr.Forward, want.Doc.Forward}, "reverse": {lr.Reverse, want.Doc.Reverse}} {
+	for name, pair := range map[string][2]any{"forward": {lr.Forward, stored(t, f.s, want).Forward}, "reverse": {lr.Reverse, stored(t, f.s, want).Reverse}} {
 		l, _ := json.Marshal(pair[0])
 		var a, b any
 		_ = json.Unmarshal(l, &a)
@@ -81,7 +81,7 @@ func TestScoreDropReverseQueriesWithoutPositives(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+			if a, b := evaluationJSON(t, f.s, got), evaluationJSON(t, f.s, want); a != b {
 				t.Fatalf("%s N=%d:\nfinalize %s\nscore    %s", layout, total, a, b)
 			}
 		}

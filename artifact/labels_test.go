@@ -181,9 +181,9 @@ func TestLabelScoreEqualsLocalRun(t *testing.T) {
 				t.Errorf("bidirectional %v: %s differs:\nlocal    %s\nartifact %s", bidir, what, ja, jc)
 			}
 		}
-		same("forward", lr.Forward, res.Doc.Forward)
+		same("forward", lr.Forward, stored(t, f.s, res).Forward)
 		if bidir {
-			same("reverse", lr.Reverse, res.Doc.Reverse)
+			same("reverse", lr.Reverse, stored(t, f.s, res).Reverse)
 		}
 		if res.Doc.PrimaryScore != lr.PrimaryScore || res.Doc.ProtocolFingerprint != local.Metadata.ProtocolFingerprint {
 			t.Errorf("bidirectional %v: primary %v vs %v, fingerprint %s vs %s", bidir, res.Doc.PrimaryScore, lr.PrimaryScore,
@@ -205,7 +205,7 @@ func TestLabelScoreEqualsLocalRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, res.Doc); a != b {
+			if a, b := evaluationJSON(t, f.s, got), evaluationJSON(t, f.s, res); a != b {
 				t.Fatalf("bidirectional %v %s:\nfinalize %s\nscore    %s", bidir, layout, a, b)
 			}
 		}

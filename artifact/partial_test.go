@@ -15,11 +15,28 @@ import (
 )
 
 // evaluationJSON is a score document without its output key.
-func evaluationJSON(t *testing.T, d *Evaluation) string {
+// stored is a committed score's document, read back whole (Scored.Doc
+// holds its scalar fields only).
+func stored(t *testing.T, s *Store, sc *Scored) *Evaluation {
 	t.Helper()
-	c := *d
-	c.OutputKey = ""
-	b, err := json.Marshal(c)
+	var d Evaluation
+	if _, err := s.ReadJSON(ctx, sc.Key, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+func evaluationJSON(t *testing.T, s *Store, sc *Scored) string {
+	t.Helper()
+	var doc map[string]any
+	if _, err := s.ReadJSON(ctx, sc.Key, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["output_key"] != sc.Key || doc["primary_score"] != sc.Doc.PrimaryScore && fmt.Sprint(doc["primary_score"]) != fmt.Sprint(sc.Doc.PrimaryScore) {
+		t.Fatalf("stored document at %s: output_key %v, primary_score %v; committed %v", sc.Key, doc["output_key"], doc["primary_score"], sc.Doc.PrimaryScore)
+	}
+	delete(doc, "output_key")
+	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +87,7 @@ func TestFinalizeScoreEqualsScore(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+				if a, b := evaluationJSON(t, f.s, got), evaluationJSON(t, f.s, want); a != b {
 					t.Fatalf("bidirectional %v %s %s:\nfinalize %s\nscore    %s", bidir, pair[1], layout, a, b)
 				}
 				if bidir && pi == 0 {

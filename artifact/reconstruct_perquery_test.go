@@ -30,7 +30,11 @@ func TestDecodeScorePerQuery(t *testing.T) {
 	res.Metrics = results.MetricObject{Values: row("", 0.25).Metrics}
 	res.Score, _ = res.Metrics.Get(cfg.PrimaryMetric)
 	res.Metadata.Config = cfg
-	withColumns, err := canonicalScore(res)
+	obj, err := scoreObject(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withColumns, err := canonjson.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
-	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/internal/version"
 	"github.com/vertebrae-eval/vertebrae/matrix"
 	"github.com/vertebrae-eval/vertebrae/rank"
@@ -25,7 +24,10 @@ type ScoreRequest struct {
 	Threads                            int    // 0 = GOMAXPROCS
 }
 
-// Scored is a committed score artifact.
+// Scored is a committed score artifact. Doc holds the document's scalar
+// fields; its directions and per-query rows (Forward, Reverse, PerQuery)
+// were streamed into the store and are not held: ReadJSON the key for
+// them.
 type Scored struct {
 	Key string
 	Doc *Evaluation
@@ -331,37 +333,21 @@ func (s *Store) CommitScore(ctx context.Context, j *ScoreJob, res *results.Extra
 	}
 	// The per-query parts (a row per query, and again as columns in each
 	// direction: a row per gallery row for the reverse direction) are
-	// encoded once in canonical form and spliced into the document, not
-	// turned into a tree of JSON values and sorted again.
-	null := json.RawMessage("null")
-	doc.Forward, doc.Reverse, doc.PerQuery.Forward, doc.PerQuery.Reverse = null, null, null, null
-	for _, part := range []struct {
-		r         *results.ScoreResult
-		dir, rows *json.RawMessage
-	}{{res.Forward, &doc.Forward, &doc.PerQuery.Forward}, {res.Reverse, &doc.Reverse, &doc.PerQuery.Reverse}} {
-		if part.r == nil {
-			continue
-		}
-		if *part.dir, err = canonicalScore(part.r); err != nil {
-			return nil, &Error{Key: j.key, Msg: "score result is not JSON-compatible", Err: err}
-		}
-		if *part.rows, err = canonjson.Marshal(results.CanonicalRows(part.r.PerQuery)); err != nil {
-			return nil, &Error{Key: j.key, Msg: "per-query rows are not JSON-compatible", Err: err}
-		}
-	}
-	md, err := evaluationDocument(doc)
+	// written from the results as the document streams into the store
+	// (canonjson.Array), never held as text or as a tree of JSON values.
+	md, err := evaluationDocument(doc, res)
 	if err != nil {
 		return nil, &Error{Key: j.key, Msg: "metadata is not JSON-compatible", Err: err}
 	}
-	if err := s.WriteJSON(ctx, j.key, md, j.writeOpts()...); err != nil {
+	if err := s.writeJSONStream(ctx, j.key, TypeEvaluation, md, j.writeOpts()...); err != nil {
 		return nil, err
 	}
 	return &Scored{Key: j.key, Doc: doc}, nil
 }
 
-// canonicalScore is the canonical JSON of a score result (its
-// MarshalJSON), with the columnar per_query block written from the rows.
-func canonicalScore(r *results.ScoreResult) ([]byte, error) {
+// scoreObject is a score result as the generic object canonjson encodes
+// (its MarshalJSON), the columnar per_query block written from the rows.
+func scoreObject(r *results.ScoreResult) (map[string]any, error) {
 	plain := *r
 	plain.PerQuery = nil
 	m, err := genericObject(plain)
@@ -371,20 +357,31 @@ func canonicalScore(r *results.ScoreResult) ([]byte, error) {
 	if r.PerQuery != nil {
 		m["per_query"] = results.CanonicalPerQuery(r.PerQuery)
 	}
-	return canonjson.Marshal(m)
+	return m, nil
 }
 
-// evaluationDocument is doc as the generic object canonjson encodes, its
-// already canonical parts spliced in as they are.
-func evaluationDocument(doc *Evaluation) (map[string]any, error) {
+// evaluationDocument is doc (its scalar fields) with res's directions and
+// per-query rows, as the generic object canonjson encodes.
+func evaluationDocument(doc *Evaluation, res *results.ExtractorResult) (map[string]any, error) {
 	small := *doc
 	small.Forward, small.Reverse, small.PerQuery = nil, nil, PerQuery{}
 	m, err := genericObject(small)
 	if err != nil {
 		return nil, err
 	}
-	m["forward"], m["reverse"] = canonjson.Canonical(doc.Forward), canonjson.Canonical(doc.Reverse)
-	m["per_query"] = map[string]any{"forward": canonjson.Canonical(doc.PerQuery.Forward), "reverse": canonjson.Canonical(doc.PerQuery.Reverse)}
+	dirs := map[string]any{"forward": nil, "reverse": nil}
+	rows := map[string]any{"forward": nil, "reverse": nil}
+	for name, r := range map[string]*results.ScoreResult{"forward": res.Forward, "reverse": res.Reverse} {
+		if r == nil {
+			continue
+		}
+		if dirs[name], err = scoreObject(r); err != nil {
+			return nil, err
+		}
+		rows[name] = results.CanonicalRows(r.PerQuery)
+	}
+	m["forward"], m["reverse"] = dirs["forward"], dirs["reverse"]
+	m["per_query"] = rows
 	return m, nil
 }
 

@@ -44,7 +44,7 @@ func newScoreFixture(t *testing.T, revision string) scoreFixture {
 	return f
 }
 
-func (f scoreFixture) writeEndpoint(t *testing.T, key, side string, m matrix.Matrix, ids []string) string {
+func (f scoreFixture) writeEndpoint(t testing.TB, key, side string, m matrix.Matrix, ids []string) string {
 	t.Helper()
 	sum, _ := IDsSHA256(ids)
 	meta := &Embedding{EndpointIdentity: EndpointIdentity{DatasetIdentityKey: f.ds.IdentityKey(),
@@ -82,11 +82,11 @@ func TestScoreEqualsLocalRun(t *testing.T) {
 		fwd, _ := json.Marshal(lr.Forward)
 		var a, b any
 		_ = json.Unmarshal(fwd, &a)
-		_ = json.Unmarshal(res.Doc.Forward, &b)
+		_ = json.Unmarshal(stored(t, f.s, res).Forward, &b)
 		if ja, jb := mustJSON(a), mustJSON(b); ja != jb {
 			t.Errorf("forward differs:\n%s\n%s", ja, jb)
 		}
-		if res.Doc.PrimaryScore != lr.PrimaryScore || (lr.Reverse != nil) != (string(res.Doc.Reverse) != "null") {
+		if res.Doc.PrimaryScore != lr.PrimaryScore || (lr.Reverse != nil) != (string(stored(t, f.s, res).Reverse) != "null") {
 			t.Errorf("primary %v vs %v", res.Doc.PrimaryScore, lr.PrimaryScore)
 		}
 		if res.Doc.ProtocolFingerprint != local.Metadata.ProtocolFingerprint {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrWrongType is wrapped by every TypeError: a key argument names an
@@ -174,17 +175,75 @@ func (s *Store) occupant(ctx context.Context, key, typ string, explicit bool) (*
 		}
 		return nil, nil // a damaged key at a derived name is repaired
 	}
-	md, _, err := s.ReadMetadata(ctx, key)
+	got, md, err := s.metadataType(ctx, key, m)
 	if err != nil {
 		if explicit {
 			return nil, &OccupiedError{Key: key, Type: "damaged artifact", Why: fmt.Sprintf("(%v)", err)}
 		}
 		return m, nil
 	}
-	if got := typeOf(md); got != typ {
+	if got != typ {
+		if md == nil { // a large document: its type alone describes it
+			return nil, &OccupiedError{Key: key, Type: got}
+		}
 		return nil, &OccupiedError{Key: key, Type: describe(md)}
 	}
 	return m, nil
+}
+
+// metadataHead is how much of a metadata document metadataType keeps when
+// the document is larger.
+const metadataHead = 64 << 10
+
+// metadataType is the artifact_type of key's metadata document (manifest
+// m), verified whole as ReadMetadata verifies it; the document itself is
+// returned only when it is at most metadataHead bytes or does not start
+// with its artifact_type as a canonical document does. A score over a
+// large gallery (hundreds of MB) is thus checked without being held.
+func (s *Store) metadataType(ctx context.Context, key string, m *Manifest) (string, []byte, error) {
+	var typ string
+	var md []byte
+	err := s.verified(ctx, key, m.Metadata.component(), func(r io.Reader) error {
+		head := make([]byte, metadataHead+1)
+		n, err := io.ReadFull(r, head)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			md = head[:n]
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t, ok := canonicalType(head)
+		if !ok {
+			rest, err := io.ReadAll(r)
+			md = append(head, rest...)
+			return err
+		}
+		typ = t
+		_, err = io.Copy(io.Discard, r) // verify the rest
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if md != nil {
+		typ = typeOf(md)
+	}
+	return typ, md, nil
+}
+
+// canonicalType is the artifact_type a canonical document's head names
+// first (`{"artifact_type":"…",`), when it does.
+func canonicalType(head []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(head, []byte(`{"artifact_type":"`))
+	if !ok {
+		return "", false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || end+1 >= len(rest) || bytes.IndexByte(rest[:end], '\\') >= 0 || rest[end+1] != ',' {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 // guardCommit is the last check before a manifest is committed: the type

@@ -175,3 +175,51 @@ func TestTypeOfFastPath(t *testing.T) {
 		}
 	}
 }
+
+// The type rule reads a large document (a score with a row per gallery
+// row) as a verified stream, keeping only its head: the type is found, a
+// write of another type is refused naming it, damage anywhere is still
+// damage, and a small or non-canonical document is read whole.
+func TestMetadataTypeOfLargeDocuments(t *testing.T) {
+	t.Parallel()
+	st := mem.New()
+	s := New(st)
+	big := map[string]any{"artifact_type": TypeEvaluation, "rows": strings.Repeat("x", 3*metadataHead)}
+	if err := s.WriteJSON(ctx, "k/big", big); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Manifest(ctx, "k/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ, md, err := s.metadataType(ctx, "k/big", m); err != nil || typ != TypeEvaluation || md != nil {
+		t.Fatalf("large document: %q, %d bytes kept, %v", typ, len(md), err)
+	}
+	err = s.WriteJSON(ctx, "k/big", map[string]any{"artifact_type": TypeRelevance})
+	var oe *OccupiedError
+	if !errors.As(err, &oe) || oe.Type != TypeEvaluation {
+		t.Fatalf("another type over a large document: %v", err)
+	}
+	for name, doc := range map[string]any{
+		"small":          map[string]any{"artifact_type": TypeEvaluation, "side": "query"},
+		"type not first": map[string]any{"artifact_type": TypeEvaluation, "aaa": strings.Repeat("y", 2*metadataHead)},
+	} {
+		key := "k/" + strings.ReplaceAll(name, " ", "-")
+		if err := s.WriteJSON(ctx, key, doc); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := s.Manifest(ctx, key)
+		typ, md, err := s.metadataType(ctx, key, m)
+		if err != nil || typ != TypeEvaluation || md == nil {
+			t.Fatalf("%s: %q, %d bytes, %v", name, typ, len(md), err)
+		}
+	}
+	// A flipped byte past the head fails the read, as ReadMetadata does.
+	name := "k/big/" + m.Metadata.Filename
+	b := objectBytes(t, st, name)
+	b[len(b)-10] ^= 1
+	putBytes(t, st, name, b)
+	if _, _, err := s.metadataType(ctx, "k/big", m); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("damaged past the head: %v", err)
+	}
+}

@@ -21,7 +21,7 @@ import (
 // windowFixture is a random float32 problem in a store: every gallery row
 // is a positive of query (row mod nq), plus random extra positives, or
 // label classes.
-func windowFixture(t *testing.T, st store.Store, nq, ng, d int, labels bool, seed uint64) scoreFixture {
+func windowFixture(t testing.TB, st store.Store, nq, ng, d int, labels bool, seed uint64) scoreFixture {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 7))
 	vals := func(n int) []float32 {
@@ -113,7 +113,7 @@ func TestShardLocalScoreEqualsScore(t *testing.T) {
 						if err != nil {
 							t.Fatalf("labels %v bidir %v %s N=%d %s: %v", labels, bidir, prec, n, layout, err)
 						}
-						if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+						if a, b := evaluationJSON(t, f.s, got), evaluationJSON(t, f.s, want); a != b {
 							t.Fatalf("labels %v bidir %v %s N=%d %s:\nshards %s\nscore  %s", labels, bidir, prec, n, layout, a, b)
 						}
 					}
@@ -194,7 +194,7 @@ func TestShardLocalMemoryReadsAndDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := evaluationJSON(t, got.Doc), evaluationJSON(t, want.Doc); a != b {
+	if a, b := evaluationJSON(t, f.s, got), evaluationJSON(t, f.s, want); a != b {
 		t.Fatalf("under the budget:\nshards %s\nscore  %s", a, b)
 	}
 

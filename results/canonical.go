@@ -60,12 +60,20 @@ func (c *rowKeys) write(w canonjson.Writer, r QueryRow) error {
 }
 
 // CanonicalPerQuery is the canonical JSON of PerQueryOf(rows) (the
-// columnar block), encoded from the rows' columns as they are.
+// columnar block), each column written from the rows as it is encoded:
+// the columns are never built (a score over a large gallery has a row per
+// gallery row in its reverse direction).
 func CanonicalPerQuery(rows []QueryRow) any {
-	p := PerQueryOf(rows)
-	metrics := make(map[string]any, len(p.Metrics))
-	for k, col := range p.Metrics {
-		metrics[k] = canonjson.Float64s(col)
+	metrics := map[string]any{}
+	if len(rows) > 0 {
+		for j, k := range rows[0].Metrics.Keys {
+			metrics[k] = canonjson.Array{N: len(rows), Elem: func(i int, w canonjson.Writer) error {
+				return canonjson.EncodeFloat(w, rows[i].Metrics.Vals[j])
+			}}
+		}
 	}
-	return map[string]any{"query_ids": canonjson.Strings(p.QueryIDs), "metrics": metrics}
+	ids := canonjson.Array{N: len(rows), Elem: func(i int, w canonjson.Writer) error {
+		return canonjson.EncodeString(w, rows[i].QueryID)
+	}}
+	return map[string]any{"query_ids": ids, "metrics": metrics}
 }
