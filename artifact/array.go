@@ -128,15 +128,17 @@ func (s *Store) WriteArray(ctx context.Context, key string, src Source, metadata
 	if _, err := s.occupant(ctx, key, typ, o.explicit); err != nil {
 		return err // before encoding: a refused key costs nothing
 	}
+	var nnz int64
 	var a *ArrayEntry
-	var sidecar []byte
-	if ln, ok := s.st.(store.LateNamer); ok {
-		a, sidecar, err = s.putDataOnce(ctx, ln, key, src)
-	} else {
-		a, sidecar, err = s.putDataTwice(ctx, key, src)
-	}
+	d, err := s.putStreamed(ctx, key, "array", func(w io.Writer) (err error) {
+		nnz, err = encodeArray(ctx, w, src)
+		return err
+	}, func(d chunkdigest.Digest) string {
+		a = newArrayEntry(src, d, nnz)
+		return a.Filename
+	})
 	if err == nil {
-		err = s.putSidecar(ctx, key, a.Chunks, sidecar)
+		err = s.putSidecar(ctx, key, a.Chunks, d.Sidecar)
 	}
 	if err != nil {
 		return err
@@ -164,38 +166,20 @@ func newArrayEntry(src Source, d chunkdigest.Digest, nnz int64) *ArrayEntry {
 	return a
 }
 
-// putDataOnce writes src's encoding with putOnce.
-func (s *Store) putDataOnce(ctx context.Context, ln store.LateNamer, key string, src Source) (*ArrayEntry, []byte, error) {
-	var nnz int64
-	var a *ArrayEntry
-	d, err := s.putOnce(ctx, ln, key, func(w io.Writer) (err error) {
-		nnz, err = encodeArray(ctx, w, src)
-		return err
-	}, func(d chunkdigest.Digest) string {
-		a = newArrayEntry(src, d, nnz)
-		return a.Filename
-	})
-	if err != nil {
-		return nil, nil, &Error{Key: key, Msg: "write array", Err: err}
+// putStreamed writes the data file that encode writes, named
+// name(digest): in one pass (putOnce) on stores that can name an object
+// after its last byte, else in two (putTwice). what names the file in
+// errors ("array", "metadata").
+func (s *Store) putStreamed(ctx context.Context, key, what string, encode func(io.Writer) error, name func(chunkdigest.Digest) string) (chunkdigest.Digest, error) {
+	ln, ok := s.st.(store.LateNamer)
+	if !ok {
+		return s.putTwice(ctx, key, what, encode, name)
 	}
-	return a, d.Sidecar, nil
-}
-
-// putDataTwice writes src's encoding with putTwice.
-func (s *Store) putDataTwice(ctx context.Context, key string, src Source) (*ArrayEntry, []byte, error) {
-	var nnz int64
-	var a *ArrayEntry
-	d, err := s.putTwice(ctx, key, "array", func(w io.Writer) (err error) {
-		nnz, err = encodeArray(ctx, w, src)
-		return err
-	}, func(d chunkdigest.Digest) string {
-		a = newArrayEntry(src, d, nnz)
-		return a.Filename
-	})
+	d, err := s.putOnce(ctx, ln, key, encode, name)
 	if err != nil {
-		return nil, nil, err
+		return d, &Error{Key: key, Msg: "write " + what, Err: err}
 	}
-	return a, d.Sidecar, nil
+	return d, nil
 }
 
 // putOnce streams what encode writes into the store once, hashing its

@@ -118,7 +118,7 @@ func (s *Store) writeJSONStream(ctx context.Context, key, typ string, doc any, o
 	}
 	encode := func(w io.Writer) error {
 		if err := canonjson.Encode(w, doc); err != nil {
-			return &Error{Key: key, Msg: "metadata is not JSON-compatible", Err: err}
+			return fmt.Errorf("metadata is not JSON-compatible: %w", err)
 		}
 		return nil
 	}
@@ -128,18 +128,7 @@ func (s *Store) writeJSONStream(ctx context.Context, key, typ string, doc any, o
 		entry = FileEntry{Filename: "metadata-" + sum + ".json", MediaType: "application/json", SizeBytes: d.Size, SHA256: sum, Chunks: chunksFor(sum)}
 		return entry.Filename
 	}
-	var d chunkdigest.Digest
-	var err error
-	if ln, ok := s.st.(store.LateNamer); ok {
-		if d, err = s.putOnce(ctx, ln, key, encode, name); err != nil {
-			var ae *Error
-			if !errors.As(err, &ae) {
-				err = &Error{Key: key, Msg: "write metadata", Err: err}
-			}
-		}
-	} else {
-		d, err = s.putTwice(ctx, key, "metadata", encode, name)
-	}
+	d, err := s.putStreamed(ctx, key, "metadata", encode, name)
 	if err != nil {
 		return err
 	}
