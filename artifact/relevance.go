@@ -184,7 +184,7 @@ func (p *Protocol) readLabels(nq, ng int, bad func(string, ...any) error) (strin
 // readPairs reads explicit relevance and returns its recomputed
 // fingerprint.
 func (p *Protocol) readPairs(nq, ng int, bad func(string, ...any) error) (string, error) {
-	triples, err := p.pairs(nq, ng, bad)
+	triples, err := p.pairs(nq, ng, true, bad)
 	if err != nil {
 		return "", err
 	}
@@ -195,9 +195,10 @@ func (p *Protocol) readPairs(nq, ng int, bad func(string, ...any) error) (string
 	return rf, nil
 }
 
-// pairs sets Positives from the document's relevance object (checked) and
-// returns the sorted [query, gallery, grade] triples its fingerprint hashes.
-func (p *Protocol) pairs(nq, ng int, bad func(string, ...any) error) ([]any, error) {
+// pairs sets Positives from the document's relevance object (checked) and,
+// with triples set, returns the sorted [query, gallery, grade] triples its
+// fingerprint hashes.
+func (p *Protocol) pairs(nq, ng int, triples bool, bad func(string, ...any) error) ([]any, error) {
 	doc := p.Doc
 	p.Positives = make([][]retrieval.Positive, nq)
 	index := func(s string, n int, what string) (int, error) {
@@ -223,14 +224,19 @@ func (p *Protocol) pairs(nq, ng int, bad func(string, ...any) error) ([]any, err
 			p.Positives[q] = append(p.Positives[q], retrieval.Positive{Index: g, Grade: grade})
 		}
 	}
-	triples := []any{}
+	var out []any
+	if triples {
+		out = []any{}
+	}
 	for q, ps := range p.Positives {
 		sort.Slice(ps, func(a, b int) bool { return ps[a].Index < ps[b].Index })
-		for _, x := range ps {
-			triples = append(triples, []any{q, x.Index, x.Grade})
+		if triples {
+			for _, x := range ps {
+				out = append(out, []any{q, x.Index, x.Grade})
+			}
 		}
 	}
-	return triples, nil
+	return out, nil
 }
 
 // WriteExclusions commits a separate exclusions artifact (sorted unique

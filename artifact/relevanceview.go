@@ -155,7 +155,7 @@ func decodeRelevanceView(ctx context.Context, key string, r io.Reader, o viewOpt
 			rf, err = st.fp.Labels(doc.QueryIDs, st.qLabels)
 		}
 	} else {
-		triples, perr := p.pairs(nq, ng, bad)
+		triples, perr := p.pairs(nq, ng, !o.trusted, bad)
 		if perr != nil {
 			return nil, errStream
 		}
