@@ -69,12 +69,8 @@ func headerOf(md []byte) docHeader {
 // over a large gallery is tens of MB, read again whenever its key is
 // written).
 func typeOf(md []byte) string {
-	const lead = `{"artifact_type":"`
-	if rest, ok := bytes.CutPrefix(md, []byte(lead)); ok && bytes.HasSuffix(md, []byte("}")) {
-		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 &&
-			(rest[end+1] == ',' || rest[end+1] == '}') {
-			return string(rest[:end])
-		}
+	if t, ok := canonicalType(md); ok && bytes.HasSuffix(md, []byte("}")) {
+		return t
 	}
 	return headerOf(md).ArtifactType
 }
@@ -232,15 +228,16 @@ func (s *Store) metadataType(ctx context.Context, key string, m *Manifest) (stri
 	return typ, md, nil
 }
 
-// canonicalType is the artifact_type a canonical document's head names
-// first (`{"artifact_type":"…",`), when it does.
+// canonicalType is the artifact_type a canonical document names first
+// (`{"artifact_type":"…",` or a document of that member alone), read in
+// place from its head.
 func canonicalType(head []byte) (string, bool) {
 	rest, ok := bytes.CutPrefix(head, []byte(`{"artifact_type":"`))
 	if !ok {
 		return "", false
 	}
 	end := bytes.IndexByte(rest, '"')
-	if end < 0 || end+1 >= len(rest) || bytes.IndexByte(rest[:end], '\\') >= 0 || rest[end+1] != ',' {
+	if end < 0 || end+1 >= len(rest) || bytes.IndexByte(rest[:end], '\\') >= 0 || (rest[end+1] != ',' && rest[end+1] != '}') {
 		return "", false
 	}
 	return string(rest[:end]), true
