@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
@@ -42,6 +43,29 @@ type viewOptions struct {
 	// gallery shard leaves those checks to finalize, which reads the whole
 	// list once). The document's bytes are still verified chunk by chunk.
 	trusted bool
+}
+
+// idLookup names gallery rows of a relevance artifact for messages of a
+// worker that keeps no ID: the first row named selects streams the
+// document once, keeping the IDs of every row named selects (a shard's
+// rows: a message lists up to ten of them), and later ones read those;
+// any other row is looked up on its own.
+func (s *Store) idLookup(ctx context.Context, key string, named func(g int) bool) func(g int) string {
+	var once sync.Once
+	var ids []string
+	return func(g int) string {
+		if named != nil && named(g) {
+			once.Do(func() {
+				if v, err := s.readRelevanceView(ctx, key, viewOptions{held: named, keepIDs: true, trusted: true}); err == nil {
+					ids = v.Doc.GalleryIDs
+				}
+			})
+			if g >= 0 && g < len(ids) {
+				return ids[g]
+			}
+		}
+		return s.galleryID(ctx, key, g)
+	}
 }
 
 // galleryID is the ID of gallery row g of a relevance artifact, streamed

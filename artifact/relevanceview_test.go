@@ -444,3 +444,34 @@ func TestCountStrings(t *testing.T) {
 		}
 	}
 }
+
+// A worker keeping no gallery ID names rows by reading the relevance
+// document once for all the rows it may name (a shard's), not once per
+// message row; a row outside them is still named.
+func TestIDLookupReadsTheDocumentOnce(t *testing.T) {
+	t.Parallel()
+	cs := &countingStore{Store: mem.New()}
+	f := windowFixture(t, cs, 4, 50, 3, false, 8)
+	shard := rank.Shard{Index: 1, Total: 3}
+	cs.read.Store(0)
+	if got := f.s.galleryID(ctx, f.rk, 20); got != "g20" {
+		t.Fatalf("row 20 named %q", got)
+	}
+	one := cs.read.Load() // one streamed read of the document
+	name := f.s.idLookup(ctx, f.rk, func(g int) bool { return shard.Holds(50, g) })
+	cs.read.Store(0)
+	for _, g := range []int{17, 20, 32, 17} {
+		if !shard.Holds(50, g) {
+			t.Fatalf("the shard does not hold row %d", g)
+		}
+		if got := name(g); got != fmt.Sprintf("g%d", g) {
+			t.Fatalf("row %d named %q", g, got)
+		}
+	}
+	if n := cs.read.Load(); n != one {
+		t.Fatalf("four names of the shard's rows read %d bytes; one read of the document is %d", n, one)
+	}
+	if got := name(2); got != "g2" {
+		t.Fatalf("row 2, outside the shard: %q", got)
+	}
+}

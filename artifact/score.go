@@ -151,6 +151,9 @@ type relevanceRead struct {
 	view    bool
 	held    func(ng, g int) bool
 	trusted bool
+	// named, for a view keeping no ID, selects the rows whose IDs a first
+	// message reads in one pass (a shard's rows); nil: one row at a time.
+	named func(ng, g int) bool
 }
 
 // wholeRelevance reads the document whole, every ID kept.
@@ -161,9 +164,10 @@ var wholeRelevance = relevanceRead{}
 // IDs of the shard's rows only when it names them as reverse queries
 // (bidirectional), none otherwise.
 func shardRelevance(cfg retrieval.Config, shard rank.Shard) relevanceRead {
-	r := relevanceRead{view: true, trusted: true}
+	rows := func(ng, g int) bool { return shard.Holds(ng, g) }
+	r := relevanceRead{view: true, trusted: true, named: rows}
 	if cfg.Bidirectional {
-		r.held = func(ng, g int) bool { return shard.Holds(ng, g) }
+		r.held = rows
 	}
 	return r
 }
@@ -208,8 +212,11 @@ func (s *Store) prepareJob(ctx context.Context, req ScoreRequest, rr relevanceRe
 		}
 		prot, err = s.readRelevanceView(ctx, req.RelevanceKey, o)
 		if err == nil && prot.view && prot.Doc.GalleryIDs == nil {
-			key := req.RelevanceKey
-			prot.name = func(g int) string { return s.galleryID(ctx, key, g) }
+			var named func(g int) bool
+			if rr.named != nil {
+				named = func(g int) bool { return rr.named(ng, g) }
+			}
+			prot.name = s.idLookup(ctx, req.RelevanceKey, named)
 		}
 	} else {
 		prot, err = s.ReadRelevance(ctx, req.RelevanceKey)

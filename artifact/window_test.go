@@ -342,17 +342,19 @@ func TestShardsLeaveWholeListChecksToFinalize(t *testing.T) {
 			}
 		}
 
-		// Gallery row 13 has zero norm: under cosine the shard holding it
-		// fails with the unsharded message, which names its ID.
+		// Gallery rows 13 and 16 (one contiguous shard, one modulo shard)
+		// have zero norm: under cosine the shard holding them fails with
+		// the unsharded message, which names both IDs.
 		vals := slices.Clone(f.g.Float32Data())
 		clear(vals[13*4 : 14*4])
+		clear(vals[16*4 : 17*4])
 		zg, _ := matrix.NewDense32(30, 4, vals)
 		req := f.request(cfg)
 		req.Config.Similarity = retrieval.Cosine
 		req.GalleryKey = f.writeEndpoint(t, "e/gallery-zero", SideGallery, zg, f.ds.GalleryIDs())
 		req.OutputKey = "s/zero/whole"
 		_, want := f.s.Score(ctx, req)
-		if want == nil || !strings.Contains(want.Error(), `index 13 (ID "g13")`) {
+		if want == nil || !strings.Contains(want.Error(), `index 13 (ID "g13"), index 16 (ID "g16")`) {
 			t.Fatalf("labels %v: unsharded score with a zero row: %v", labels, want)
 		}
 		for _, layout := range []rank.ShardLayout{rank.Contiguous, rank.Modulo} {
