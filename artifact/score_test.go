@@ -3,13 +3,20 @@ package artifact
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/vertebrae-eval/vertebrae/compress"
 	"github.com/vertebrae-eval/vertebrae/evaluate"
+	"github.com/vertebrae-eval/vertebrae/internal/canonjson"
 	"github.com/vertebrae-eval/vertebrae/matrix"
+	"github.com/vertebrae-eval/vertebrae/metrics"
+	"github.com/vertebrae-eval/vertebrae/results"
 	"github.com/vertebrae-eval/vertebrae/retrieval"
+	"github.com/vertebrae-eval/vertebrae/store"
+	"github.com/vertebrae-eval/vertebrae/store/faulty"
 	"github.com/vertebrae-eval/vertebrae/store/mem"
 )
 
@@ -341,5 +348,54 @@ func TestExclusionsOverride(t *testing.T) {
 	}
 	if _, err := f.s.FromArtifacts(ctx, []string{res.Key}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A streamed document (lazy rows and columns, written through the chunk
+// hasher) is the file WriteJSON writes for the same content, on a store
+// that names files after writing them (one pass) and on one that does not
+// (two passes); a value that is not JSON-compatible fails and commits
+// nothing.
+func TestStreamedDocumentEqualsWriteJSON(t *testing.T) {
+	t.Parallel()
+	keys := []string{"mrr", "map"}
+	rows := make([]results.QueryRow, 3000)
+	for i := range rows {
+		rows[i] = results.QueryRow{QueryID: fmt.Sprintf("q\"%d", i), Metrics: metrics.Values{Keys: keys, Vals: []float64{1 / float64(i+1), float64(i%7) / 7}}}
+	}
+	lazy := map[string]any{"artifact_type": TypeEvaluation, "per_query": results.CanonicalRows(rows), "columns": results.CanonicalPerQuery(rows)}
+	var whole map[string]any
+	b, err := canonjson.Marshal(lazy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &whole); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]store.Store{"one pass": mem.New(), "two passes": faulty.New(mem.New())} {
+		s := New(st)
+		if err := s.writeJSONStream(ctx, "doc/streamed", TypeEvaluation, lazy); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteJSON(ctx, "doc/whole", whole); err != nil {
+			t.Fatal(err)
+		}
+		a, err1 := s.Manifest(ctx, "doc/streamed")
+		w, err2 := s.Manifest(ctx, "doc/whole")
+		if err1 != nil || err2 != nil || a.Metadata.SHA256 != w.Metadata.SHA256 || a.Metadata.SizeBytes != w.Metadata.SizeBytes {
+			t.Fatalf("%s: streamed %+v, whole %+v (%v %v)", name, a, w, err1, err2)
+		}
+		if _, _, err := s.ReadMetadata(ctx, "doc/streamed"); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bad := map[string]any{"artifact_type": TypeEvaluation, "x": canonjson.Float64s([]float64{1, math.NaN()})}
+		if err := s.writeJSONStream(ctx, "doc/bad", TypeEvaluation, bad); err == nil || !strings.Contains(err.Error(), "not JSON-compatible") || !strings.Contains(err.Error(), "doc/bad") {
+			t.Fatalf("%s: a NaN: %v", name, err)
+		}
+		for n, err := range st.List(ctx, "doc/bad") {
+			if err == nil {
+				t.Fatalf("%s: a failed write left %s", name, n)
+			}
+		}
 	}
 }
