@@ -409,7 +409,10 @@ func genericObject(v any) (map[string]any, error) {
 
 func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 	var missing []string
-	has := make([]bool, p.Doc.NGallery)
+	var has []bool // the reverse coverage, one flag per gallery row: bidirectional only
+	if bidirectional {
+		has = make([]bool, p.Doc.NGallery)
+	}
 	if c := p.Classes; c != nil {
 		for q := range p.Doc.QueryIDs {
 			var ex []int
@@ -420,7 +423,9 @@ func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 				missing = append(missing, p.Doc.QueryIDs[q])
 			}
 		}
-		has = c.ReverseEligible(excl)
+		if bidirectional {
+			has = c.ReverseEligible(excl)
+		}
 	}
 	for q := range p.Positives {
 		var ex []int
@@ -431,8 +436,10 @@ func checkEligible(p *Protocol, excl [][]int, bidirectional bool) error {
 		if len(el) == 0 {
 			missing = append(missing, p.Doc.QueryIDs[q])
 		}
-		for _, x := range el {
-			has[x.Index] = true
+		if has != nil {
+			for _, x := range el {
+				has[x.Index] = true
+			}
 		}
 	}
 	if len(missing) > 0 {
