@@ -24,6 +24,7 @@ type plan struct {
 	foldBytes  int     // per-query counting state a query block keeps near the core
 	mergeMax   bool    // mutation test: counts merged with max instead of sum
 	static     bool    // tests: the pass's blocks are dealt to the workers round-robin
+	longRows   int     // tests: > 0 runs every exhaustive pass query-major in long blocks of this many rows
 	scale      float64 // screen bound multiplier (mutation tests: < 1)
 }
 
@@ -45,6 +46,7 @@ type tuning struct {
 	noBuckets  bool    // plain binary searches only
 	mergeMax   bool    // mutation: merge the workers' counts with max
 	static     bool    // deal the pass's blocks round-robin (every worker gets some)
+	longRows   int     // > 0: every exhaustive pass query-major, in long blocks of this many rows
 }
 
 const (
@@ -82,7 +84,7 @@ func newPlan(pr *prepared, rows rowSet) plan {
 		sparse: pr.q.csr != nil && pr.g.csr != nil,
 		chunk:  orDefault(t.chunkPairs, defaultChunkBytes), chunkPairs: t.chunkPairs > 0, window: orDefault(t.windowCap, defaultWindowCap),
 		buckets: !t.noBuckets, subRows: orDefault(t.subRows, defaultSubRows), verify: orDefault(t.verify, defaultVerify),
-		foldBytes: foldStateBytes, mergeMax: t.mergeMax, static: t.static, scale: 1,
+		foldBytes: foldStateBytes, mergeMax: t.mergeMax, static: t.static, longRows: t.longRows, scale: 1,
 	}
 	if t.boundScale != 0 {
 		pl.scale = t.boundScale

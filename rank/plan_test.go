@@ -467,6 +467,7 @@ func randomTuning(r *rand.Rand) *tuning {
 		static:     r.IntN(2) == 0,
 		subRows:    []int{kernel.Int16GalleryTile, 0}[r.IntN(2)],
 		verify:     []int{0, 1, 5}[r.IntN(3)],
+		longRows:   []int{0, 0, 7, 1 << 30}[r.IntN(4)],
 	}
 }
 
