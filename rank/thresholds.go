@@ -106,19 +106,18 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 	b := newBuckets(lo, hi, nb)
 	// Counts by bucket, then each bucket's first slot, from the top: the
 	// number of values in the buckets above it.
-	rs.keys, rs.cnt, rs.pos = growTo(rs.keys, n), growTo(rs.cnt, nb), growTo(rs.pos, n)
-	cnt := rs.cnt
+	rs.keys, rs.cnt, rs.pos = growTo(rs.keys, len(vals)), growTo(rs.cnt, nb), growTo(rs.pos, n)
+	keys, cnt := rs.keys, rs.cnt
 	clear(cnt)
-	x, j := ex, 0
+	x = ex
 	for i, v := range vals {
 		if len(x) > 0 && int(x[0]) == i {
 			x = x[1:]
 			continue
 		}
 		k := int32(b.bucket(float64(v)))
-		rs.keys[j] = k
+		keys[i] = k
 		cnt[k]++
-		j++
 	}
 	sum := int32(0)
 	for k := nb - 1; k >= 0; k-- {
@@ -126,50 +125,30 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 	}
 	// The positions in list order (ascending gallery index), so that
 	// equal scores keep the tie rule's order within a bucket.
-	x, j = ex, 0
+	x = ex
 	for i := range vals {
 		if len(x) > 0 && int(x[0]) == i {
 			x = x[1:]
 			continue
 		}
-		k := rs.keys[j]
+		k := keys[i]
 		rs.pos[cnt[k]] = int32(i)
 		cnt[k]++
-		j++
 	}
-	// cnt[k] is now the end of bucket k (its start is cnt[k+1], 0 for the
-	// top bucket). One pass from the top puts each bucket in exact rank
-	// order and, with table set, records its start: first[k+1], the first
-	// slot whose bucket is ≤ k, is the start of bucket k; first[0] = n.
-	var t16 []uint16
-	var t32 []int32
-	if table {
-		if n < math.MaxUint16 {
-			if len(tab) != nb+1 {
-				tab = make([]uint16, nb+1)
-			}
-			t16, b.first16 = tab, tab
-			t16[0] = uint16(n)
-			if b.k32 != nil {
-				b.k32.Tab = tab
-			}
-		} else {
-			t32 = make([]int32, nb+1)
-			b.first, t32[0] = t32, int32(n)
-		}
-	}
+	// cnt[k] is now the end of bucket k, and the start of bucket k − 1
+	// (bucket nb − 1 starts at 0). Each bucket in exact rank order: a walk
+	// over the slots finds the buckets holding several values (most hold
+	// one: about slotBucketsPerThreshold buckets per value).
+	pos := rs.pos[:n]
 	before := func(a, b int32) bool { return precedes(vals[a], int(a), vals[b], int(b)) }
-	s := 0
-	for k := nb - 1; k >= 0; k-- {
-		e := int(cnt[k])
-		if t16 != nil {
-			t16[k+1] = uint16(s)
-		} else if t32 != nil {
-			t32[k+1] = int32(s)
+	for s := 0; s < n; {
+		k, e := keys[pos[s]], s+1
+		for e < n && keys[pos[e]] == k {
+			e++
 		}
 		switch {
 		case e-s > 16:
-			slices.SortStableFunc(rs.pos[s:e], func(a, b int32) int {
+			slices.SortStableFunc(pos[s:e], func(a, b int32) int {
 				if before(a, b) {
 					return -1
 				}
@@ -180,20 +159,39 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 			})
 		case e-s > 1:
 			for i := s + 1; i < e; i++ {
-				p, m := rs.pos[i], i
-				for m > s && before(p, rs.pos[m-1]) {
-					rs.pos[m] = rs.pos[m-1]
+				p, m := pos[i], i
+				for m > s && before(p, pos[m-1]) {
+					pos[m] = pos[m-1]
 					m--
 				}
-				rs.pos[m] = p
+				pos[m] = p
 			}
 		}
 		s = e
 	}
 	if !table {
-		return rs.pos[:n], nil
+		return pos, nil
 	}
-	return rs.pos[:n], b
+	// first[k+1], the first slot whose bucket is ≤ k, is the start of
+	// bucket k: cnt[k+1] (0 for the top bucket); first[0] = n = cnt[0].
+	if n < math.MaxUint16 {
+		if len(tab) != nb+1 {
+			tab = make([]uint16, nb+1)
+		}
+		for k, c := range cnt[:nb] {
+			tab[k] = uint16(c)
+		}
+		tab[nb] = 0
+		b.first16 = tab
+		if b.k32 != nil {
+			b.k32.Tab = tab
+		}
+		return pos, b
+	}
+	t32 := make([]int32, nb+1)
+	copy(t32, cnt[:nb])
+	b.first = t32
+	return pos, b
 }
 
 // slotBuckets narrows the searches over one query's thresholds: the score
