@@ -380,9 +380,17 @@ func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []ne
 // state (about 20 bytes per positive) is read ahead of a row's placement.
 const warmThresholds = 1024
 
-// countRow places every score of the row, len(fs.k) at a time, and counts
-// those of the runs.
+// countRow places the scores of the row from its first negative to its
+// last, len(fs.k) at a time, and counts those of the runs. The positives
+// and excluded rows between the runs are set to −Inf for the count (saved
+// and restored): −Inf precedes no positive, so each lands in slot p and is
+// taken back from it, and it is never the largest. One branch-free loop
+// then counts every placed score, however short the runs between
+// interleaved positives.
 func countRow[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
+	if len(runs) == 0 {
+		return math.Inf(-1)
+	}
 	if fs.rows != b {
 		fs.rows = b
 		fs.global = growTo(fs.global, b.n)
@@ -390,36 +398,38 @@ func countRow[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun,
 			fs.global[j] = int32(b.global(j))
 		}
 	}
-	m := T(math.Inf(-1))
-	seg := len(fs.k)
-	next := 0 // the first offset of runs[0] not yet counted
-	if len(runs) > 0 {
-		next = int(runs[0][0])
-	}
-	for a := 0; len(runs) > 0; a += seg {
-		e := min(a+seg, b.n)
-		if next >= e {
-			continue // no negative in [a, e)
+	lo, hi := int(runs[0][0]), int(runs[len(runs)-1][1])
+	fs.saved = fs.saved[:0]
+	inf := T(math.Inf(-1))
+	for k := 1; k < len(runs); k++ {
+		for j := runs[k-1][1]; j < runs[k][0]; j++ {
+			fs.saved = append(fs.saved, row[j])
+			row[j] = inf
 		}
+	}
+	m := inf
+	seg := len(fs.k)
+	for a := lo; a < hi; a += seg {
+		e := min(a+seg, hi)
 		v, g, ks := row[a:e], fs.global[a:e], fs.k[:e-a]
 		th.place(v, g, ks)
-		for len(runs) > 0 && next < e {
-			end := min(int(runs[0][1]), e)
-			for j := next - a; j < end-a; j++ {
-				x, s := v[j], ks[j]
-				if x > m {
-					m = x
-				}
-				if s < 0 {
-					s = int32(th.firstPreceded(x, int(g[j])))
-				}
-				cnt[s]++
+		for j, s := range ks {
+			x := v[j]
+			if x > m {
+				m = x
 			}
-			if next = end; end == int(runs[0][1]) {
-				if runs = runs[1:]; len(runs) > 0 {
-					next = int(runs[0][0])
-				}
+			if s < 0 {
+				s = int32(th.firstPreceded(x, int(g[j])))
 			}
+			cnt[s]++
+		}
+	}
+	cnt[len(th.score)] -= int32(len(fs.saved))
+	i := 0
+	for k := 1; k < len(runs); k++ {
+		for j := runs[k-1][1]; j < runs[k][0]; j++ {
+			row[j] = fs.saved[i]
+			i++
 		}
 	}
 	return float64(m)
@@ -483,6 +493,7 @@ type foldScratch[T working] struct {
 	// global are the global rows of block rows (countRow32).
 	global []int32
 	rows   block
+	saved  []T // countRow's masked scores
 	warmed uint32 // keeps warmState's loads
 }
 
