@@ -493,7 +493,7 @@ type foldScratch[T working] struct {
 	// global are the global rows of block rows (countRow32).
 	global []int32
 	rows   block
-	saved  []T // countRow's masked scores
+	saved  []T    // countRow's masked scores
 	warmed uint32 // keeps warmState's loads
 }
 
