@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -262,6 +263,9 @@ func (s *scorer[T]) foldRow(w *worker[T], c *chunk[T], i int, b block, row []T) 
 		w.pos = w.pos[:0]
 		pos = &w.pos
 	}
+	if pos == nil && s.foldMembers(w, c, i, b, row) {
+		return
+	}
 	w.runs = s.rel.runs(q, b, w.runs[:0], pos)
 	if len(w.runs) > 0 {
 		th := &c.th[i]
@@ -291,6 +295,45 @@ func (s *scorer[T]) foldRow(w *worker[T], c *chunk[T], i int, b block, row []T) 
 			w.offer(i, row[j], b.global(int(j)))
 		}
 	}
+}
+
+// foldMembers folds the row the way countRow would, without its runs, when
+// that is the way: float32 scores with a bucket table, a contiguous block
+// holding no excluded row of the query and at least three quarters
+// negatives. The query's positives in the block are a slice of its list
+// (for label relevance, of its class's members). It reports whether it
+// folded the row.
+func (s *scorer[T]) foldMembers(w *worker[T], c *chunk[T], i int, b block, row []T) bool {
+	q := c.q0 + i
+	if b.stride != 1 || !c.neg[i] {
+		return false
+	}
+	th := &c.th[i]
+	if th.b == nil || th.b.k32 == nil {
+		return false
+	}
+	end := int32(b.g0 + b.n)
+	if ex := s.rel.exclusions(q); len(ex) > 0 {
+		if e, _ := slices.BinarySearch(ex, b.g0); e < len(ex) && ex[e] < int(end) {
+			return false
+		}
+	}
+	list := s.rel.list(q)
+	lo, _ := slices.BinarySearch(list, int32(b.g0))
+	hi, _ := slices.BinarySearch(list[lo:], end)
+	members := list[lo : lo+hi]
+	neg := b.n - len(members)
+	if neg == 0 || 4*neg < 3*b.n {
+		return false
+	}
+	cnt := w.cnt[c.off[i] : c.off[i]+len(th.score)+1]
+	if len(th.score) >= warmThresholds {
+		warmState(th, cnt, &w.fs)
+	}
+	if m := countMembers(th, cnt, row, members, b, &w.fs); !w.hasBest[i] || m > w.best[i] {
+		w.best[i], w.hasBest[i] = m, true
+	}
+	return true
 }
 
 func (w *worker[T]) offer(i int, v T, g int) {
@@ -381,16 +424,41 @@ func countBucketed[T working](th *thresholds[T], cnt []int32, row []T, runs []ne
 const warmThresholds = 1024
 
 // countRow places the scores of the row from its first negative to its
-// last, len(fs.k) at a time, and counts those of the runs. The positives
-// and excluded rows between the runs are set to −Inf for the count (saved
-// and restored): −Inf precedes no positive, so each lands in slot p and is
-// taken back from it, and it is never the largest. One branch-free loop
-// then counts every placed score, however short the runs between
-// interleaved positives.
+// last and counts those of the runs (countMasked), the positives and
+// excluded rows between the runs masked.
 func countRow[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun, b block, fs *foldScratch[T]) float64 {
 	if len(runs) == 0 {
 		return math.Inf(-1)
 	}
+	fs.masked = fs.masked[:0]
+	for k := 1; k < len(runs); k++ {
+		for j := runs[k-1][1]; j < runs[k][0]; j++ {
+			fs.masked = append(fs.masked, j)
+		}
+	}
+	return countMasked(th, cnt, row, int(runs[0][0]), int(runs[len(runs)-1][1]), b, fs)
+}
+
+// countMembers counts every score of a contiguous block's row but those of
+// the query's positives, members (ascending global rows, all in the block;
+// no excluded row in it), masked (countMasked).
+func countMembers[T working](th *thresholds[T], cnt []int32, row []T, members []int32, b block, fs *foldScratch[T]) float64 {
+	fs.masked = growTo(fs.masked, len(members))
+	for k, g := range members {
+		fs.masked[k] = g - int32(b.g0)
+	}
+	return countMasked(th, cnt, row, 0, b.n, b, fs)
+}
+
+// countMasked places the scores of row offsets [lo, hi), len(fs.k) at a
+// time, and counts them, but for the offsets fs.masked (positives and
+// excluded rows): those are set to −Inf for the count and restored. −Inf
+// precedes no positive, so each lands in slot p and is taken back from it,
+// and it is never the largest: one branch-free loop counts every placed
+// score, however short the runs between interleaved positives, and no
+// placement ties with a positive's own score. It returns the largest
+// counted score.
+func countMasked[T working](th *thresholds[T], cnt []int32, row []T, lo, hi int, b block, fs *foldScratch[T]) float64 {
 	if fs.rows != b {
 		fs.rows = b
 		fs.global = growTo(fs.global, b.n)
@@ -398,14 +466,10 @@ func countRow[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun,
 			fs.global[j] = int32(b.global(j))
 		}
 	}
-	lo, hi := int(runs[0][0]), int(runs[len(runs)-1][1])
-	fs.saved = fs.saved[:0]
+	fs.saved = growTo(fs.saved, len(fs.masked))
 	inf := T(math.Inf(-1))
-	for k := 1; k < len(runs); k++ {
-		for j := runs[k-1][1]; j < runs[k][0]; j++ {
-			fs.saved = append(fs.saved, row[j])
-			row[j] = inf
-		}
+	for k, j := range fs.masked {
+		fs.saved[k], row[j] = row[j], inf
 	}
 	m := inf
 	seg := len(fs.k)
@@ -424,13 +488,9 @@ func countRow[T working](th *thresholds[T], cnt []int32, row []T, runs []negRun,
 			cnt[s]++
 		}
 	}
-	cnt[len(th.score)] -= int32(len(fs.saved))
-	i := 0
-	for k := 1; k < len(runs); k++ {
-		for j := runs[k-1][1]; j < runs[k][0]; j++ {
-			row[j] = fs.saved[i]
-			i++
-		}
+	cnt[len(th.score)] -= int32(len(fs.masked))
+	for k, j := range fs.masked {
+		row[j] = fs.saved[k]
 	}
 	return float64(m)
 }
@@ -493,8 +553,9 @@ type foldScratch[T working] struct {
 	// global are the global rows of block rows (countRow32).
 	global []int32
 	rows   block
-	saved  []T    // countRow's masked scores
-	warmed uint32 // keeps warmState's loads
+	masked []int32 // countMasked's offsets
+	saved  []T     // and their scores
+	warmed uint32  // keeps warmState's loads
 }
 
 // warmState reads a query's counting state — its bucket table, threshold
