@@ -217,11 +217,11 @@ func benchRowStats[T working](b *testing.B) {
 			rows[i][j] = T(r.NormFloat64() * 0.05)
 		}
 	}
-	sk := &sink[T]{s: &scorer[T]{pl: plan{window: 1 << 30}}, win: [2]float64{-0.0006, 0.0006}}
+	sk := &sink[T]{s: &scorer[T]{pl: plan{window: 1 << 21}}, win: [2]float64{-0.0006, 0.0006}, kept: make([]T, 1<<21)}
 	b.ResetTimer()
 	for range b.N {
 		p := &sinkPart[T]{sk: sk}
-		sk.kept.Store(0)
+		sk.nKept.Store(0)
 		for _, v := range rows {
 			p.rowStats(v)
 		}

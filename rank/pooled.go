@@ -29,7 +29,12 @@ type sink[T working] struct {
 	all      bool // the window holds every value
 	mu       sync.Mutex
 	parts    []*sinkPart[T]
-	kept     atomic.Int64
+	// kept is the window's values, written by the parts at ranges they
+	// reserve by adding to n (any order: only the median is taken from
+	// them); one allocation of the window's cap, no part's copy of its
+	// own nor a final concatenation.
+	kept     []T
+	nKept    atomic.Int64
 	overflow atomic.Bool
 	total    float64 // the ordered sum so far
 }
@@ -40,7 +45,7 @@ type sinkPart[T working] struct {
 	lo, hi T
 	seen   bool
 	below  int     // values under the window
-	window []T     // values inside it
+	inside []T     // scratch: a row's values inside it
 	idx    []int32 // scratch of the window scan
 }
 
@@ -58,6 +63,7 @@ func newSink[T working](s *scorer[T]) *sink[T] {
 func (sk *sink[T]) place(ctx context.Context) error {
 	s := sk.s
 	if sk.n <= s.pl.window {
+		sk.kept = make([]T, sk.n)
 		return nil
 	}
 	delta := min(0.1, max(0.005, 0.25*float64(s.pl.window)/float64(sk.n)))
@@ -83,6 +89,7 @@ func (sk *sink[T]) place(ctx context.Context) error {
 	lo := metrics.SelectKth(sample, int(math.Floor(float64(len(sample)-1)*(0.5-delta))))
 	hi := metrics.SelectKth(sample, int(math.Ceil(float64(len(sample)-1)*(0.5+delta))))
 	sk.win, sk.all = [2]float64{float64(lo), float64(hi)}, false
+	sk.kept = make([]T, s.pl.window)
 	if sk.win[0] == 0 {
 		// v − (−0) is +0 for v = ±0, so a zero is not counted below a
 		// zero bound.
@@ -120,13 +127,13 @@ func (p *sinkPart[T]) rowStats(vals []T) (hi T) {
 		p.hi = hi
 	}
 	if sk.all {
-		p.window = append(p.window, vals...)
+		sk.keep(vals)
 		return hi
 	}
 	if sk.overflow.Load() {
 		return hi
 	}
-	n0 := len(p.window)
+	p.inside = p.inside[:0]
 	wl, wh := T(sk.win[0]), T(sk.win[1])
 	if v32, ok := any(vals).([]float32); ok {
 		// One vector scan: the values at or above the window's low end
@@ -135,7 +142,7 @@ func (p *sinkPart[T]) rowStats(vals []T) (hi T) {
 		above, in := kernel.Scan32(v32, kernel.Cut{Above: math.Nextafter32(float32(wl), float32(math.Inf(-1))), Lo: float32(wl), Hi: float32(wh), High: float32(math.Inf(1))}, p.idx)
 		p.below += len(vals) - above
 		for _, j := range in {
-			p.window = append(p.window, vals[j])
+			p.inside = append(p.inside, vals[j])
 		}
 	} else {
 		below := 0
@@ -143,16 +150,27 @@ func (p *sinkPart[T]) rowStats(vals []T) (hi T) {
 			b := b2i(v < wl)
 			below += b
 			if b|b2i(v > wh) == 0 { // inside (a branch taken for the few inside)
-				p.window = append(p.window, v)
+				p.inside = append(p.inside, v)
 			}
 		}
 		p.below += below
 	}
-	if added := len(p.window) - n0; added > 0 && sk.kept.Add(int64(added)) > int64(sk.s.pl.window) {
-		sk.overflow.Store(true) // the window is of no use any more
-		p.window = nil
-	}
+	sk.keep(p.inside)
 	return hi
+}
+
+// keep writes vals into the window at a range it reserves; past the
+// window's cap the window is of no use any more (overflow).
+func (sk *sink[T]) keep(vals []T) {
+	if len(vals) == 0 {
+		return
+	}
+	end := sk.nKept.Add(int64(len(vals)))
+	if end > int64(len(sk.kept)) {
+		sk.overflow.Store(true)
+		return
+	}
+	copy(sk.kept[end-int64(len(vals)):end], vals)
 }
 
 // minMax is the smallest of vals and the part's smallest so far, and the
@@ -213,7 +231,7 @@ func (sk *sink[T]) sum(rel *relevance, q int, vals []T) {
 // summary completes the summary once every chunk is folded.
 func (sk *sink[T]) summary(ctx context.Context) (metrics.Summary, error) {
 	var lo, hi T
-	seen, below, inside := false, 0, 0
+	seen, below := false, 0
 	for _, p := range sk.parts {
 		if p.seen {
 			if !seen {
@@ -222,16 +240,12 @@ func (sk *sink[T]) summary(ctx context.Context) (metrics.Summary, error) {
 			lo, hi = min(lo, p.lo), max(hi, p.hi)
 		}
 		below += p.below
-		inside += len(p.window)
 	}
 	if !seen {
 		return metrics.Summary{}, nil
 	}
-	kept := make([]T, 0, inside)
-	for _, p := range sk.parts {
-		kept = append(kept, p.window...)
-		p.window = nil
-	}
+	kept := sk.kept[:min(sk.nKept.Load(), int64(len(sk.kept)))]
+	sk.kept = nil
 	n := sk.n
 	ks := []int{n / 2}
 	if n%2 == 0 {
