@@ -147,7 +147,7 @@ func (s *scorer[T]) queryMajor(c *chunk[T], qb int) int {
 }
 
 // queryMajorBytes bounds a query-major tile's scores.
-const queryMajorBytes = 16 << 20
+const queryMajorBytes = 4 << 20
 
 // queryRows are the working rows of queries [q0, q1).
 func (s *scorer[T]) queryRows(w *worker[T], q0, q1 int) []T {
