@@ -23,12 +23,12 @@ import (
 // overflowed) the positives are scored again, as many times as a radix
 // selection over the keys needs.
 type sink[T working] struct {
-	s        *scorer[T]
-	n        int // eligible positives
-	win      [2]float64
-	all      bool // the window holds every value
-	mu       sync.Mutex
-	parts    []*sinkPart[T]
+	s     *scorer[T]
+	n     int // eligible positives
+	win   [2]float64
+	all   bool // the window holds every value
+	mu    sync.Mutex
+	parts []*sinkPart[T]
 	// kept is the window's values, written by the parts at ranges they
 	// reserve by adding to n (any order: only the median is taken from
 	// them); one allocation of the window's cap, no part's copy of its
