@@ -161,8 +161,11 @@ func (s *scorer[T]) queryRows(w *worker[T], q0, q1 int) []T {
 // exhaustiveBlock scores block b against the chunk's queries [q0, q1) by
 // the exact kernels, a tile of qb queries at a time.
 func (s *scorer[T]) exhaustiveBlock(ctx context.Context, w *worker[T], c *chunk[T], b block, qlo, qhi, qb int) error {
-	w.g = growTo(w.g, b.n*s.d)
-	g := blockRows(s.g, b, w.g, w.tmp)
+	g := direct[T](s.g, b) // the stored (or cached) rows: no buffer
+	if g == nil {
+		w.g = growTo(w.g, b.n*s.d)
+		g = blockRows(s.g, b, w.g, w.tmp)
+	}
 	cls := s.blockClass(b)
 	for q0 := qlo; q0 < qhi; q0 += qb {
 		if err := ctx.Err(); err != nil {
