@@ -95,6 +95,10 @@ func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error)
 		// Query-major: a task is a tile of queries over long blocks of
 		// the rows, so a query's counting state is read into the cache
 		// once per long block instead of once per block.
+		// Tiles of at most qb queries, as many as a multiple of the
+		// threads, so that no worker is left with the last one alone.
+		per := s.pr.threads * ((n + qb*s.pr.threads - 1) / (qb * s.pr.threads))
+		qb = (n + per - 1) / per
 		blocks, tasks = passBlocks(s.pl.rows.len(), long), (n+qb-1)/qb
 		task = func(i int, w *worker[T]) error {
 			q0 := c.q0 + i*qb
