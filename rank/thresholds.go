@@ -119,9 +119,27 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 		keys[i] = k
 		cnt[k]++
 	}
+	// With a 16-bit table, it is written in the same pass: first[k+1],
+	// the first slot whose bucket is ≤ k, is the start of bucket k;
+	// first[0] = n.
+	var t16 []uint16
+	if table && n < math.MaxUint16 {
+		if len(tab) != nb+1 {
+			tab = make([]uint16, nb+1)
+		}
+		t16 = tab[:nb+1]
+	}
 	sum := int32(0)
-	for k := nb - 1; k >= 0; k-- {
-		cnt[k], sum = sum, sum+cnt[k]
+	if t16 != nil {
+		for k := nb - 1; k >= 0; k-- {
+			t16[k+1] = uint16(sum)
+			cnt[k], sum = sum, sum+cnt[k]
+		}
+		t16[0] = uint16(n)
+	} else {
+		for k := nb - 1; k >= 0; k-- {
+			cnt[k], sum = sum, sum+cnt[k]
+		}
 	}
 	// The positions in list order (ascending gallery index), so that
 	// equal scores keep the tie rule's order within a bucket.
@@ -172,22 +190,14 @@ func rankOrder[T working](rs *sorter, vals []T, ex []int32, table bool, tab []ui
 	if !table {
 		return pos, nil
 	}
-	// first[k+1], the first slot whose bucket is ≤ k, is the start of
-	// bucket k: cnt[k+1] (0 for the top bucket); first[0] = n = cnt[0].
-	if n < math.MaxUint16 {
-		if len(tab) != nb+1 {
-			tab = make([]uint16, nb+1)
-		}
-		for k, c := range cnt[:nb] {
-			tab[k] = uint16(c)
-		}
-		tab[nb] = 0
-		b.first16 = tab
+	if t16 != nil {
+		b.first16 = t16
 		if b.k32 != nil {
-			b.k32.Tab = tab
+			b.k32.Tab = t16
 		}
 		return pos, b
 	}
+	// cnt[k] is the start of bucket k − 1: first[k] (0 for the top).
 	t32 := make([]int32, nb+1)
 	copy(t32, cnt[:nb])
 	b.first = t32
