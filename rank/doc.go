@@ -17,7 +17,9 @@
 //	  gallery pass      over a row set (the gallery, or a shard's rows,
 //	                    global indices kept): tiles scored exhaustively,
 //	                    sparse, or through the screen driver over a
-//	                    cheap-score type (float32 or int16, screen*.go);
+//	                    cheap-score type (float32, int8 or int16,
+//	                    screen*.go); block-major, or query-major when a
+//	                    query's counting state is large (many positives);
 //	                    one row fold places every eligible negative in the
 //	                    slot of the first positive it precedes (pass.go)
 //	  merge             integer counts summed over workers, ranks from the
