@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/vertebrae-eval/vertebrae/internal/kernel"
 )
@@ -91,12 +90,13 @@ func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error)
 		return s.exhaustiveBlock(ctx, w, c, b, c.q0, c.q1, qb)
 	}
 	tasks := len(blocks)
-	if long := s.queryMajor(c, qb); long > 0 {
+	if mqb, long := s.queryMajor(c, qb); long > 0 {
 		// Query-major: a task is a tile of queries over long blocks of
 		// the rows, so a query's counting state is read into the cache
 		// once per long block instead of once per block.
-		// Tiles of at most qb queries, as many as a multiple of the
+		// Tiles of at most mqb queries, as many as a multiple of the
 		// threads, so that no worker is left with the last one alone.
+		qb = mqb
 		per := s.pr.threads * ((n + qb*s.pr.threads - 1) / (qb * s.pr.threads))
 		qb = (n + per - 1) / per
 		blocks, tasks = passBlocks(s.pl.rows.len(), long), (n+qb-1)/qb
@@ -122,36 +122,44 @@ func (s *scorer[T]) pass(ctx context.Context, c *chunk[T]) ([]*worker[T], error)
 	return ws, err
 }
 
-// queryMajor returns the gallery rows of a long block when the chunk's pass
-// runs query-major (0: block-major). That pays when a query's counting
-// state (its thresholds, bucket table and counters: about 20 bytes per
-// positive) is larger than a core's cache can keep for a tile of queries:
-// block-major, a worker reads it back for every block (warmState) and
-// places each score against it. The exhaustive exact pass only (a screen
-// decides pairs by the block), with enough tiles for every thread.
-// Measured on 2,000 × 100,000 × 64 float32 in 10 classes, one thread
-// (BenchmarkLabelClasses): 2.15 s → 1.91 s.
-func (s *scorer[T]) queryMajor(c *chunk[T], qb int) int {
+// queryMajor returns the query tile and the gallery rows of a long block
+// when the chunk's pass runs query-major (long 0: block-major). That pays
+// when a query's counting state (its thresholds, bucket table and counters:
+// about 20 bytes per positive) is larger than a core's cache can keep for a
+// tile of queries: block-major, a worker reads it back for every block
+// (warmState) and places each score against it, while query-major folds a
+// query's row over a long block at once. Its tiles are wider than the
+// block-major ones (only one query's state is in use at a time), so that
+// the long blocks' rows, read once per tile, cost little next to the
+// products. The exhaustive exact pass only (a screen decides pairs by the
+// block), with enough tiles for every thread. Measured on 2,000 × 100,000
+// float32 rows in 10 classes, one thread (BenchmarkLabelClasses): at D = 64
+// 1.83 s block-major, 1.62 s in tiles of 16 queries, 1.63 s of 32; at
+// D = 384 3.65 s, 3.64 s and 3.07 s.
+func (s *scorer[T]) queryMajor(c *chunk[T], qb int) (tile, long int) {
 	if s.screen != nil || s.pl.sparse {
-		return 0
+		return 0, 0
 	}
 	if s.pl.longRows > 0 { // forced (tests)
-		return min(s.pl.longRows, s.pl.rows.len())
+		return qb, min(s.pl.longRows, s.pl.rows.len())
 	}
-	if c.most < warmThresholds || (c.q1-c.q0+qb-1)/qb < 2*s.pr.threads {
-		return 0
+	tile = min(queryMajorTile, c.q1-c.q0)
+	if c.most < warmThresholds || (c.q1-c.q0+tile-1)/tile < 2*s.pr.threads {
+		return 0, 0
 	}
-	// A long block's tile of scores within queryMajorBytes; its produced
-	// rows (when the stored ones are not the working values) too.
-	long := max(s.pl.gb, queryMajorBytes/(qb*int(unsafe.Sizeof(T(0)))))
+	long = queryMajorRows
 	if direct[T](s.g, s.pl.rows.block(0, 1)) == nil {
-		long = s.pl.blockRows(long, s.d)
+		long = s.pl.blockRows(long, s.d) // produced rows, bounded
 	}
-	return min(long, s.pl.rows.len())
+	return tile, min(long, s.pl.rows.len())
 }
 
-// queryMajorBytes bounds a query-major tile's scores.
-const queryMajorBytes = 4 << 20
+// A query-major tile: 32 queries over long blocks of 65,536 gallery rows
+// (8 MiB of float32 scores per worker).
+const (
+	queryMajorTile = 32
+	queryMajorRows = 1 << 16
+)
 
 // queryRows are the working rows of queries [q0, q1).
 func (s *scorer[T]) queryRows(w *worker[T], q0, q1 int) []T {
