@@ -30,9 +30,9 @@ type sink[T working] struct {
 	mu    sync.Mutex
 	parts []*sinkPart[T]
 	// kept is the window's values, written by the parts at ranges they
-	// reserve by adding to n (any order: only the median is taken from
-	// them); one allocation of the window's cap, no part's copy of its
-	// own nor a final concatenation.
+	// reserve by adding to nKept (any order: only the median is taken
+	// from them); one allocation of the window's cap, no part's copy of
+	// its own nor a final concatenation.
 	kept     []T
 	nKept    atomic.Int64
 	overflow atomic.Bool
